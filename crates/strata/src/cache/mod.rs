@@ -1,0 +1,1 @@
+//! Caches shared by every table reader.

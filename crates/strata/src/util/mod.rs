@@ -1,0 +1,6 @@
+//! Small building blocks shared by every on-disk format: integer coding,
+//! checksums and hashes.
+
+pub mod checksum;
+pub mod coding;
+pub mod xxph3;

@@ -1,0 +1,142 @@
+//! The file-system boundary. Everything that touches storage goes through a
+//! [`Vfs`], so tests can run on memory (and, later, inject faults) and the
+//! engine never calls `std::fs` directly.
+//!
+//! Contract: a [`WritableFile`]'s bytes are durable only after `sync`; a
+//! rename is atomic; `sync_dir` makes a directory's entries (creates,
+//! renames, removes) durable.
+
+mod mem;
+mod os;
+
+pub use mem::MemVfs;
+pub use os::OsVfs;
+
+use crate::error::Result;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A file being written from start to end.
+pub trait WritableFile: Send {
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system (not durable yet).
+    fn flush(&mut self) -> Result<()>;
+    /// Makes every appended byte durable.
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets, shared between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is
+    /// an error.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    fn len(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The name used in error messages.
+    fn name(&self) -> &str;
+}
+
+/// A file read once from start to end (logs).
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; 0 means end of file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+}
+
+/// The file-system operations the engine needs.
+pub trait Vfs: Send + Sync {
+    /// Creates (or truncates) a file for writing.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    fn exists(&self, path: &Path) -> bool;
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    fn remove(&self, path: &Path) -> Result<()>;
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Hard-links `from` as `to`; fails if the two are on different file
+    /// systems (the caller then copies).
+    fn link(&self, from: &Path, to: &Path) -> Result<()>;
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Names (not paths) of the entries in `dir`.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+}
+
+/// Reads a whole file through a [`Vfs`].
+pub fn read_all(vfs: &dyn Vfs, path: &Path) -> Result<Vec<u8>> {
+    let f = vfs.open_random(path)?;
+    let mut buf = vec![0u8; f.len() as usize];
+    f.read_exact_at(&mut buf, 0)?;
+    Ok(buf)
+}
+
+/// Writes a whole file through a [`Vfs`] and syncs it.
+pub fn write_all(vfs: &dyn Vfs, path: &Path, data: &[u8]) -> Result<()> {
+    let mut f = vfs.create(path)?;
+    f.append(data)?;
+    f.sync()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exercise(vfs: &dyn Vfs, dir: &Path) {
+        vfs.create_dir_all(dir).unwrap();
+        let a = dir.join("a");
+        let b = dir.join("b");
+        let mut w = vfs.create(&a).unwrap();
+        w.append(b"hello ").unwrap();
+        w.append(b"world").unwrap();
+        assert_eq!(w.len(), 11);
+        w.sync().unwrap();
+        drop(w);
+        assert!(vfs.exists(&a));
+        assert_eq!(vfs.file_size(&a).unwrap(), 11);
+        let r = vfs.open_random(&a).unwrap();
+        let mut buf = [0u8; 5];
+        r.read_exact_at(&mut buf, 6).unwrap();
+        assert_eq!(&buf, b"world");
+        assert!(r.read_exact_at(&mut buf, 8).is_err(), "read past end");
+        let mut s = vfs.open_sequential(&a).unwrap();
+        let mut all = Vec::new();
+        let mut chunk = [0u8; 4];
+        loop {
+            let n = s.read(&mut chunk).unwrap();
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&chunk[..n]);
+        }
+        assert_eq!(all, b"hello world");
+        vfs.link(&a, &b).unwrap();
+        assert_eq!(read_all(vfs, &b).unwrap(), b"hello world");
+        vfs.remove(&a).unwrap();
+        assert!(!vfs.exists(&a));
+        assert_eq!(read_all(vfs, &b).unwrap(), b"hello world");
+        vfs.rename(&b, &a).unwrap();
+        assert!(!vfs.exists(&b));
+        let mut names = vfs.list(dir).unwrap();
+        names.sort();
+        assert_eq!(names, vec!["a".to_string()]);
+        assert!(vfs.open_random(&b).is_err());
+        vfs.sync_dir(dir).unwrap();
+    }
+
+    #[test]
+    fn os_vfs_behaves() {
+        let d = tempfile::tempdir().unwrap();
+        exercise(&OsVfs, &d.path().join("sub"));
+    }
+
+    #[test]
+    fn mem_vfs_behaves() {
+        exercise(&MemVfs::new(), Path::new("/db"));
+    }
+}

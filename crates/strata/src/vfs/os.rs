@@ -1,0 +1,137 @@
+//! The operating system's file system.
+
+use super::{RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use crate::error::{Error, Result};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+/// [`Vfs`] over `std::fs`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsVfs;
+
+fn p(path: &Path) -> String {
+    path.display().to_string()
+}
+
+struct OsWritable {
+    name: String,
+    w: BufWriter<File>,
+    len: u64,
+}
+
+impl WritableFile for OsWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.w
+            .write_all(data)
+            .map_err(|e| Error::io(&self.name, e))?;
+        self.len += data.len() as u64;
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.w.flush().map_err(|e| Error::io(&self.name, e))
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.w
+            .get_ref()
+            .sync_data()
+            .map_err(|e| Error::io(&self.name, e))
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct OsRandom {
+    name: String,
+    f: File,
+    len: u64,
+}
+
+impl RandomAccessFile for OsRandom {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.f
+            .read_exact_at(buf, offset)
+            .map_err(|e| Error::io(format!("{} (offset {offset})", self.name), e))
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+struct OsSequential {
+    name: String,
+    f: File,
+}
+
+impl SequentialFile for OsSequential {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
+        self.f.read(buf).map_err(|e| Error::io(&self.name, e))
+    }
+}
+
+impl Vfs for OsVfs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io(p(path), e))?;
+        Ok(Box::new(OsWritable {
+            name: p(path),
+            w: BufWriter::with_capacity(256 << 10, f),
+            len: 0,
+        }))
+    }
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let f = File::open(path).map_err(|e| Error::io(p(path), e))?;
+        let len = f.metadata().map_err(|e| Error::io(p(path), e))?.len();
+        Ok(Arc::new(OsRandom {
+            name: p(path),
+            f,
+            len,
+        }))
+    }
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        let f = File::open(path).map_err(|e| Error::io(p(path), e))?;
+        Ok(Box::new(OsSequential { name: p(path), f }))
+    }
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        Ok(fs::metadata(path).map_err(|e| Error::io(p(path), e))?.len())
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| Error::io(p(path), e))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(|e| Error::io(format!("{} -> {}", p(from), p(to)), e))
+    }
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| Error::io(format!("{} -> {}", p(from), p(to)), e))
+    }
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).map_err(|e| Error::io(p(dir), e))
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(dir).map_err(|e| Error::io(p(dir), e))? {
+            let e = e.map_err(|e| Error::io(p(dir), e))?;
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+        Ok(out)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        File::open(dir)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(p(dir), e))
+    }
+}
