@@ -54,6 +54,24 @@ impl Error {
     }
 }
 
+impl Clone for Error {
+    fn clone(&self) -> Error {
+        match self {
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption { file, offset, msg } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                msg: msg.clone(),
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::NotSupported(m) => Error::NotSupported(m.clone()),
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

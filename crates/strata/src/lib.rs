@@ -10,6 +10,7 @@
 
 pub mod cache;
 pub mod error;
+pub mod iter;
 pub mod key;
 pub mod sstable;
 pub mod util;

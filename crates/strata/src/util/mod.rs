@@ -3,4 +3,5 @@
 
 pub mod checksum;
 pub mod coding;
+pub mod hex;
 pub mod xxph3;

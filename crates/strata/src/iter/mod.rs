@@ -1,0 +1,25 @@
+//! Iterators over internal keys.
+//!
+//! Every source of sorted data (a block, a table, later a memtable or a whole
+//! level) exposes the same positional interface so that merging and
+//! user-facing iterators can combine them. An iterator that hits an error
+//! becomes invalid and reports the error through `status`.
+
+use crate::error::Result;
+
+pub trait InternalIterator {
+    fn valid(&self) -> bool;
+    fn seek_to_first(&mut self);
+    fn seek_to_last(&mut self);
+    /// First entry whose internal key is >= `target`.
+    fn seek(&mut self, target: &[u8]);
+    /// Last entry whose internal key is <= `target`.
+    fn seek_for_prev(&mut self, target: &[u8]);
+    fn next(&mut self);
+    fn prev(&mut self);
+    /// The current internal key; only while `valid()`.
+    fn key(&self) -> &[u8];
+    fn value(&self) -> &[u8];
+    /// The first error this iterator met, if any.
+    fn status(&self) -> Result<()>;
+}

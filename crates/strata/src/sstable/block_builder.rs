@@ -1,0 +1,132 @@
+//! Builds one block: prefix-compressed entries with a restart array.
+//!
+//! Entry: `shared (varint32) | unshared (varint32) | value_len (varint32) |
+//! key[shared..] | value`. Every `restart_interval` entries the key is stored
+//! whole (shared = 0) and its offset is recorded in the restart array, so a
+//! reader can binary-search restarts and then scan at most one interval.
+//!
+//! Index blocks use RocksDB's value-delta encoding instead: no value length,
+//! and a value is a full block handle at a restart point or only the signed
+//! size delta from the previous handle elsewhere (the offset follows from
+//! the previous block's end).
+
+use crate::util::coding::{put_fixed32, put_varint32};
+
+pub struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    counter: usize,
+    restart_interval: usize,
+    last_key: Vec<u8>,
+    entries: usize,
+    value_delta: bool,
+}
+
+impl BlockBuilder {
+    pub fn new(restart_interval: usize) -> BlockBuilder {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: vec![0],
+            counter: 0,
+            restart_interval: restart_interval.max(1),
+            last_key: Vec::new(),
+            entries: 0,
+            value_delta: false,
+        }
+    }
+
+    /// A builder for index blocks with delta-encoded block-handle values.
+    pub fn new_value_delta(restart_interval: usize) -> BlockBuilder {
+        let mut b = BlockBuilder::new(restart_interval);
+        b.value_delta = true;
+        b
+    }
+
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.restarts.clear();
+        self.restarts.push(0);
+        self.counter = 0;
+        self.last_key.clear();
+        self.entries = 0;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    pub fn entries(&self) -> usize {
+        self.entries
+    }
+
+    pub fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    /// Size of the finished block if it were finished now.
+    pub fn estimated_size(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    /// Size after adding an entry of these lengths (an estimate: assumes no
+    /// shared prefix).
+    pub fn estimated_size_after(&self, key_len: usize, value_len: usize) -> usize {
+        let restart = if self.counter >= self.restart_interval {
+            4
+        } else {
+            0
+        };
+        self.estimated_size() + key_len + value_len + 3 + restart
+    }
+
+    /// Adds an entry; keys must arrive in the block's order.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.add_impl(key, value, None);
+    }
+
+    /// Adds an index entry: `full` is the encoded handle, `delta` the encoded
+    /// size delta used when this entry is not a restart point.
+    pub fn add_handle(&mut self, key: &[u8], full: &[u8], delta: &[u8]) {
+        self.add_impl(key, full, Some(delta));
+    }
+
+    fn add_impl(&mut self, key: &[u8], value: &[u8], delta: Option<&[u8]>) {
+        let mut shared = 0;
+        if self.counter < self.restart_interval {
+            let n = self.last_key.len().min(key.len());
+            while shared < n && self.last_key[shared] == key[shared] {
+                shared += 1;
+            }
+        } else {
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+        }
+        let unshared = key.len() - shared;
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, unshared as u32);
+        if !self.value_delta {
+            put_varint32(&mut self.buf, value.len() as u32);
+        }
+        self.buf.extend_from_slice(&key[shared..]);
+        // The reader tells the two value forms apart by `shared`, so the delta
+        // form is used only when the entry shares key bytes.
+        match delta {
+            Some(d) if self.value_delta && shared != 0 => self.buf.extend_from_slice(d),
+            _ => self.buf.extend_from_slice(value),
+        }
+        self.last_key.truncate(shared);
+        self.last_key.extend_from_slice(&key[shared..]);
+        self.counter += 1;
+        self.entries += 1;
+    }
+
+    /// Appends the restart array and returns the block's bytes. The builder
+    /// must be `reset` before reuse.
+    pub fn finish(&mut self) -> &[u8] {
+        for &r in &self.restarts {
+            put_fixed32(&mut self.buf, r);
+        }
+        put_fixed32(&mut self.buf, self.restarts.len() as u32);
+        &self.buf
+    }
+}

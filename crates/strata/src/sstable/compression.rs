@@ -1,0 +1,213 @@
+//! Block compression, with RocksDB's framing: Snappy carries its own length;
+//! LZ4 and Zstd blocks start with a varint32 of the uncompressed size
+//! (RocksDB's `compress_format_version` 2, used by every format_version >= 2).
+//!
+//! A block is stored compressed only if that saves at least 1/8 of its size;
+//! otherwise the writer stores it raw and the trailer says so.
+
+use crate::util::coding::{get_varint32, put_varint32};
+
+/// The compression type byte in a block trailer (RocksDB's numbering).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompressionType {
+    None = 0,
+    Snappy = 1,
+    Zlib = 2,
+    Bzip2 = 3,
+    Lz4 = 4,
+    Lz4hc = 5,
+    Xpress = 6,
+    Zstd = 7,
+}
+
+impl CompressionType {
+    pub fn from_u8(b: u8) -> Option<CompressionType> {
+        Some(match b {
+            0 => CompressionType::None,
+            1 => CompressionType::Snappy,
+            2 => CompressionType::Zlib,
+            3 => CompressionType::Bzip2,
+            4 => CompressionType::Lz4,
+            5 => CompressionType::Lz4hc,
+            6 => CompressionType::Xpress,
+            7 => CompressionType::Zstd,
+            _ => return None,
+        })
+    }
+
+    /// The name RocksDB stores in the `rocksdb.compression` property.
+    pub fn rocksdb_name(self) -> &'static str {
+        match self {
+            CompressionType::None => "NoCompression",
+            CompressionType::Snappy => "Snappy",
+            CompressionType::Zlib => "Zlib",
+            CompressionType::Bzip2 => "BZip2",
+            CompressionType::Lz4 => "LZ4",
+            CompressionType::Lz4hc => "LZ4HC",
+            CompressionType::Xpress => "Xpress",
+            CompressionType::Zstd => "ZSTD",
+        }
+    }
+
+    /// Parses a user-facing name (`none`, `snappy`, `lz4`, `zstd`).
+    pub fn parse(s: &str) -> Option<CompressionType> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "none" | "no" | "nocompression" => CompressionType::None,
+            "snappy" => CompressionType::Snappy,
+            "lz4" => CompressionType::Lz4,
+            "zstd" => CompressionType::Zstd,
+            _ => return None,
+        })
+    }
+
+    /// Whether Strata can write blocks of this type.
+    pub fn can_write(self) -> bool {
+        matches!(
+            self,
+            CompressionType::None
+                | CompressionType::Snappy
+                | CompressionType::Lz4
+                | CompressionType::Zstd
+        )
+    }
+}
+
+/// Zstd level used when RocksDB's options leave it at the default.
+const ZSTD_LEVEL: i32 = 3;
+
+/// Compresses `raw` into `out` (cleared first). Returns false if the type is
+/// not one Strata writes or compression failed; the caller then stores raw.
+pub fn compress(kind: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    match kind {
+        CompressionType::Snappy => {
+            out.resize(snap::raw::max_compress_len(raw.len()), 0);
+            match snap::raw::Encoder::new().compress(raw, out) {
+                Ok(n) => {
+                    out.truncate(n);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        CompressionType::Lz4 | CompressionType::Lz4hc => {
+            put_varint32(out, raw.len() as u32);
+            let start = out.len();
+            out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+            match lz4_flex::block::compress_into(raw, &mut out[start..]) {
+                Ok(n) => {
+                    out.truncate(start + n);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        CompressionType::Zstd => {
+            put_varint32(out, raw.len() as u32);
+            match zstd::bulk::compress(raw, ZSTD_LEVEL) {
+                Ok(c) => {
+                    out.extend_from_slice(&c);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// True if a compressed block is worth keeping: it saves at least 1/8.
+pub fn good_ratio(raw_len: usize, compressed_len: usize) -> bool {
+    compressed_len < raw_len - raw_len / 8
+}
+
+/// No block is larger than this; a size prefix beyond it is corruption, and
+/// refusing it keeps a damaged file from asking for gigabytes.
+const MAX_BLOCK_SIZE: usize = 1 << 28;
+
+fn check_size(what: &str, n: usize) -> Result<usize, String> {
+    if n > MAX_BLOCK_SIZE {
+        return Err(format!("{what}: uncompressed size {n} is implausible"));
+    }
+    Ok(n)
+}
+
+/// Decompresses one block. Errors are plain messages; the caller adds the
+/// file and offset.
+pub fn decompress(kind: CompressionType, data: &[u8]) -> Result<Vec<u8>, String> {
+    match kind {
+        CompressionType::None => Ok(data.to_vec()),
+        CompressionType::Snappy => {
+            let n = snap::raw::decompress_len(data).map_err(|e| format!("snappy: {e}"))?;
+            let n = check_size("snappy", n)?;
+            let mut out = vec![0u8; n];
+            snap::raw::Decoder::new()
+                .decompress(data, &mut out)
+                .map_err(|e| format!("snappy: {e}"))?;
+            Ok(out)
+        }
+        CompressionType::Lz4 | CompressionType::Lz4hc => {
+            let (n, used) =
+                get_varint32(data).ok_or_else(|| "lz4: bad size prefix".to_string())?;
+            let n = check_size("lz4", n as usize)?;
+            let mut out = vec![0u8; n];
+            let got = lz4_flex::block::decompress_into(&data[used..], &mut out)
+                .map_err(|e| format!("lz4: {e}"))?;
+            if got != n {
+                return Err(format!("lz4: expected {n} bytes, got {got}"));
+            }
+            Ok(out)
+        }
+        CompressionType::Zstd => {
+            let (n, used) =
+                get_varint32(data).ok_or_else(|| "zstd: bad size prefix".to_string())?;
+            let n = check_size("zstd", n as usize)?;
+            let out = zstd::bulk::decompress(&data[used..], n)
+                .map_err(|e| format!("zstd: {e}"))?;
+            if out.len() != n {
+                return Err(format!("zstd: expected {n} bytes, got {}", out.len()));
+            }
+            Ok(out)
+        }
+        other => Err(format!(
+            "compression type {} is not supported",
+            other.rocksdb_name()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_every_writable_type() {
+        let raw: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+        for kind in [
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ] {
+            let mut out = Vec::new();
+            assert!(compress(kind, &raw, &mut out), "{kind:?}");
+            assert!(good_ratio(raw.len(), out.len()), "{kind:?} should shrink");
+            assert_eq!(decompress(kind, &out).unwrap(), raw, "{kind:?}");
+            // Truncated input is an error, not a panic.
+            assert!(decompress(kind, &out[..out.len() / 2]).is_err(), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let junk = [0xffu8, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3];
+        for kind in [
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+            CompressionType::Zlib,
+        ] {
+            let _ = decompress(kind, &junk);
+            let _ = decompress(kind, &[]);
+        }
+    }
+}

@@ -1,0 +1,718 @@
+//! `Table`: an open SST file. Opening reads the footer, metaindex,
+//! properties, index, filter and range tombstones; data blocks are read on
+//! demand through the shared block cache.
+//!
+//! Every block read verifies its checksum (unless the caller turns that off)
+//! and every decoding failure becomes `Error::Corruption` naming the file and
+//! the block's offset. A damaged filter is dropped rather than trusted: the
+//! table then answers from its data blocks, which is slower but correct.
+
+use super::block::{Block, BlockIter, BlockIterMode, KeyOrder};
+use super::compression::CompressionType;
+use super::filter::{FilterReader, BUILTIN_BLOOM_META_NAME};
+use super::format::{read_block, BlockHandle, Footer, FOOTER_SIZE, LEGACY_FOOTER_SIZE};
+use super::prefix::PrefixExtractor;
+use super::properties::{names, TableProperties};
+use super::writer::{PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{self, make_internal_key, seek_key, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::util::coding::decode_fixed32;
+use crate::vfs::{OsVfs, RandomAccessFile, Vfs};
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+/// How to open a table.
+#[derive(Clone)]
+pub struct TableOptions {
+    /// Shared block cache; `None` reads every data block from the file.
+    pub cache: Option<Arc<BlockCache>>,
+    pub verify_checksums: bool,
+    /// Sequence number to stamp on every key (ingested files). `None` uses
+    /// the file's own `global_seqno` property, if it has one.
+    pub global_seqno: Option<u64>,
+    /// Must match the extractor the file was written with for its prefix
+    /// filter to be used.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    pub use_filter: bool,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            cache: None,
+            verify_checksums: true,
+            global_seqno: None,
+            prefix_extractor: None,
+            use_filter: true,
+        }
+    }
+}
+
+/// A range tombstone: deletes user keys in `[start, end)` at `seq`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeTombstone {
+    pub start: Vec<u8>,
+    pub end: Vec<u8>,
+    pub seq: u64,
+}
+
+/// A point entry found by `Table::get`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub seq: u64,
+    pub kind: ValueKind,
+    pub value: Vec<u8>,
+}
+
+/// Per-block figures for `sst dump --stats`.
+#[derive(Clone, Debug, Default)]
+pub struct BlockStats {
+    pub data_blocks: u64,
+    pub data_raw_bytes: u64,
+    pub data_stored_bytes: u64,
+    pub blocks_by_compression: Vec<(CompressionType, u64)>,
+    pub entries: u64,
+    pub index_bytes: u64,
+    pub filter_bytes: u64,
+    pub filter_probes: Option<u32>,
+}
+
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    name: String,
+    footer: Footer,
+    /// Blocks lie before the footer.
+    data_limit: u64,
+    props: TableProperties,
+    index: Arc<Block>,
+    index_mode: BlockIterMode,
+    data_mode: BlockIterMode,
+    filter: Option<FilterReader>,
+    filter_error: Option<String>,
+    filter_bytes: u64,
+    /// The prefix extractor, when it matches the file's.
+    prefix: Option<Arc<dyn PrefixExtractor>>,
+    tombstones: Vec<RangeTombstone>,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    verify: bool,
+}
+
+impl Table {
+    /// Opens a table on the OS file system.
+    pub fn open_path(path: &Path, opts: TableOptions) -> Result<Arc<Table>> {
+        Table::open(OsVfs.open_random(path)?, opts)
+    }
+
+    pub fn open_in(vfs: &dyn Vfs, path: &Path, opts: TableOptions) -> Result<Arc<Table>> {
+        Table::open(vfs.open_random(path)?, opts)
+    }
+
+    pub fn open(file: Arc<dyn RandomAccessFile>, opts: TableOptions) -> Result<Arc<Table>> {
+        let name = file.name().to_string();
+        let footer = Footer::read(file.as_ref())?;
+        let footer_len = if footer.format_version == 0 {
+            LEGACY_FOOTER_SIZE
+        } else {
+            FOOTER_SIZE
+        };
+        let data_limit = file.len() - footer_len as u64;
+        let verify = opts.verify_checksums;
+        let read = |h: BlockHandle| read_block(file.as_ref(), h, footer.checksum, verify, data_limit);
+        let parse = |h: BlockHandle, what: &str, data: Vec<u8>| {
+            Block::new(data).map(Arc::new).map_err(|m| Error::corruption(&name, h.offset, format!("{what} block: {m}")))
+        };
+
+        let metaindex = parse(footer.metaindex, "metaindex", read(footer.metaindex)?.data)?;
+        let mut meta = Vec::new();
+        let mut it = BlockIter::new(metaindex, BlockIterMode::BYTEWISE);
+        it.seek_to_first();
+        while it.valid() {
+            let h = BlockHandle::decode_from(it.value()).ok_or_else(|| {
+                Error::corruption(&name, footer.metaindex.offset, "metaindex entry is not a block handle")
+            })?;
+            meta.push((String::from_utf8_lossy(it.key()).into_owned(), h));
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(Error::corruption(&name, footer.metaindex.offset, format!("metaindex block: {e}")));
+        }
+        let find = |n: &str| meta.iter().find(|(k, _)| k == n).map(|(_, h)| *h);
+
+        let props = match find(PROPERTIES_BLOCK_NAME) {
+            Some(h) => TableProperties::decode(read(h)?.data)
+                .map_err(|m| Error::corruption(&name, h.offset, m))?,
+            None => TableProperties::default(),
+        };
+        if !props.comparator.is_empty() && props.comparator != "leveldb.BytewiseComparator" {
+            return Err(Error::NotSupported(format!(
+                "{name}: comparator {} (Strata orders keys bytewise)",
+                props.comparator
+            )));
+        }
+        if let Some(t) = props.all.get(names::BBT_INDEX_TYPE) {
+            let t = if t.len() == 4 { decode_fixed32(t) } else { u32::MAX };
+            // 0 = binary search, 1 = hash search (its index block is still a
+            // binary-search index); 2 = two-level partitioned, 3 = binary
+            // search with first keys: different block layouts.
+            if t > 1 {
+                return Err(Error::NotSupported(format!("{name}: index type {t}")));
+            }
+        }
+
+        let index = parse(footer.index, "index", read(footer.index)?.data)?;
+        let index_mode = BlockIterMode {
+            order: if props.index_key_is_user_key {
+                KeyOrder::Bytewise
+            } else {
+                KeyOrder::Internal
+            },
+            value_delta: props.index_value_is_delta_encoded,
+            global_seqno: None,
+        };
+        let global_seqno = opts.global_seqno.or(match (props.external_version, props.global_seqno) {
+            (Some(v), Some(s)) if v >= 2 && s != 0 => Some(s),
+            _ => None,
+        });
+        if let Some(s) = global_seqno {
+            if s > MAX_SEQUENCE {
+                return Err(Error::corruption(&name, 0, format!("global sequence number {s} is too large")));
+            }
+        }
+        let data_mode = BlockIterMode {
+            global_seqno,
+            ..BlockIterMode::DATA
+        };
+
+        let (mut filter, mut filter_error, mut filter_bytes) = (None, None, 0);
+        if opts.use_filter {
+            if let Some(h) = find(BUILTIN_BLOOM_META_NAME) {
+                filter_bytes = h.size;
+                match read(h) {
+                    Ok(c) => filter = Some(FilterReader::new(&c.data)),
+                    Err(e) => filter_error = Some(e.to_string()),
+                }
+            }
+        }
+        let prefix = match (&opts.prefix_extractor, props.prefix_filtering) {
+            (Some(p), true) if p.name() == props.prefix_extractor => Some(Arc::clone(p)),
+            _ => None,
+        };
+
+        let mut tombstones = Vec::new();
+        if let Some(h) = find(RANGE_DEL_BLOCK_NAME) {
+            let b = parse(h, "range deletion", read(h)?.data)?;
+            let mut it = BlockIter::new(b, data_mode);
+            it.seek_to_first();
+            while it.valid() {
+                let p = ParsedKey::parse(it.key())
+                    .filter(|p| p.kind == ValueKind::RangeDeletion as u8)
+                    .ok_or_else(|| Error::corruption(&name, h.offset, "range deletion block holds a key that is not a range tombstone"))?;
+                tombstones.push(RangeTombstone {
+                    start: p.user_key.to_vec(),
+                    end: it.value().to_vec(),
+                    seq: p.seq,
+                });
+                it.next();
+            }
+            if let Some(e) = it.error() {
+                return Err(Error::corruption(&name, h.offset, format!("range deletion block: {e}")));
+            }
+        }
+
+        let cache_id = opts.cache.as_ref().map(|c| c.new_id()).unwrap_or(0);
+        Ok(Arc::new(Table {
+            file,
+            name,
+            footer,
+            data_limit,
+            props,
+            index,
+            index_mode,
+            data_mode,
+            filter,
+            filter_error,
+            filter_bytes,
+            prefix,
+            tombstones,
+            cache: opts.cache,
+            cache_id,
+            verify,
+        }))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    pub fn file_size(&self) -> u64 {
+        self.file.len()
+    }
+
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.tombstones
+    }
+
+    /// Why the filter was not loaded, if it was present but unreadable.
+    pub fn filter_error(&self) -> Option<&str> {
+        self.filter_error.as_deref()
+    }
+
+    pub fn has_filter(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    /// The sequence number stamped on every key, for ingested files.
+    pub fn global_seqno(&self) -> Option<u64> {
+        self.data_mode.global_seqno
+    }
+
+    /// False only if the filter proves `user_key` is absent.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        let Some(f) = &self.filter else { return true };
+        if self.props.whole_key_filtering {
+            return f.may_contain(user_key);
+        }
+        match self.prefix.as_ref().and_then(|p| p.prefix(user_key)) {
+            Some(prefix) => f.may_contain(prefix),
+            None => true,
+        }
+    }
+
+    /// False only if the prefix filter proves no key with `prefix` exists.
+    pub fn may_contain_prefix(&self, prefix: &[u8]) -> bool {
+        match (&self.filter, &self.prefix) {
+            (Some(f), Some(_)) => f.may_contain(prefix),
+            _ => true,
+        }
+    }
+
+    /// The newest point entry for `user_key` with sequence <= `snapshot`.
+    /// Range tombstones are not applied here (see `range_tombstones`).
+    pub fn get(self: &Arc<Self>, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let mut it = self.iter();
+        it.seek(&seek_key(user_key, snapshot.min(MAX_SEQUENCE)));
+        it.status()?;
+        if !it.valid() {
+            return Ok(None);
+        }
+        let Some(p) = ParsedKey::parse(it.key()) else {
+            return Err(Error::corruption(&self.name, 0, "data block key shorter than its trailer"));
+        };
+        if p.user_key != user_key {
+            return Ok(None);
+        }
+        let kind = p.value_kind().ok_or_else(|| {
+            Error::corruption(&self.name, it.block_offset(), format!("unknown value kind {:#x}", p.kind))
+        })?;
+        Ok(Some(Found {
+            seq: p.seq,
+            kind,
+            value: it.value().to_vec(),
+        }))
+    }
+
+    pub fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter::new(Arc::clone(self), None, None)
+    }
+
+    /// An iterator limited to user keys in `[lower, upper)`.
+    pub fn iter_bounded(self: &Arc<Self>, lower: Option<&[u8]>, upper: Option<&[u8]>) -> TableIter {
+        TableIter::new(Arc::clone(self), lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
+    }
+
+    fn index_iter(&self) -> BlockIter {
+        BlockIter::new(Arc::clone(&self.index), self.index_mode)
+    }
+
+    /// A data block, from the cache or the file.
+    fn data_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        if let Some(c) = &self.cache {
+            if let Some(b) = c.get((self.cache_id, h.offset)) {
+                return Ok(b);
+            }
+        }
+        let contents = read_block(self.file.as_ref(), h, self.footer.checksum, self.verify, self.data_limit)?;
+        let b = Arc::new(
+            Block::new(contents.data)
+                .map_err(|m| Error::corruption(&self.name, h.offset, format!("data block: {m}")))?,
+        );
+        if let Some(c) = &self.cache {
+            c.insert((self.cache_id, h.offset), Arc::clone(&b), b.size());
+        }
+        Ok(b)
+    }
+
+    /// Reads every block with checksum verification and checks that keys
+    /// increase and that the entry count matches the properties.
+    pub fn verify(self: &Arc<Self>) -> Result<BlockStats> {
+        if let Some(e) = &self.filter_error {
+            return Err(Error::corruption(&self.name, 0, format!("filter block: {e}")));
+        }
+        let mut stats = BlockStats {
+            index_bytes: self.footer.index.size,
+            filter_bytes: self.filter_bytes,
+            filter_probes: self.filter.as_ref().and_then(|f| f.num_probes()),
+            ..BlockStats::default()
+        };
+        let mut idx = self.index_iter();
+        idx.seek_to_first();
+        let mut last: Option<Vec<u8>> = None;
+        while idx.valid() {
+            let h = idx.handle().ok_or_else(|| Error::corruption(&self.name, self.footer.index.offset, "index entry is not a block handle"))?;
+            let c = read_block(self.file.as_ref(), h, self.footer.checksum, true, self.data_limit)?;
+            stats.data_blocks += 1;
+            stats.data_raw_bytes += c.data.len() as u64;
+            stats.data_stored_bytes += c.stored_size as u64;
+            match stats.blocks_by_compression.iter_mut().find(|(t, _)| *t == c.compression) {
+                Some((_, n)) => *n += 1,
+                None => stats.blocks_by_compression.push((c.compression, 1)),
+            }
+            let b = Block::new(c.data).map_err(|m| Error::corruption(&self.name, h.offset, format!("data block: {m}")))?;
+            let mut it = BlockIter::new(Arc::new(b), self.data_mode);
+            it.seek_to_first();
+            while it.valid() {
+                if it.key().len() < 8 {
+                    return Err(Error::corruption(&self.name, h.offset, "key shorter than its trailer"));
+                }
+                if let Some(l) = &last {
+                    if key::compare_internal(l, it.key()) != Ordering::Less {
+                        return Err(Error::corruption(&self.name, h.offset, "keys out of order"));
+                    }
+                }
+                last = Some(it.key().to_vec());
+                stats.entries += 1;
+                it.next();
+            }
+            if let Some(e) = it.error() {
+                return Err(Error::corruption(&self.name, h.offset, format!("data block: {e}")));
+            }
+            idx.next();
+        }
+        if let Some(e) = idx.error() {
+            return Err(Error::corruption(&self.name, self.footer.index.offset, format!("index block: {e}")));
+        }
+        let want = self.props.num_entries.saturating_sub(self.props.num_range_deletions);
+        if self.props.all.contains_key(names::NUM_ENTRIES) && stats.entries != want {
+            return Err(Error::corruption(
+                &self.name,
+                0,
+                format!("properties say {want} point entries, data blocks hold {}", stats.entries),
+            ));
+        }
+        Ok(stats)
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        if let Some(c) = &self.cache {
+            c.erase_id(self.cache_id);
+        }
+    }
+}
+
+/// Iterator over a table's point entries, optionally bounded to user keys in
+/// `[lower, upper)`.
+pub struct TableIter {
+    table: Arc<Table>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    data_offset: u64,
+    err: Option<Error>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+}
+
+impl TableIter {
+    fn new(table: Arc<Table>, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> TableIter {
+        let index = table.index_iter();
+        TableIter {
+            table,
+            index,
+            data: None,
+            data_offset: 0,
+            err: None,
+            lower,
+            upper,
+        }
+    }
+
+    /// Offset of the data block the iterator is in (for error messages).
+    pub fn block_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    /// First entry with user key >= `user_key`.
+    pub fn seek_ge(&mut self, user_key: &[u8]) {
+        self.seek(&seek_key(user_key, MAX_SEQUENCE));
+    }
+
+    /// Last entry with user key < `user_key`.
+    pub fn seek_lt(&mut self, user_key: &[u8]) {
+        let mut t = user_key.to_vec();
+        t.extend_from_slice(&key::pack_trailer(MAX_SEQUENCE, KIND_FOR_SEEK).to_le_bytes());
+        self.seek_for_prev_raw(&t);
+        if self.valid() && key::user_key(self.key()) >= user_key {
+            self.prev_raw();
+        }
+        self.check_bounds();
+    }
+
+    fn fail(&mut self, e: Error) {
+        if self.err.is_none() {
+            self.err = Some(e);
+        }
+        self.data = None;
+    }
+
+    fn index_error(&mut self) -> bool {
+        if let Some(e) = self.index.error() {
+            let e = Error::corruption(&self.table.name, self.table.footer.index.offset, format!("index block: {e}"));
+            self.fail(e);
+            return true;
+        }
+        false
+    }
+
+    /// Loads the block the index iterator points at.
+    fn load_block(&mut self) -> bool {
+        self.data = None;
+        if !self.index.valid() {
+            self.index_error();
+            return false;
+        }
+        let Some(h) = self.index.handle() else {
+            let e = Error::corruption(&self.table.name, self.table.footer.index.offset, "index entry is not a block handle");
+            self.fail(e);
+            return false;
+        };
+        match self.table.data_block(h) {
+            Ok(b) => {
+                self.data_offset = h.offset;
+                self.data = Some(BlockIter::new(b, self.table.data_mode));
+                true
+            }
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    fn data_error(&mut self) -> bool {
+        if let Some(d) = &self.data {
+            if let Some(e) = d.error() {
+                let e = Error::corruption(&self.table.name, self.data_offset, format!("data block: {e}"));
+                self.fail(e);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn skip_empty_forward(&mut self) {
+        loop {
+            if self.err.is_some() {
+                return;
+            }
+            if self.data.as_ref().is_some_and(|d| d.valid()) || self.data_error() {
+                return;
+            }
+            if self.data.is_some() {
+                self.index.next();
+            }
+            if !self.load_block() {
+                return;
+            }
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_empty_backward(&mut self) {
+        loop {
+            if self.err.is_some() {
+                return;
+            }
+            if self.data.as_ref().is_some_and(|d| d.valid()) || self.data_error() {
+                return;
+            }
+            if self.data.is_some() {
+                self.index.prev();
+            }
+            if !self.load_block() {
+                return;
+            }
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_last();
+            }
+        }
+    }
+
+    fn seek_raw(&mut self, target: &[u8]) {
+        self.err = None;
+        match self.table.index_mode.order {
+            KeyOrder::Bytewise => self.index.seek(key::user_key(target)),
+            KeyOrder::Internal => self.index.seek(target),
+        }
+        if self.load_block() {
+            if let Some(d) = self.data.as_mut() {
+                d.seek(target);
+            }
+            self.skip_empty_forward();
+        }
+    }
+
+    fn seek_for_prev_raw(&mut self, target: &[u8]) {
+        // Find the first entry > target's position, then step back: seek to
+        // the block that could hold target, then move backward as needed.
+        self.seek_raw(target);
+        if self.err.is_some() {
+            return;
+        }
+        if !self.valid_raw() {
+            self.seek_to_last_raw();
+        }
+        while self.valid_raw() && key::compare_internal(self.key(), target) == Ordering::Greater {
+            self.prev_raw();
+        }
+    }
+
+    fn seek_to_last_raw(&mut self) {
+        self.err = None;
+        self.index.seek_to_last();
+        if self.load_block() {
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_last();
+            }
+            self.skip_empty_backward();
+        }
+    }
+
+    fn prev_raw(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.prev();
+        }
+        self.skip_empty_backward();
+    }
+
+    fn valid_raw(&self) -> bool {
+        self.err.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    /// Invalidates the iterator if it stands outside the bounds.
+    fn check_bounds(&mut self) {
+        if !self.valid_raw() {
+            return;
+        }
+        let uk = key::user_key(self.key());
+        let out = self.upper.as_deref().is_some_and(|u| uk >= u)
+            || self.lower.as_deref().is_some_and(|l| uk < l);
+        if out {
+            self.data = None;
+        }
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.valid_raw()
+    }
+
+    fn seek_to_first(&mut self) {
+        if let Some(l) = self.lower.clone() {
+            self.seek_ge(&l);
+            return;
+        }
+        self.err = None;
+        self.index.seek_to_first();
+        if self.load_block() {
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_first();
+            }
+            self.skip_empty_forward();
+        }
+        self.check_bounds();
+    }
+
+    fn seek_to_last(&mut self) {
+        if let Some(u) = self.upper.clone() {
+            self.seek_lt(&u);
+            return;
+        }
+        self.seek_to_last_raw();
+        self.check_bounds();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        match &self.lower {
+            Some(l) if key::user_key(target) < l.as_slice() => {
+                let t = seek_key(&l.clone(), MAX_SEQUENCE);
+                self.seek_raw(&t);
+            }
+            _ => self.seek_raw(target),
+        }
+        self.check_bounds();
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        match &self.upper {
+            Some(u) if key::user_key(target) >= u.as_slice() => {
+                let u = u.clone();
+                self.seek_lt(&u);
+                return;
+            }
+            _ => self.seek_for_prev_raw(target),
+        }
+        self.check_bounds();
+    }
+
+    fn next(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.next();
+        }
+        self.skip_empty_forward();
+        self.check_bounds();
+    }
+
+    fn prev(&mut self) {
+        self.prev_raw();
+        self.check_bounds();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map(|d| d.key()).unwrap_or(&[])
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map(|d| d.value()).unwrap_or(&[])
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The internal key that sorts after every entry of `user_key`.
+pub fn after_user_key(user_key: &[u8]) -> Vec<u8> {
+    make_internal_key(user_key, 0, ValueKind::Deletion)
+}

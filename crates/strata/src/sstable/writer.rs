@@ -1,0 +1,560 @@
+//! `SstWriter`: builds one table file from entries added in increasing
+//! internal-key order.
+//!
+//! The same writer serves flushes and compactions (entries with their own
+//! sequence numbers) and importers building files for ingestion
+//! ([`SstOptions::external`]: every key at sequence 0, strictly increasing
+//! user keys, and the two external-file properties RocksDB's ingestion
+//! needs). Nothing is visible until `finish` has written the footer and
+//! synced the file, so a crash mid-write leaves a file with no valid footer,
+//! which readers reject as corrupt.
+
+use super::block_builder::BlockBuilder;
+use super::compression::{self, CompressionType};
+use super::filter::{BloomFilterBuilder, BUILTIN_BLOOM_META_NAME};
+use super::format::{BlockHandle, Footer, BLOCK_TRAILER_SIZE, FORMAT_VERSION};
+use super::prefix::PrefixExtractor;
+use super::properties::{names, PropertiesBuilder, TableProperties};
+use crate::error::{Error, Result};
+use crate::key::{
+    self, compare_internal, make_internal_key, ParsedKey, ValueKind, MAX_SEQUENCE,
+};
+use crate::util::checksum::{block_checksum, ChecksumType};
+use crate::util::coding::{put_fixed32, put_fixed64, put_varsigned64};
+use crate::util::hex;
+use crate::vfs::{OsVfs, Vfs, WritableFile};
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Metaindex names of the meta blocks.
+pub const PROPERTIES_BLOCK_NAME: &str = "rocksdb.properties";
+pub const RANGE_DEL_BLOCK_NAME: &str = "rocksdb.range_del";
+
+/// The column family id RocksDB's `SstFileWriter` records when it writes a
+/// file for no particular column family.
+const UNKNOWN_COLUMN_FAMILY: u64 = 0x7fff_ffff;
+
+/// Options for building a table.
+#[derive(Clone, Debug)]
+pub struct SstOptions {
+    /// Target uncompressed size of a data block.
+    pub block_size: usize,
+    /// Entries between full keys in a data block.
+    pub block_restart_interval: usize,
+    pub compression: CompressionType,
+    pub checksum: ChecksumType,
+    /// Bloom filter bits per key; `None` for no filter.
+    pub bloom_bits_per_key: Option<f64>,
+    /// Also add each key's prefix to the filter.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Add whole user keys to the filter.
+    pub whole_key_filtering: bool,
+    /// Write a file for ingestion: sequence numbers 0, strictly increasing
+    /// user keys, and the external-file properties.
+    pub external: bool,
+}
+
+impl Default for SstOptions {
+    fn default() -> Self {
+        SstOptions {
+            block_size: 4096,
+            block_restart_interval: 16,
+            compression: CompressionType::Snappy,
+            checksum: ChecksumType::Crc32c,
+            bloom_bits_per_key: Some(10.0),
+            prefix_extractor: None,
+            whole_key_filtering: true,
+            external: false,
+        }
+    }
+}
+
+impl SstOptions {
+    /// Options for a file that will be handed to `ingest`.
+    pub fn for_ingestion() -> SstOptions {
+        SstOptions {
+            external: true,
+            ..SstOptions::default()
+        }
+    }
+}
+
+/// What a finished table holds.
+#[derive(Clone, Debug)]
+pub struct SstInfo {
+    pub file_size: u64,
+    /// Point entries (puts and deletes).
+    pub num_entries: u64,
+    pub num_range_deletions: u64,
+    /// Smallest and largest internal key, counting range tombstones (whose
+    /// end bound is stamped with the maximal sequence number); `None` for a
+    /// table with no entries at all.
+    pub smallest: Option<Vec<u8>>,
+    pub largest: Option<Vec<u8>>,
+    pub smallest_seqno: u64,
+    pub largest_seqno: u64,
+    pub properties: TableProperties,
+}
+
+pub struct SstWriter {
+    file: Box<dyn WritableFile>,
+    name: String,
+    opts: SstOptions,
+    offset: u64,
+    data_block: BlockBuilder,
+    /// Handle of the last flushed data block, waiting for the next block's
+    /// first key to choose its index separator.
+    pending: Option<BlockHandle>,
+    index_entries: Vec<(Vec<u8>, BlockHandle)>,
+    /// A user key spans two blocks, so index keys must keep their sequence
+    /// numbers.
+    index_needs_seq: bool,
+    first_key: Vec<u8>,
+    last_key: Vec<u8>,
+    has_entries: bool,
+    filter: Option<BloomFilterBuilder>,
+    last_prefix: Vec<u8>,
+    has_last_prefix: bool,
+    /// (start internal key, end user key).
+    tombstones: Vec<(Vec<u8>, Vec<u8>)>,
+    scratch: Vec<u8>,
+    // Counters that become properties.
+    num_entries: u64,
+    num_deletions: u64,
+    num_merges: u64,
+    raw_key_size: u64,
+    raw_value_size: u64,
+    num_data_blocks: u64,
+    smallest_seq: u64,
+    largest_seq: u64,
+}
+
+impl SstWriter {
+    /// Starts a table on an already created file; `name` is used in errors.
+    pub fn new(file: Box<dyn WritableFile>, name: impl Into<String>, opts: SstOptions) -> SstWriter {
+        let filter = opts.bloom_bits_per_key.map(BloomFilterBuilder::new);
+        SstWriter {
+            file,
+            name: name.into(),
+            data_block: BlockBuilder::new(opts.block_restart_interval),
+            opts,
+            offset: 0,
+            pending: None,
+            index_entries: Vec::new(),
+            index_needs_seq: false,
+            first_key: Vec::new(),
+            last_key: Vec::new(),
+            has_entries: false,
+            filter,
+            last_prefix: Vec::new(),
+            has_last_prefix: false,
+            tombstones: Vec::new(),
+            scratch: Vec::new(),
+            num_entries: 0,
+            num_deletions: 0,
+            num_merges: 0,
+            raw_key_size: 0,
+            raw_value_size: 0,
+            num_data_blocks: 0,
+            smallest_seq: u64::MAX,
+            largest_seq: 0,
+        }
+    }
+
+    /// Creates `path` on the OS file system and starts a table in it.
+    pub fn create(path: &Path, opts: SstOptions) -> Result<SstWriter> {
+        Self::create_in(&OsVfs, path, opts)
+    }
+
+    pub fn create_in(vfs: &dyn Vfs, path: &Path, opts: SstOptions) -> Result<SstWriter> {
+        if !opts.compression.can_write() {
+            return Err(Error::NotSupported(format!(
+                "writing {} blocks",
+                opts.compression.rocksdb_name()
+            )));
+        }
+        let f = vfs.create(path)?;
+        Ok(SstWriter::new(f, path.display().to_string(), opts))
+    }
+
+    /// Point entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.num_entries
+    }
+
+    /// Bytes written so far plus the open data block: what the file would
+    /// roughly weigh if finished now.
+    pub fn estimated_file_size(&self) -> u64 {
+        self.offset + self.data_block.estimated_size() as u64
+    }
+
+    /// Adds a value at sequence number 0 (files for ingestion).
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add_entry(key, 0, ValueKind::Value, value)
+    }
+
+    /// Adds a point deletion at sequence number 0.
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.add_entry(key, 0, ValueKind::Deletion, b"")
+    }
+
+    /// Adds a range tombstone `[start, end)` at sequence number 0.
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.add_range_tombstone(start, end, 0)
+    }
+
+    pub fn add_entry(&mut self, user_key: &[u8], seq: u64, kind: ValueKind, value: &[u8]) -> Result<()> {
+        if seq > MAX_SEQUENCE {
+            return Err(Error::invalid(format!("sequence number {seq} is too large")));
+        }
+        let mut k = std::mem::take(&mut self.scratch);
+        k.clear();
+        key::append_internal_key(&mut k, user_key, seq, kind as u8);
+        let r = self.add(&k, value);
+        self.scratch = k;
+        r
+    }
+
+    /// Adds an entry by internal key. Keys must strictly increase in
+    /// internal-key order; range tombstones go through
+    /// [`add_range_tombstone`](Self::add_range_tombstone).
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let p = ParsedKey::parse(ikey)
+            .ok_or_else(|| Error::invalid(format!("{}: internal key shorter than 8 bytes", self.name)))?;
+        let kind = p.value_kind().ok_or_else(|| {
+            Error::invalid(format!("{}: unknown value kind {:#x}", self.name, p.kind))
+        })?;
+        if kind == ValueKind::RangeDeletion {
+            return Err(Error::invalid("range tombstones are added with add_range_tombstone"));
+        }
+        if self.has_entries {
+            let ord = compare_internal(&self.last_key, ikey);
+            let bad = ord != Ordering::Less
+                || (self.opts.external && key::user_key(&self.last_key) >= p.user_key);
+            if bad {
+                return Err(Error::invalid(format!(
+                    "{}: key {} added after {}; keys must be strictly increasing",
+                    self.name,
+                    hex::escape(p.user_key),
+                    hex::escape(key::user_key(&self.last_key))
+                )));
+            }
+        }
+        if self.opts.external && p.seq != 0 {
+            return Err(Error::invalid("files for ingestion hold sequence number 0 only"));
+        }
+        if self.should_flush(ikey.len(), value.len()) {
+            self.flush_data_block()?;
+        }
+        if let Some(h) = self.pending.take() {
+            if key::user_key(&self.last_key) == p.user_key {
+                self.index_needs_seq = true;
+            }
+            let sep = key::internal_separator(&self.last_key, ikey);
+            self.index_entries.push((sep, h));
+        }
+        if let Some(f) = self.filter.as_mut() {
+            if let Some(px) = &self.opts.prefix_extractor {
+                if let Some(prefix) = px.prefix(p.user_key) {
+                    if !self.has_last_prefix || self.last_prefix != prefix {
+                        f.add_key(prefix);
+                        self.last_prefix.clear();
+                        self.last_prefix.extend_from_slice(prefix);
+                        self.has_last_prefix = true;
+                    }
+                }
+            }
+            if self.opts.whole_key_filtering {
+                f.add_key(p.user_key);
+            }
+        }
+        self.data_block.add(ikey, value);
+        if !self.has_entries {
+            self.first_key = ikey.to_vec();
+        }
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        self.has_entries = true;
+        self.num_entries += 1;
+        self.raw_key_size += ikey.len() as u64;
+        self.raw_value_size += value.len() as u64;
+        match kind {
+            ValueKind::Deletion | ValueKind::SingleDeletion => self.num_deletions += 1,
+            ValueKind::Merge => self.num_merges += 1,
+            _ => {}
+        }
+        self.smallest_seq = self.smallest_seq.min(p.seq);
+        self.largest_seq = self.largest_seq.max(p.seq);
+        Ok(())
+    }
+
+    /// Adds a range tombstone deleting user keys in `[start, end)` at `seq`.
+    /// Tombstones may be added in any order, before or after point entries.
+    pub fn add_range_tombstone(&mut self, start: &[u8], end: &[u8], seq: u64) -> Result<()> {
+        if start >= end {
+            return Err(Error::invalid(format!(
+                "{}: empty range tombstone [{}, {})",
+                self.name,
+                hex::escape(start),
+                hex::escape(end)
+            )));
+        }
+        if self.opts.external && seq != 0 {
+            return Err(Error::invalid("files for ingestion hold sequence number 0 only"));
+        }
+        self.tombstones
+            .push((make_internal_key(start, seq, ValueKind::RangeDeletion), end.to_vec()));
+        self.smallest_seq = self.smallest_seq.min(seq);
+        self.largest_seq = self.largest_seq.max(seq);
+        Ok(())
+    }
+
+    /// RocksDB's flush-by-size policy: cut when the block has reached the
+    /// target, or when this entry would overflow it and the block is already
+    /// within 10% of the target.
+    fn should_flush(&self, key_len: usize, value_len: usize) -> bool {
+        if self.data_block.is_empty() {
+            return false;
+        }
+        let cur = self.data_block.estimated_size();
+        let target = self.opts.block_size;
+        cur >= target
+            || (self.data_block.estimated_size_after(key_len, value_len) > target
+                && cur > target * 9 / 10)
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let mut block = std::mem::replace(&mut self.data_block, BlockBuilder::new(1));
+        let h = self.write_block(block.finish(), self.opts.compression)?;
+        block.reset();
+        self.data_block = block;
+        self.pending = Some(h);
+        self.num_data_blocks += 1;
+        Ok(())
+    }
+
+    /// Writes a block and its trailer, compressing it if that pays.
+    fn write_block(&mut self, raw: &[u8], compression: CompressionType) -> Result<BlockHandle> {
+        let mut compressed = Vec::new();
+        let (body, kind): (&[u8], CompressionType) = if compression != CompressionType::None
+            && compression::compress(compression, raw, &mut compressed)
+            && compression::good_ratio(raw.len(), compressed.len())
+        {
+            (&compressed, compression)
+        } else {
+            (raw, CompressionType::None)
+        };
+        let handle = BlockHandle::new(self.offset, body.len() as u64);
+        let mut trailer = [0u8; BLOCK_TRAILER_SIZE];
+        trailer[0] = kind as u8;
+        let sum = block_checksum(self.opts.checksum, body, kind as u8);
+        trailer[1..].copy_from_slice(&sum.to_le_bytes());
+        self.file.append(body)?;
+        self.file.append(&trailer)?;
+        self.offset += (body.len() + BLOCK_TRAILER_SIZE) as u64;
+        Ok(handle)
+    }
+
+    /// Writes the remaining blocks and the footer, syncs, and closes the file.
+    pub fn finish(mut self) -> Result<SstInfo> {
+        self.flush_data_block()?;
+        if let Some(h) = self.pending.take() {
+            // The last block's index key is its last key, unshortened.
+            self.index_entries.push((self.last_key.clone(), h));
+        }
+        let data_size = self.offset;
+
+        let mut meta: Vec<(String, BlockHandle)> = Vec::new();
+        let mut filter_size = 0;
+        let mut filter_entries = 0;
+        if let Some(mut f) = self.filter.take() {
+            if !f.is_empty() {
+                filter_entries = f.num_added() as u64;
+                let contents = f.finish();
+                filter_size = contents.len() as u64;
+                let h = self.write_block(&contents, CompressionType::None)?;
+                meta.push((BUILTIN_BLOOM_META_NAME.to_string(), h));
+            }
+        }
+
+        let mut index = BlockBuilder::new_value_delta(1);
+        let mut prev: Option<BlockHandle> = None;
+        let mut full = Vec::new();
+        let mut delta = Vec::new();
+        for (k, h) in &self.index_entries {
+            let k: &[u8] = if self.index_needs_seq { k } else { key::user_key(k) };
+            full.clear();
+            h.encode_to(&mut full);
+            delta.clear();
+            if let Some(p) = prev {
+                put_varsigned64(&mut delta, h.size as i64 - p.size as i64);
+            }
+            index.add_handle(k, &full, &delta);
+            prev = Some(*h);
+        }
+        let index_contents = index.finish().to_vec();
+        let index_handle = self.write_block(&index_contents, CompressionType::None)?;
+
+        self.tombstones.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        if !self.tombstones.is_empty() {
+            let mut b = BlockBuilder::new(1);
+            for (k, end) in &self.tombstones {
+                b.add(k, end);
+            }
+            let h = self.write_block(&b.finish().to_vec(), CompressionType::None)?;
+            meta.push((RANGE_DEL_BLOCK_NAME.to_string(), h));
+        }
+
+        let (smallest, largest) = self.bounds();
+        let props = self.properties(
+            data_size,
+            index_handle.size + BLOCK_TRAILER_SIZE as u64,
+            filter_size,
+            filter_entries,
+            smallest.as_deref(),
+            largest.as_deref(),
+        );
+        let h = self.write_block(&props.finish(), CompressionType::None)?;
+        meta.push((PROPERTIES_BLOCK_NAME.to_string(), h));
+
+        meta.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut mb = BlockBuilder::new(1);
+        for (name, h) in &meta {
+            mb.add(name.as_bytes(), &h.encode());
+        }
+        let metaindex_handle = self.write_block(&mb.finish().to_vec(), CompressionType::None)?;
+        let footer = Footer {
+            checksum: self.opts.checksum,
+            metaindex: metaindex_handle,
+            index: index_handle,
+            format_version: FORMAT_VERSION,
+        };
+        self.file.append(&footer.encode())?;
+        self.file.sync()?;
+        let file_size = self.file.len();
+        let properties = TableProperties::decode(props.finish())
+            .map_err(|m| Error::corruption(&self.name, 0, m))?;
+        let has_any = smallest.is_some();
+        Ok(SstInfo {
+            file_size,
+            num_entries: self.num_entries,
+            num_range_deletions: self.tombstones.len() as u64,
+            smallest,
+            largest,
+            smallest_seqno: if has_any { self.smallest_seq } else { 0 },
+            largest_seqno: self.largest_seq,
+            properties,
+        })
+    }
+
+    /// Smallest and largest internal keys over point entries and tombstones.
+    fn bounds(&self) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        let mut smallest: Option<Vec<u8>> = None;
+        let mut largest: Option<Vec<u8>> = None;
+        let mut consider = |k: &[u8]| {
+            if smallest.as_deref().is_none_or(|s| compare_internal(k, s) == Ordering::Less) {
+                smallest = Some(k.to_vec());
+            }
+            if largest.as_deref().is_none_or(|l| compare_internal(k, l) == Ordering::Greater) {
+                largest = Some(k.to_vec());
+            }
+        };
+        if self.has_entries {
+            consider(&self.first_key);
+            consider(&self.last_key);
+        }
+        for (start, end) in &self.tombstones {
+            consider(start);
+            consider(&make_internal_key(end, MAX_SEQUENCE, ValueKind::RangeDeletion));
+        }
+        (smallest, largest)
+    }
+
+    fn properties(
+        &self,
+        data_size: u64,
+        index_size: u64,
+        filter_size: u64,
+        filter_entries: u64,
+        smallest: Option<&[u8]>,
+        largest: Option<&[u8]>,
+    ) -> PropertiesBuilder {
+        use names::*;
+        let mut p = PropertiesBuilder::default();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let n_tomb = self.tombstones.len() as u64;
+        p.u64(DATA_SIZE, data_size);
+        p.u64(INDEX_SIZE, index_size);
+        p.u64(INDEX_PARTITIONS, 0);
+        p.u64(TOP_LEVEL_INDEX_SIZE, 0);
+        p.u64(INDEX_KEY_IS_USER_KEY, (!self.index_needs_seq) as u64);
+        p.u64(INDEX_VALUE_IS_DELTA_ENCODED, 1);
+        p.u64(FILTER_SIZE, filter_size);
+        p.u64(NUM_FILTER_ENTRIES, filter_entries);
+        // RocksDB counts range tombstones as entries and deletions too.
+        p.u64(RAW_KEY_SIZE, self.raw_key_size + self.tombstones.iter().map(|t| t.0.len() as u64).sum::<u64>());
+        p.u64(RAW_VALUE_SIZE, self.raw_value_size + self.tombstones.iter().map(|t| t.1.len() as u64).sum::<u64>());
+        p.u64(NUM_DATA_BLOCKS, self.num_data_blocks);
+        p.u64(NUM_ENTRIES, self.num_entries + n_tomb);
+        p.u64(DELETED_KEYS, self.num_deletions + n_tomb);
+        p.u64(MERGE_OPERANDS, self.num_merges);
+        p.u64(NUM_RANGE_DELETIONS, n_tomb);
+        p.u64(FORMAT_VERSION, 0);
+        p.u64(FIXED_KEY_LEN, 0);
+        p.u64(COLUMN_FAMILY_ID, if self.opts.external { UNKNOWN_COLUMN_FAMILY } else { 0 });
+        p.str(COLUMN_FAMILY_NAME, if self.opts.external { "" } else { "default" });
+        p.str(
+            FILTER_POLICY,
+            if self.opts.bloom_bits_per_key.is_some() { "bloomfilter" } else { "" },
+        );
+        p.str(COMPARATOR, "leveldb.BytewiseComparator");
+        p.str(MERGE_OPERATOR, "nullptr");
+        let px = self
+            .opts
+            .prefix_extractor
+            .as_ref()
+            .map(|x| x.name())
+            .unwrap_or_else(|| "nullptr".to_string());
+        p.str(PREFIX_EXTRACTOR, &px);
+        p.str(PROPERTY_COLLECTORS, "[]");
+        p.str(COMPRESSION, self.opts.compression.rocksdb_name());
+        p.str(
+            COMPRESSION_OPTIONS,
+            "window_bits=-14; level=32767; strategy=0; max_dict_bytes=0; zstd_max_train_bytes=0; enabled=0; max_dict_buffer_bytes=0; use_zstd_dict_trainer=1; ",
+        );
+        p.u64(CREATION_TIME, now);
+        p.u64(OLDEST_KEY_TIME, now);
+        p.u64(FILE_CREATION_TIME, now);
+        let mut idx_type = Vec::new();
+        put_fixed32(&mut idx_type, 0); // binary search index
+        p.bytes(BBT_INDEX_TYPE, &idx_type);
+        p.str(
+            BBT_PREFIX_FILTERING,
+            if self.opts.prefix_extractor.is_some() && self.opts.bloom_bits_per_key.is_some() { "1" } else { "0" },
+        );
+        p.str(BBT_WHOLE_KEY_FILTERING, if self.opts.whole_key_filtering { "1" } else { "0" });
+        if self.opts.external {
+            let mut v = Vec::new();
+            put_fixed32(&mut v, 2);
+            p.bytes(EXTERNAL_VERSION, &v);
+            let mut s = Vec::new();
+            put_fixed64(&mut s, 0);
+            p.bytes(EXTERNAL_GLOBAL_SEQNO, &s);
+        }
+        if let (Some(s), Some(l)) = (smallest, largest) {
+            p.bytes(SMALLEST_KEY, s);
+            p.bytes(LARGEST_KEY, l);
+            p.u64(SMALLEST_SEQNO, self.smallest_seq);
+            p.u64(LARGEST_SEQNO, self.largest_seq);
+        }
+        p
+    }
+}
