@@ -3,13 +3,13 @@
 //! point lookups and by iterators in both directions, compared with a model.
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
 use strata::iter::InternalIterator;
 use strata::key::{self, compare_internal, make_internal_key, seek_key, ParsedKey, ValueKind};
 use strata::sstable::{CompressionType, SstOptions, SstWriter, Table, TableOptions};
 use strata::vfs::{MemVfs, Vfs};
-use std::cmp::Ordering;
-use std::path::Path;
-use std::sync::Arc;
 
 type Entry = (Vec<u8>, Vec<u8>); // (internal key, value)
 
@@ -21,13 +21,17 @@ fn random_user_key(rng: &mut StdRng) -> Vec<u8> {
         _ => rng.gen_range(64..600),
     };
     // A small alphabet makes shared prefixes (and prefix compression) common.
-    (0..len).map(|_| b"abcd\x00\xff"[rng.gen_range(0..6)]).collect()
+    (0..len)
+        .map(|_| b"abcd\x00\xff"[rng.gen_range(0..6)])
+        .collect()
 }
 
 fn random_value(rng: &mut StdRng) -> Vec<u8> {
     match rng.gen_range(0..10) {
         0 => Vec::new(),
-        1..=6 => (0..rng.gen_range(1..120)).map(|i| b'a' + (i % 7) as u8).collect(),
+        1..=6 => (0..rng.gen_range(1..120))
+            .map(|i| b'a' + (i % 7) as u8)
+            .collect(),
         7 | 8 => (0..rng.gen_range(1..300)).map(|_| rng.gen()).collect(),
         _ => vec![b'z'; rng.gen_range(1000..9000)],
     }
@@ -40,13 +44,25 @@ fn random_entries(rng: &mut StdRng, n: usize) -> Vec<Entry> {
     user_keys.dedup();
     let mut out = Vec::new();
     for uk in user_keys {
-        let versions = if rng.gen_bool(0.2) { rng.gen_range(2..40) } else { 1 };
+        let versions = if rng.gen_bool(0.2) {
+            rng.gen_range(2..40)
+        } else {
+            1
+        };
         let mut seqs: Vec<u64> = (0..versions).map(|_| rng.gen_range(1..1_000_000)).collect();
         seqs.sort_unstable();
         seqs.dedup();
         for &s in seqs.iter().rev() {
-            let kind = if rng.gen_bool(0.15) { ValueKind::Deletion } else { ValueKind::Value };
-            let v = if kind == ValueKind::Value { random_value(rng) } else { Vec::new() };
+            let kind = if rng.gen_bool(0.15) {
+                ValueKind::Deletion
+            } else {
+                ValueKind::Value
+            };
+            let v = if kind == ValueKind::Value {
+                random_value(rng)
+            } else {
+                Vec::new()
+            };
             out.push((make_internal_key(&uk, s, kind), v));
         }
     }
@@ -54,7 +70,12 @@ fn random_entries(rng: &mut StdRng, n: usize) -> Vec<Entry> {
     out
 }
 
-fn write_table(vfs: &MemVfs, path: &Path, entries: &[Entry], opts: SstOptions) -> strata::sstable::SstInfo {
+fn write_table(
+    vfs: &MemVfs,
+    path: &Path,
+    entries: &[Entry],
+    opts: SstOptions,
+) -> strata::sstable::SstInfo {
     let mut w = SstWriter::create_in(vfs, path, opts).unwrap();
     for (k, v) in entries {
         w.add(k, v).unwrap();
@@ -128,16 +149,23 @@ fn check_table(rng: &mut StdRng, entries: &[Entry], t: &Arc<Table>) {
     for _ in 0..100 {
         let target = seek_key(&random_user_key(rng), rng.gen_range(0..2_000_000));
         it.seek(&target);
-        let want = entries.iter().position(|(k, _)| compare_internal(k, &target) != Ordering::Less);
+        let want = entries
+            .iter()
+            .position(|(k, _)| compare_internal(k, &target) != Ordering::Less);
         match want {
             Some(i) => assert!(it.valid() && it.key() == entries[i].0.as_slice(), "seek"),
             None => assert!(!it.valid(), "seek past end"),
         }
         it.seek_for_prev(&target);
-        let want = entries.iter().rposition(|(k, _)| compare_internal(k, &target) != Ordering::Greater);
+        let want = entries
+            .iter()
+            .rposition(|(k, _)| compare_internal(k, &target) != Ordering::Greater);
         match want {
             Some(i) => {
-                assert!(it.valid() && it.key() == entries[i].0.as_slice(), "seek_for_prev");
+                assert!(
+                    it.valid() && it.key() == entries[i].0.as_slice(),
+                    "seek_for_prev"
+                );
                 // And stepping both ways from there agrees with the model.
                 it.next();
                 match entries.get(i + 1) {
@@ -169,7 +197,11 @@ fn check_table(rng: &mut StdRng, entries: &[Entry], t: &Arc<Table>) {
             got.push((it.key().to_vec(), it.value().to_vec()));
             it.next();
         }
-        assert_eq!(got.iter().collect::<Vec<_>>(), want, "bounded forward [{a:?}, {b:?})");
+        assert_eq!(
+            got.iter().collect::<Vec<_>>(),
+            want,
+            "bounded forward [{a:?}, {b:?})"
+        );
         it.seek_to_last();
         let mut back = Vec::new();
         while it.valid() {
@@ -190,7 +222,12 @@ fn random_tables_round_trip_with_every_compression() {
         let mut rng = StdRng::seed_from_u64(seed);
         let n = [0, 1, 5, 50, 400, 3000][seed as usize % 6];
         let entries = random_entries(&mut rng, n);
-        for compression in [CompressionType::None, CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd] {
+        for compression in [
+            CompressionType::None,
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ] {
             let opts = SstOptions {
                 block_size: [64, 256, 1024, 4096][rng.gen_range(0..4)],
                 block_restart_interval: [1, 2, 16][rng.gen_range(0..3)],
@@ -220,8 +257,14 @@ fn random_tables_round_trip_with_every_compression() {
             t.verify().unwrap();
         }
     }
-    assert!(saw_seq_index, "some table should need sequence numbers in its index");
-    assert!(saw_user_key_index, "some table should have a user-key index");
+    assert!(
+        saw_seq_index,
+        "some table should need sequence numbers in its index"
+    );
+    assert!(
+        saw_user_key_index,
+        "some table should have a user-key index"
+    );
 }
 
 #[test]
@@ -230,9 +273,20 @@ fn block_cache_serves_repeated_reads() {
     let mut rng = StdRng::seed_from_u64(7);
     let entries = random_entries(&mut rng, 2000);
     let path = Path::new("/c.sst");
-    write_table(&vfs, path, &entries, SstOptions { block_size: 512, ..SstOptions::default() });
+    write_table(
+        &vfs,
+        path,
+        &entries,
+        SstOptions {
+            block_size: 512,
+            ..SstOptions::default()
+        },
+    );
     let cache = Arc::new(strata::cache::BlockCache::new(64 << 20));
-    let opts = TableOptions { cache: Some(cache.clone()), ..TableOptions::default() };
+    let opts = TableOptions {
+        cache: Some(cache.clone()),
+        ..TableOptions::default()
+    };
     let t = Table::open_in(&vfs, path, opts).unwrap();
     assert_eq!(collect_forward(&t), entries);
     let s1 = cache.stats();
@@ -272,14 +326,24 @@ fn range_tombstones_and_external_files() {
     let t = Table::open_in(&vfs, path, TableOptions::default()).unwrap();
     let rt = t.range_tombstones();
     assert_eq!(rt.len(), 2);
-    assert_eq!((rt[0].start.as_slice(), rt[0].end.as_slice(), rt[0].seq), (&b"d"[..], &b"f"[..], 0));
+    assert_eq!(
+        (rt[0].start.as_slice(), rt[0].end.as_slice(), rt[0].seq),
+        (&b"d"[..], &b"f"[..], 0)
+    );
     assert_eq!(t.get(b"b", 100).unwrap().unwrap().kind, ValueKind::Deletion);
 
     // Opened as an ingested file, every key carries the global sequence number.
-    let opts = TableOptions { global_seqno: Some(77), ..TableOptions::default() };
+    let opts = TableOptions {
+        global_seqno: Some(77),
+        ..TableOptions::default()
+    };
     let t = Table::open_in(&vfs, path, opts).unwrap();
     assert_eq!(t.get(b"a", 100).unwrap().unwrap().seq, 77);
-    assert_eq!(t.get(b"a", 76).unwrap(), None, "invisible below its sequence number");
+    assert_eq!(
+        t.get(b"a", 76).unwrap(),
+        None,
+        "invisible below its sequence number"
+    );
     assert!(t.range_tombstones().iter().all(|r| r.seq == 77));
     for (k, _) in collect_forward(&t) {
         assert_eq!(ParsedKey::parse(&k).unwrap().seq, 77);
@@ -290,11 +354,16 @@ fn range_tombstones_and_external_files() {
 fn out_of_order_keys_are_rejected_with_the_key() {
     let vfs = MemVfs::new();
     let mut w = SstWriter::create_in(&vfs, Path::new("/o.sst"), SstOptions::default()).unwrap();
-    w.add(&make_internal_key(b"b", 5, ValueKind::Value), b"").unwrap();
-    let e = w.add(&make_internal_key(b"a", 5, ValueKind::Value), b"").unwrap_err();
+    w.add(&make_internal_key(b"b", 5, ValueKind::Value), b"")
+        .unwrap();
+    let e = w
+        .add(&make_internal_key(b"a", 5, ValueKind::Value), b"")
+        .unwrap_err();
     assert!(e.to_string().contains("key a added after b"), "{e}");
     // Same user key, newer sequence after older: also out of order.
-    let e = w.add(&make_internal_key(b"b", 6, ValueKind::Value), b"").unwrap_err();
+    let e = w
+        .add(&make_internal_key(b"b", 6, ValueKind::Value), b"")
+        .unwrap_err();
     assert!(matches!(e, strata::Error::InvalidArgument(_)));
 }
 
@@ -302,7 +371,10 @@ fn out_of_order_keys_are_rejected_with_the_key() {
 fn empty_table_is_valid() {
     let vfs = MemVfs::new();
     let path = Path::new("/e.sst");
-    let info = SstWriter::create_in(&vfs, path, SstOptions::default()).unwrap().finish().unwrap();
+    let info = SstWriter::create_in(&vfs, path, SstOptions::default())
+        .unwrap()
+        .finish()
+        .unwrap();
     assert!(info.smallest.is_none());
     let t = Table::open_in(&vfs, path, TableOptions::default()).unwrap();
     assert!(collect_forward(&t).is_empty());

@@ -181,7 +181,11 @@ impl BlockIter {
 
     fn corrupt(&mut self, msg: impl Into<String>) -> bool {
         if self.err.is_none() {
-            self.err = Some(format!("{} (entry at block offset {})", msg.into(), self.current));
+            self.err = Some(format!(
+                "{} (entry at block offset {})",
+                msg.into(),
+                self.current
+            ));
         }
         self.invalidate();
         false
@@ -410,7 +414,9 @@ mod tests {
                 for i in 0..n * 2 + 1 {
                     let t = crate::key::seek_key(format!("key{i:05}").as_bytes(), 100);
                     it.seek(&t);
-                    let want = ks.iter().position(|k| compare_internal(k, &t) != Ordering::Less);
+                    let want = ks
+                        .iter()
+                        .position(|k| compare_internal(k, &t) != Ordering::Less);
                     match want {
                         Some(p) => {
                             assert!(it.valid());
@@ -420,7 +426,9 @@ mod tests {
                         None => assert!(!it.valid()),
                     }
                     it.seek_for_prev(&t);
-                    let want = ks.iter().rposition(|k| compare_internal(k, &t) != Ordering::Greater);
+                    let want = ks
+                        .iter()
+                        .rposition(|k| compare_internal(k, &t) != Ordering::Greater);
                     match want {
                         Some(p) => assert_eq!(it.key(), &ks[p][..]),
                         None => assert!(!it.valid()),
@@ -466,7 +474,9 @@ mod tests {
         let mut rng = 12345u64;
         for _ in 0..2000 {
             let mut bad = good.clone();
-            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let pos = (rng >> 33) as usize % bad.len();
             bad[pos] ^= 1 << ((rng >> 20) % 8);
             let Ok(blk) = Block::new(bad) else { continue };

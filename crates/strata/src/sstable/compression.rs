@@ -93,7 +93,10 @@ pub fn compress(kind: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> bool {
         CompressionType::Lz4 | CompressionType::Lz4hc => {
             put_varint32(out, raw.len() as u32);
             let start = out.len();
-            out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+            out.resize(
+                start + lz4_flex::block::get_maximum_output_size(raw.len()),
+                0,
+            );
             match lz4_flex::block::compress_into(raw, &mut out[start..]) {
                 Ok(n) => {
                     out.truncate(start + n);
@@ -147,8 +150,7 @@ pub fn decompress(kind: CompressionType, data: &[u8]) -> Result<Vec<u8>, String>
             Ok(out)
         }
         CompressionType::Lz4 | CompressionType::Lz4hc => {
-            let (n, used) =
-                get_varint32(data).ok_or_else(|| "lz4: bad size prefix".to_string())?;
+            let (n, used) = get_varint32(data).ok_or_else(|| "lz4: bad size prefix".to_string())?;
             let n = check_size("lz4", n as usize)?;
             let mut out = vec![0u8; n];
             let got = lz4_flex::block::decompress_into(&data[used..], &mut out)
@@ -162,8 +164,7 @@ pub fn decompress(kind: CompressionType, data: &[u8]) -> Result<Vec<u8>, String>
             let (n, used) =
                 get_varint32(data).ok_or_else(|| "zstd: bad size prefix".to_string())?;
             let n = check_size("zstd", n as usize)?;
-            let out = zstd::bulk::decompress(&data[used..], n)
-                .map_err(|e| format!("zstd: {e}"))?;
+            let out = zstd::bulk::decompress(&data[used..], n).map_err(|e| format!("zstd: {e}"))?;
             if out.len() != n {
                 return Err(format!("zstd: expected {n} bytes, got {}", out.len()));
             }
@@ -182,7 +183,9 @@ mod tests {
 
     #[test]
     fn round_trip_every_writable_type() {
-        let raw: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+        let raw: Vec<u8> = (0..10_000u32)
+            .flat_map(|i| (i % 97).to_le_bytes())
+            .collect();
         for kind in [
             CompressionType::Snappy,
             CompressionType::Lz4,

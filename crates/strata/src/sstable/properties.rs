@@ -133,8 +133,7 @@ fn is_varint_property(name: &str) -> bool {
             | FILE_CREATION_TIME
             | SMALLEST_SEQNO
             | LARGEST_SEQNO
-    ) || name.starts_with("rocksdb.") && name.ends_with(".size")
-        && name != "rocksdb.compression"
+    ) || name.starts_with("rocksdb.") && name.ends_with(".size") && name != "rocksdb.compression"
 }
 
 /// Collects properties for writing.
@@ -224,7 +223,10 @@ impl TableProperties {
             .unwrap_or(false);
         if let Some(v) = all.get(EXTERNAL_VERSION) {
             if v.len() != 4 {
-                return Err(format!("property {EXTERNAL_VERSION} has {} bytes, not 4", v.len()));
+                return Err(format!(
+                    "property {EXTERNAL_VERSION} has {} bytes, not 4",
+                    v.len()
+                ));
             }
             p.external_version = Some(decode_fixed32(v));
         }

@@ -17,7 +17,9 @@ use super::writer::{PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{self, make_internal_key, seek_key, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::key::{
+    self, make_internal_key, seek_key, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE,
+};
 use crate::util::coding::decode_fixed32;
 use crate::vfs::{OsVfs, RandomAccessFile, Vfs};
 use std::cmp::Ordering;
@@ -121,9 +123,12 @@ impl Table {
         };
         let data_limit = file.len() - footer_len as u64;
         let verify = opts.verify_checksums;
-        let read = |h: BlockHandle| read_block(file.as_ref(), h, footer.checksum, verify, data_limit);
+        let read =
+            |h: BlockHandle| read_block(file.as_ref(), h, footer.checksum, verify, data_limit);
         let parse = |h: BlockHandle, what: &str, data: Vec<u8>| {
-            Block::new(data).map(Arc::new).map_err(|m| Error::corruption(&name, h.offset, format!("{what} block: {m}")))
+            Block::new(data)
+                .map(Arc::new)
+                .map_err(|m| Error::corruption(&name, h.offset, format!("{what} block: {m}")))
         };
 
         let metaindex = parse(footer.metaindex, "metaindex", read(footer.metaindex)?.data)?;
@@ -132,13 +137,21 @@ impl Table {
         it.seek_to_first();
         while it.valid() {
             let h = BlockHandle::decode_from(it.value()).ok_or_else(|| {
-                Error::corruption(&name, footer.metaindex.offset, "metaindex entry is not a block handle")
+                Error::corruption(
+                    &name,
+                    footer.metaindex.offset,
+                    "metaindex entry is not a block handle",
+                )
             })?;
             meta.push((String::from_utf8_lossy(it.key()).into_owned(), h));
             it.next();
         }
         if let Some(e) = it.error() {
-            return Err(Error::corruption(&name, footer.metaindex.offset, format!("metaindex block: {e}")));
+            return Err(Error::corruption(
+                &name,
+                footer.metaindex.offset,
+                format!("metaindex block: {e}"),
+            ));
         }
         let find = |n: &str| meta.iter().find(|(k, _)| k == n).map(|(_, h)| *h);
 
@@ -154,7 +167,11 @@ impl Table {
             )));
         }
         if let Some(t) = props.all.get(names::BBT_INDEX_TYPE) {
-            let t = if t.len() == 4 { decode_fixed32(t) } else { u32::MAX };
+            let t = if t.len() == 4 {
+                decode_fixed32(t)
+            } else {
+                u32::MAX
+            };
             // 0 = binary search, 1 = hash search (its index block is still a
             // binary-search index); 2 = two-level partitioned, 3 = binary
             // search with first keys: different block layouts.
@@ -173,13 +190,19 @@ impl Table {
             value_delta: props.index_value_is_delta_encoded,
             global_seqno: None,
         };
-        let global_seqno = opts.global_seqno.or(match (props.external_version, props.global_seqno) {
-            (Some(v), Some(s)) if v >= 2 && s != 0 => Some(s),
-            _ => None,
-        });
+        let global_seqno =
+            opts.global_seqno
+                .or(match (props.external_version, props.global_seqno) {
+                    (Some(v), Some(s)) if v >= 2 && s != 0 => Some(s),
+                    _ => None,
+                });
         if let Some(s) = global_seqno {
             if s > MAX_SEQUENCE {
-                return Err(Error::corruption(&name, 0, format!("global sequence number {s} is too large")));
+                return Err(Error::corruption(
+                    &name,
+                    0,
+                    format!("global sequence number {s} is too large"),
+                ));
             }
         }
         let data_mode = BlockIterMode {
@@ -210,7 +233,13 @@ impl Table {
             while it.valid() {
                 let p = ParsedKey::parse(it.key())
                     .filter(|p| p.kind == ValueKind::RangeDeletion as u8)
-                    .ok_or_else(|| Error::corruption(&name, h.offset, "range deletion block holds a key that is not a range tombstone"))?;
+                    .ok_or_else(|| {
+                        Error::corruption(
+                            &name,
+                            h.offset,
+                            "range deletion block holds a key that is not a range tombstone",
+                        )
+                    })?;
                 tombstones.push(RangeTombstone {
                     start: p.user_key.to_vec(),
                     end: it.value().to_vec(),
@@ -219,7 +248,11 @@ impl Table {
                 it.next();
             }
             if let Some(e) = it.error() {
-                return Err(Error::corruption(&name, h.offset, format!("range deletion block: {e}")));
+                return Err(Error::corruption(
+                    &name,
+                    h.offset,
+                    format!("range deletion block: {e}"),
+                ));
             }
         }
 
@@ -311,13 +344,21 @@ impl Table {
             return Ok(None);
         }
         let Some(p) = ParsedKey::parse(it.key()) else {
-            return Err(Error::corruption(&self.name, 0, "data block key shorter than its trailer"));
+            return Err(Error::corruption(
+                &self.name,
+                0,
+                "data block key shorter than its trailer",
+            ));
         };
         if p.user_key != user_key {
             return Ok(None);
         }
         let kind = p.value_kind().ok_or_else(|| {
-            Error::corruption(&self.name, it.block_offset(), format!("unknown value kind {:#x}", p.kind))
+            Error::corruption(
+                &self.name,
+                it.block_offset(),
+                format!("unknown value kind {:#x}", p.kind),
+            )
         })?;
         Ok(Some(Found {
             seq: p.seq,
@@ -332,7 +373,11 @@ impl Table {
 
     /// An iterator limited to user keys in `[lower, upper)`.
     pub fn iter_bounded(self: &Arc<Self>, lower: Option<&[u8]>, upper: Option<&[u8]>) -> TableIter {
-        TableIter::new(Arc::clone(self), lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
+        TableIter::new(
+            Arc::clone(self),
+            lower.map(<[u8]>::to_vec),
+            upper.map(<[u8]>::to_vec),
+        )
     }
 
     fn index_iter(&self) -> BlockIter {
@@ -346,11 +391,17 @@ impl Table {
                 return Ok(b);
             }
         }
-        let contents = read_block(self.file.as_ref(), h, self.footer.checksum, self.verify, self.data_limit)?;
-        let b = Arc::new(
-            Block::new(contents.data)
-                .map_err(|m| Error::corruption(&self.name, h.offset, format!("data block: {m}")))?,
-        );
+        let contents = read_block(
+            self.file.as_ref(),
+            h,
+            self.footer.checksum,
+            self.verify,
+            self.data_limit,
+        )?;
+        let b =
+            Arc::new(Block::new(contents.data).map_err(|m| {
+                Error::corruption(&self.name, h.offset, format!("data block: {m}"))
+            })?);
         if let Some(c) = &self.cache {
             c.insert((self.cache_id, h.offset), Arc::clone(&b), b.size());
         }
@@ -361,7 +412,11 @@ impl Table {
     /// increase and that the entry count matches the properties.
     pub fn verify(self: &Arc<Self>) -> Result<BlockStats> {
         if let Some(e) = &self.filter_error {
-            return Err(Error::corruption(&self.name, 0, format!("filter block: {e}")));
+            return Err(Error::corruption(
+                &self.name,
+                0,
+                format!("filter block: {e}"),
+            ));
         }
         let mut stats = BlockStats {
             index_bytes: self.footer.index.size,
@@ -373,21 +428,42 @@ impl Table {
         idx.seek_to_first();
         let mut last: Option<Vec<u8>> = None;
         while idx.valid() {
-            let h = idx.handle().ok_or_else(|| Error::corruption(&self.name, self.footer.index.offset, "index entry is not a block handle"))?;
-            let c = read_block(self.file.as_ref(), h, self.footer.checksum, true, self.data_limit)?;
+            let h = idx.handle().ok_or_else(|| {
+                Error::corruption(
+                    &self.name,
+                    self.footer.index.offset,
+                    "index entry is not a block handle",
+                )
+            })?;
+            let c = read_block(
+                self.file.as_ref(),
+                h,
+                self.footer.checksum,
+                true,
+                self.data_limit,
+            )?;
             stats.data_blocks += 1;
             stats.data_raw_bytes += c.data.len() as u64;
             stats.data_stored_bytes += c.stored_size as u64;
-            match stats.blocks_by_compression.iter_mut().find(|(t, _)| *t == c.compression) {
+            match stats
+                .blocks_by_compression
+                .iter_mut()
+                .find(|(t, _)| *t == c.compression)
+            {
                 Some((_, n)) => *n += 1,
                 None => stats.blocks_by_compression.push((c.compression, 1)),
             }
-            let b = Block::new(c.data).map_err(|m| Error::corruption(&self.name, h.offset, format!("data block: {m}")))?;
+            let b = Block::new(c.data)
+                .map_err(|m| Error::corruption(&self.name, h.offset, format!("data block: {m}")))?;
             let mut it = BlockIter::new(Arc::new(b), self.data_mode);
             it.seek_to_first();
             while it.valid() {
                 if it.key().len() < 8 {
-                    return Err(Error::corruption(&self.name, h.offset, "key shorter than its trailer"));
+                    return Err(Error::corruption(
+                        &self.name,
+                        h.offset,
+                        "key shorter than its trailer",
+                    ));
                 }
                 if let Some(l) = &last {
                     if key::compare_internal(l, it.key()) != Ordering::Less {
@@ -399,19 +475,33 @@ impl Table {
                 it.next();
             }
             if let Some(e) = it.error() {
-                return Err(Error::corruption(&self.name, h.offset, format!("data block: {e}")));
+                return Err(Error::corruption(
+                    &self.name,
+                    h.offset,
+                    format!("data block: {e}"),
+                ));
             }
             idx.next();
         }
         if let Some(e) = idx.error() {
-            return Err(Error::corruption(&self.name, self.footer.index.offset, format!("index block: {e}")));
+            return Err(Error::corruption(
+                &self.name,
+                self.footer.index.offset,
+                format!("index block: {e}"),
+            ));
         }
-        let want = self.props.num_entries.saturating_sub(self.props.num_range_deletions);
+        let want = self
+            .props
+            .num_entries
+            .saturating_sub(self.props.num_range_deletions);
         if self.props.all.contains_key(names::NUM_ENTRIES) && stats.entries != want {
             return Err(Error::corruption(
                 &self.name,
                 0,
-                format!("properties say {want} point entries, data blocks hold {}", stats.entries),
+                format!(
+                    "properties say {want} point entries, data blocks hold {}",
+                    stats.entries
+                ),
             ));
         }
         Ok(stats)
@@ -482,7 +572,11 @@ impl TableIter {
 
     fn index_error(&mut self) -> bool {
         if let Some(e) = self.index.error() {
-            let e = Error::corruption(&self.table.name, self.table.footer.index.offset, format!("index block: {e}"));
+            let e = Error::corruption(
+                &self.table.name,
+                self.table.footer.index.offset,
+                format!("index block: {e}"),
+            );
             self.fail(e);
             return true;
         }
@@ -497,7 +591,11 @@ impl TableIter {
             return false;
         }
         let Some(h) = self.index.handle() else {
-            let e = Error::corruption(&self.table.name, self.table.footer.index.offset, "index entry is not a block handle");
+            let e = Error::corruption(
+                &self.table.name,
+                self.table.footer.index.offset,
+                "index entry is not a block handle",
+            );
             self.fail(e);
             return false;
         };
@@ -517,7 +615,11 @@ impl TableIter {
     fn data_error(&mut self) -> bool {
         if let Some(d) = &self.data {
             if let Some(e) = d.error() {
-                let e = Error::corruption(&self.table.name, self.data_offset, format!("data block: {e}"));
+                let e = Error::corruption(
+                    &self.table.name,
+                    self.data_offset,
+                    format!("data block: {e}"),
+                );
                 self.fail(e);
                 return true;
             }

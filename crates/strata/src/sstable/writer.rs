@@ -16,9 +16,7 @@ use super::format::{BlockHandle, Footer, BLOCK_TRAILER_SIZE, FORMAT_VERSION};
 use super::prefix::PrefixExtractor;
 use super::properties::{names, PropertiesBuilder, TableProperties};
 use crate::error::{Error, Result};
-use crate::key::{
-    self, compare_internal, make_internal_key, ParsedKey, ValueKind, MAX_SEQUENCE,
-};
+use crate::key::{self, compare_internal, make_internal_key, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::util::checksum::{block_checksum, ChecksumType};
 use crate::util::coding::{put_fixed32, put_fixed64, put_varsigned64};
 use crate::util::hex;
@@ -133,7 +131,11 @@ pub struct SstWriter {
 
 impl SstWriter {
     /// Starts a table on an already created file; `name` is used in errors.
-    pub fn new(file: Box<dyn WritableFile>, name: impl Into<String>, opts: SstOptions) -> SstWriter {
+    pub fn new(
+        file: Box<dyn WritableFile>,
+        name: impl Into<String>,
+        opts: SstOptions,
+    ) -> SstWriter {
         let filter = opts.bloom_bits_per_key.map(BloomFilterBuilder::new);
         SstWriter {
             file,
@@ -205,9 +207,17 @@ impl SstWriter {
         self.add_range_tombstone(start, end, 0)
     }
 
-    pub fn add_entry(&mut self, user_key: &[u8], seq: u64, kind: ValueKind, value: &[u8]) -> Result<()> {
+    pub fn add_entry(
+        &mut self,
+        user_key: &[u8],
+        seq: u64,
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<()> {
         if seq > MAX_SEQUENCE {
-            return Err(Error::invalid(format!("sequence number {seq} is too large")));
+            return Err(Error::invalid(format!(
+                "sequence number {seq} is too large"
+            )));
         }
         let mut k = std::mem::take(&mut self.scratch);
         k.clear();
@@ -221,13 +231,16 @@ impl SstWriter {
     /// internal-key order; range tombstones go through
     /// [`add_range_tombstone`](Self::add_range_tombstone).
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
-        let p = ParsedKey::parse(ikey)
-            .ok_or_else(|| Error::invalid(format!("{}: internal key shorter than 8 bytes", self.name)))?;
+        let p = ParsedKey::parse(ikey).ok_or_else(|| {
+            Error::invalid(format!("{}: internal key shorter than 8 bytes", self.name))
+        })?;
         let kind = p.value_kind().ok_or_else(|| {
             Error::invalid(format!("{}: unknown value kind {:#x}", self.name, p.kind))
         })?;
         if kind == ValueKind::RangeDeletion {
-            return Err(Error::invalid("range tombstones are added with add_range_tombstone"));
+            return Err(Error::invalid(
+                "range tombstones are added with add_range_tombstone",
+            ));
         }
         if self.has_entries {
             let ord = compare_internal(&self.last_key, ikey);
@@ -243,7 +256,9 @@ impl SstWriter {
             }
         }
         if self.opts.external && p.seq != 0 {
-            return Err(Error::invalid("files for ingestion hold sequence number 0 only"));
+            return Err(Error::invalid(
+                "files for ingestion hold sequence number 0 only",
+            ));
         }
         if self.should_flush(ikey.len(), value.len()) {
             self.flush_data_block()?;
@@ -302,10 +317,14 @@ impl SstWriter {
             )));
         }
         if self.opts.external && seq != 0 {
-            return Err(Error::invalid("files for ingestion hold sequence number 0 only"));
+            return Err(Error::invalid(
+                "files for ingestion hold sequence number 0 only",
+            ));
         }
-        self.tombstones
-            .push((make_internal_key(start, seq, ValueKind::RangeDeletion), end.to_vec()));
+        self.tombstones.push((
+            make_internal_key(start, seq, ValueKind::RangeDeletion),
+            end.to_vec(),
+        ));
         self.smallest_seq = self.smallest_seq.min(seq);
         self.largest_seq = self.largest_seq.max(seq);
         Ok(())
@@ -387,7 +406,11 @@ impl SstWriter {
         let mut full = Vec::new();
         let mut delta = Vec::new();
         for (k, h) in &self.index_entries {
-            let k: &[u8] = if self.index_needs_seq { k } else { key::user_key(k) };
+            let k: &[u8] = if self.index_needs_seq {
+                k
+            } else {
+                key::user_key(k)
+            };
             full.clear();
             h.encode_to(&mut full);
             delta.clear();
@@ -406,7 +429,7 @@ impl SstWriter {
             for (k, end) in &self.tombstones {
                 b.add(k, end);
             }
-            let h = self.write_block(&b.finish().to_vec(), CompressionType::None)?;
+            let h = self.write_block(b.finish(), CompressionType::None)?;
             meta.push((RANGE_DEL_BLOCK_NAME.to_string(), h));
         }
 
@@ -427,7 +450,7 @@ impl SstWriter {
         for (name, h) in &meta {
             mb.add(name.as_bytes(), &h.encode());
         }
-        let metaindex_handle = self.write_block(&mb.finish().to_vec(), CompressionType::None)?;
+        let metaindex_handle = self.write_block(mb.finish(), CompressionType::None)?;
         let footer = Footer {
             checksum: self.opts.checksum,
             metaindex: metaindex_handle,
@@ -457,10 +480,16 @@ impl SstWriter {
         let mut smallest: Option<Vec<u8>> = None;
         let mut largest: Option<Vec<u8>> = None;
         let mut consider = |k: &[u8]| {
-            if smallest.as_deref().is_none_or(|s| compare_internal(k, s) == Ordering::Less) {
+            if smallest
+                .as_deref()
+                .is_none_or(|s| compare_internal(k, s) == Ordering::Less)
+            {
                 smallest = Some(k.to_vec());
             }
-            if largest.as_deref().is_none_or(|l| compare_internal(k, l) == Ordering::Greater) {
+            if largest
+                .as_deref()
+                .is_none_or(|l| compare_internal(k, l) == Ordering::Greater)
+            {
                 largest = Some(k.to_vec());
             }
         };
@@ -470,7 +499,11 @@ impl SstWriter {
         }
         for (start, end) in &self.tombstones {
             consider(start);
-            consider(&make_internal_key(end, MAX_SEQUENCE, ValueKind::RangeDeletion));
+            consider(&make_internal_key(
+                end,
+                MAX_SEQUENCE,
+                ValueKind::RangeDeletion,
+            ));
         }
         (smallest, largest)
     }
@@ -500,8 +533,24 @@ impl SstWriter {
         p.u64(FILTER_SIZE, filter_size);
         p.u64(NUM_FILTER_ENTRIES, filter_entries);
         // RocksDB counts range tombstones as entries and deletions too.
-        p.u64(RAW_KEY_SIZE, self.raw_key_size + self.tombstones.iter().map(|t| t.0.len() as u64).sum::<u64>());
-        p.u64(RAW_VALUE_SIZE, self.raw_value_size + self.tombstones.iter().map(|t| t.1.len() as u64).sum::<u64>());
+        p.u64(
+            RAW_KEY_SIZE,
+            self.raw_key_size
+                + self
+                    .tombstones
+                    .iter()
+                    .map(|t| t.0.len() as u64)
+                    .sum::<u64>(),
+        );
+        p.u64(
+            RAW_VALUE_SIZE,
+            self.raw_value_size
+                + self
+                    .tombstones
+                    .iter()
+                    .map(|t| t.1.len() as u64)
+                    .sum::<u64>(),
+        );
         p.u64(NUM_DATA_BLOCKS, self.num_data_blocks);
         p.u64(NUM_ENTRIES, self.num_entries + n_tomb);
         p.u64(DELETED_KEYS, self.num_deletions + n_tomb);
@@ -509,11 +558,25 @@ impl SstWriter {
         p.u64(NUM_RANGE_DELETIONS, n_tomb);
         p.u64(FORMAT_VERSION, 0);
         p.u64(FIXED_KEY_LEN, 0);
-        p.u64(COLUMN_FAMILY_ID, if self.opts.external { UNKNOWN_COLUMN_FAMILY } else { 0 });
-        p.str(COLUMN_FAMILY_NAME, if self.opts.external { "" } else { "default" });
+        p.u64(
+            COLUMN_FAMILY_ID,
+            if self.opts.external {
+                UNKNOWN_COLUMN_FAMILY
+            } else {
+                0
+            },
+        );
+        p.str(
+            COLUMN_FAMILY_NAME,
+            if self.opts.external { "" } else { "default" },
+        );
         p.str(
             FILTER_POLICY,
-            if self.opts.bloom_bits_per_key.is_some() { "bloomfilter" } else { "" },
+            if self.opts.bloom_bits_per_key.is_some() {
+                "bloomfilter"
+            } else {
+                ""
+            },
         );
         p.str(COMPARATOR, "leveldb.BytewiseComparator");
         p.str(MERGE_OPERATOR, "nullptr");
@@ -538,9 +601,20 @@ impl SstWriter {
         p.bytes(BBT_INDEX_TYPE, &idx_type);
         p.str(
             BBT_PREFIX_FILTERING,
-            if self.opts.prefix_extractor.is_some() && self.opts.bloom_bits_per_key.is_some() { "1" } else { "0" },
+            if self.opts.prefix_extractor.is_some() && self.opts.bloom_bits_per_key.is_some() {
+                "1"
+            } else {
+                "0"
+            },
         );
-        p.str(BBT_WHOLE_KEY_FILTERING, if self.opts.whole_key_filtering { "1" } else { "0" });
+        p.str(
+            BBT_WHOLE_KEY_FILTERING,
+            if self.opts.whole_key_filtering {
+                "1"
+            } else {
+                "0"
+            },
+        );
         if self.opts.external {
             let mut v = Vec::new();
             put_fixed32(&mut v, 2);

@@ -176,7 +176,17 @@ mod tests {
 
     #[test]
     fn zigzag_round_trip() {
-        for v in [0i64, 1, -1, 63, -64, 1 << 40, -(1 << 40), i64::MAX, i64::MIN] {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            1 << 40,
+            -(1 << 40),
+            i64::MAX,
+            i64::MIN,
+        ] {
             let mut b = Vec::new();
             put_varsigned64(&mut b, v);
             assert_eq!(get_varsigned64(&b), Some((v, b.len())));

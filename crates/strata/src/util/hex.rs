@@ -21,8 +21,11 @@ pub fn encode_rocksdb(b: &[u8]) -> String {
 
 /// Parses hex with an optional `0x` prefix, either case.
 pub fn decode(s: &str) -> Option<Vec<u8>> {
-    let s = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
-    if s.len() % 2 != 0 {
+    let s = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

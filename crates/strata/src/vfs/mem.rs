@@ -24,7 +24,11 @@ impl MemVfs {
     }
 
     fn get(&self, path: &Path) -> Result<Data> {
-        self.files.lock().get(path).cloned().ok_or_else(|| not_found(path))
+        self.files
+            .lock()
+            .get(path)
+            .cloned()
+            .ok_or_else(|| not_found(path))
     }
 }
 

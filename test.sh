@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs Strata's tests on a fresh machine: installs what the tests need
+# (RocksDB 7.8's tools and headers, for the compatibility tests), checks
+# formatting and lints, then runs every test.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need_rocksdb() {
+  ! command -v sst_dump >/dev/null 2>&1 || ! command -v ldb >/dev/null 2>&1 ||
+    [ ! -f /usr/include/rocksdb/sst_file_writer.h ] || ! command -v g++ >/dev/null 2>&1
+}
+if need_rocksdb; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing RocksDB tools and headers (rocksdb-tools, librocksdb-dev, g++)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq rocksdb-tools librocksdb-dev g++ >/dev/null
+  else
+    echo "== RocksDB tools missing and apt-get unavailable: compatibility tests will skip"
+    echo "   (install with: sudo apt-get install rocksdb-tools librocksdb-dev g++)"
+  fi
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test"
+cargo test --workspace
