@@ -15,6 +15,8 @@ use strata::Error;
 
 const N: usize = 3000;
 
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 fn key(i: usize) -> Vec<u8> {
     format!("key{i:08}").into_bytes()
 }
@@ -69,7 +71,7 @@ fn footer_of(bytes: &[u8]) -> Footer {
 }
 
 /// Opens `bytes` as a table and reads it all: Ok(entries) or the first error.
-fn read_everything(bytes: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+fn read_everything(bytes: &[u8]) -> Result<Entries, Error> {
     let vfs = MemVfs::new();
     let path = Path::new("/bad.sst");
     vfs::write_all(&vfs, path, bytes).unwrap();
@@ -92,7 +94,7 @@ fn read_everything(bytes: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
     Ok(out)
 }
 
-fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
+fn expected() -> Entries {
     (0..N).map(|i| (key(i), value(i))).collect()
 }
 
