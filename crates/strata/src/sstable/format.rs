@@ -186,14 +186,16 @@ pub fn read_block(
         .and_then(|e| e.checked_add(BLOCK_TRAILER_SIZE as u64));
     match end {
         Some(e) if e <= limit => {}
-        _ => return Err(Error::corruption(
-            name,
-            handle.offset,
-            format!(
+        _ => {
+            return Err(Error::corruption(
+                name,
+                handle.offset,
+                format!(
                 "block handle (offset {}, size {}) points past the end of the table data ({limit})",
                 handle.offset, handle.size
             ),
-        )),
+            ))
+        }
     }
     let n = handle.size as usize;
     let mut buf = vec![0u8; n + BLOCK_TRAILER_SIZE];

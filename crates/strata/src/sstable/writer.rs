@@ -136,7 +136,10 @@ impl SstWriter {
         name: impl Into<String>,
         opts: SstOptions,
     ) -> SstWriter {
-        let filter = opts.bloom_bits_per_key.map(BloomFilterBuilder::new);
+        let filter = opts
+            .bloom_bits_per_key
+            .filter(|&b| BloomFilterBuilder::writes_filter(b))
+            .map(BloomFilterBuilder::new);
         SstWriter {
             file,
             name: name.into(),
