@@ -57,6 +57,11 @@ impl Block {
         })
     }
 
+    /// The block's bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
     /// Bytes held in memory (the block cache's charge).
     pub fn size(&self) -> usize {
         self.data.len()

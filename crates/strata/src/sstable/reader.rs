@@ -156,8 +156,16 @@ impl Table {
         let find = |n: &str| meta.iter().find(|(k, _)| k == n).map(|(_, h)| *h);
 
         let props = match find(PROPERTIES_BLOCK_NAME) {
-            Some(h) => TableProperties::decode(read(h)?.data)
-                .map_err(|m| Error::corruption(&name, h.offset, m))?,
+            Some(h) => {
+                let data = match read(h) {
+                    Ok(c) => c.data,
+                    Err(e) => {
+                        properties_with_patched_seqno(file.as_ref(), h, footer.checksum, data_limit)
+                            .ok_or(e)?
+                    }
+                };
+                TableProperties::decode(data).map_err(|m| Error::corruption(&name, h.offset, m))?
+            }
             None => TableProperties::default(),
         };
         if !props.comparator.is_empty() && props.comparator != "leveldb.BytewiseComparator" {
@@ -514,6 +522,39 @@ impl Drop for Table {
             c.erase_id(self.cache_id);
         }
     }
+}
+
+/// RocksDB's ingestion (with `write_global_seqno`) overwrites the 8-byte
+/// `global_seqno` property of its copy of a file in place and leaves the
+/// properties block's checksum as it was, computed over a zero there. Such a
+/// block is accepted when its checksum matches with those bytes zeroed;
+/// anything else is still corruption.
+fn properties_with_patched_seqno(
+    file: &dyn RandomAccessFile,
+    h: BlockHandle,
+    checksum: crate::util::checksum::ChecksumType,
+    limit: u64,
+) -> Option<Vec<u8>> {
+    let c = read_block(file, h, checksum, false, limit).ok()?;
+    if c.compression != CompressionType::None {
+        return None;
+    }
+    let block = Arc::new(Block::new(c.data.clone()).ok()?);
+    let base = block.data().as_ptr() as usize;
+    let mut it = BlockIter::new(block, BlockIterMode::BYTEWISE);
+    it.seek(names::EXTERNAL_GLOBAL_SEQNO.as_bytes());
+    if !it.valid() || it.key() != names::EXTERNAL_GLOBAL_SEQNO.as_bytes() || it.value().len() != 8 {
+        return None;
+    }
+    // The value's position in the block, which is the same in `c.data`.
+    let at = it.value().as_ptr() as usize - base;
+    let mut zeroed = c.data.clone();
+    zeroed[at..at + 8].fill(0);
+    let mut trailer = [0u8; 5];
+    file.read_exact_at(&mut trailer, h.offset + h.size).ok()?;
+    let stored = crate::util::coding::decode_fixed32(&trailer[1..]);
+    (crate::util::checksum::block_checksum(checksum, &zeroed, trailer[0]) == stored)
+        .then_some(c.data)
 }
 
 /// Iterator over a table's point entries, optionally bounded to user keys in
