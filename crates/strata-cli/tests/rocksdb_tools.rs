@@ -413,3 +413,67 @@ fn strata_reads_files_rocksdb_writes() {
         }
     }
 }
+
+/// `strata dump` output loads into RocksDB with `ldb load`, and `ldb dump`
+/// output loads into Strata with `strata load`: the same entries both ways.
+#[test]
+fn data_moves_between_rocksdb_and_strata_with_ldb_lines() {
+    let Some(_) = compat() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let strata = env!("CARGO_BIN_EXE_strata");
+    let src = tmp.path().join("strata-src");
+    let input = tmp.path().join("in.txt");
+    let ops = random_ops(300, 2000);
+    let text: String = ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::Put(k, v) => Some(format!(
+                "{} ==> {}\n",
+                hex::encode_rocksdb(k),
+                hex::encode_rocksdb(v)
+            )),
+            Op::Del(_) => None,
+        })
+        .collect();
+    std::fs::write(&input, &text).unwrap();
+    run(Command::new(strata)
+        .args(["load", "--hex"])
+        .arg(&src)
+        .arg(&input));
+    let dumped = run(Command::new(strata).args(["dump", "--hex"]).arg(&src));
+    assert_eq!(dumped, text, "strata load/dump round trip");
+
+    // Strata -> RocksDB.
+    let rdb = tmp.path().join("rocksdb");
+    let dump_file = tmp.path().join("strata-dump.txt");
+    std::fs::write(&dump_file, &dumped).unwrap();
+    run(Command::new("ldb")
+        .arg(format!("--db={}", rdb.display()))
+        .args(["--create_if_missing", "--hex", "load"])
+        .stdin(std::fs::File::open(&dump_file).unwrap()));
+    let rdump = run(Command::new("ldb")
+        .arg(format!("--db={}", rdb.display()))
+        .args(["--hex", "dump"]));
+    let entries = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.contains(" ==> "))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_same(
+        &entries(&rdump),
+        &entries(&text),
+        "ldb dump after loading strata's dump",
+    );
+
+    // RocksDB -> Strata.
+    let back = tmp.path().join("strata-back");
+    let rfile = tmp.path().join("rocksdb-dump.txt");
+    std::fs::write(&rfile, entries(&rdump).join("\n") + "\n").unwrap();
+    run(Command::new(strata)
+        .args(["load", "--hex"])
+        .arg(&back)
+        .arg(&rfile));
+    let again = run(Command::new(strata).args(["dump", "--hex"]).arg(&back));
+    assert_eq!(again, text, "strata after loading ldb's dump");
+}

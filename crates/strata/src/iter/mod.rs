@@ -1,11 +1,27 @@
-//! Iterators over internal keys.
+//! Iterators over internal keys, and the read path built from them.
 //!
 //! Every source of sorted data (a block, a table, later a memtable or a whole
 //! level) exposes the same positional interface so that merging and
 //! user-facing iterators can combine them. An iterator that hits an error
 //! becomes invalid and reports the error through `status`.
+//!
+//! The read path stacks them: sources are merged by [`MergingIterator`], and
+//! [`DbIter`] turns the merged stream of versions into the user keys visible
+//! at a snapshot, hiding deleted keys, including those covered by range
+//! tombstones (flattened by [`RangeDelAggregator`]). [`VecIter`] is an
+//! in-memory source.
 
 use crate::error::Result;
+
+pub mod db_iter;
+pub mod merging;
+pub mod range_del;
+pub mod vec_iter;
+
+pub use db_iter::DbIter;
+pub use merging::MergingIterator;
+pub use range_del::RangeDelAggregator;
+pub use vec_iter::VecIter;
 
 pub trait InternalIterator {
     fn valid(&self) -> bool;

@@ -16,6 +16,18 @@ type Data = Arc<RwLock<Vec<u8>>>;
 #[derive(Clone, Default)]
 pub struct MemVfs {
     files: Arc<Mutex<BTreeMap<PathBuf, Data>>>,
+    locks: Arc<Mutex<std::collections::BTreeSet<PathBuf>>>,
+}
+
+struct MemLock {
+    path: PathBuf,
+    locks: Arc<Mutex<std::collections::BTreeSet<PathBuf>>>,
+}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        self.locks.lock().remove(&self.path);
+    }
 }
 
 impl MemVfs {
@@ -162,6 +174,18 @@ impl Vfs for MemVfs {
             .filter(|p| p.parent() == Some(dir))
             .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .collect())
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
+        if !self.locks.lock().insert(path.to_path_buf()) {
+            return Err(Error::io(
+                path.display().to_string(),
+                io::Error::new(io::ErrorKind::WouldBlock, "the database is already open"),
+            ));
+        }
+        Ok(Box::new(MemLock {
+            path: path.to_path_buf(),
+            locks: Arc::clone(&self.locks),
+        }))
     }
     fn sync_dir(&self, _dir: &Path) -> Result<()> {
         Ok(())

@@ -66,6 +66,9 @@ pub trait Vfs: Send + Sync {
     /// Names (not paths) of the entries in `dir`.
     fn list(&self, dir: &Path) -> Result<Vec<String>>;
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path` (creating it), held until the
+    /// returned guard is dropped; fails at once if someone holds it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>>;
 }
 
 /// Reads a whole file through a [`Vfs`].
@@ -127,6 +130,11 @@ mod tests {
         assert_eq!(names, vec!["a".to_string()]);
         assert!(vfs.open_random(&b).is_err());
         vfs.sync_dir(dir).unwrap();
+        let l = dir.join("LOCK");
+        let g = vfs.lock(&l).unwrap();
+        assert!(vfs.lock(&l).is_err(), "second lock must fail");
+        drop(g);
+        drop(vfs.lock(&l).unwrap());
     }
 
     #[test]

@@ -129,6 +129,25 @@ impl Vfs for OsVfs {
         }
         Ok(out)
     }
+    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(p(path), e))?;
+        match f.try_lock() {
+            Ok(()) => Ok(Box::new(f)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::io(
+                p(path),
+                std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    "the database is open in another process",
+                ),
+            )),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(p(path), e)),
+        }
+    }
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         File::open(dir)
             .and_then(|f| f.sync_all())

@@ -1,0 +1,94 @@
+//! `strata bench ...`: the comparison workloads of
+//! `shared/workloads/README.md`, run on Strata and (where the RocksDB
+//! compat helper is built) on RocksDB 7.8 in the same run, on the same
+//! input bytes.
+
+pub mod w2;
+
+use anyhow::{bail, Context, Result};
+use clap::Subcommand;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// W2: COPY batch-size sweep (rows/s per rows-per-batch).
+    W2(w2::W2Args),
+}
+
+pub fn run(c: BenchCmd) -> Result<()> {
+    match c {
+        BenchCmd::W2(a) => w2::run(a),
+    }
+}
+
+/// `enc(int)` of kv-spec v1: order-preserving 8-byte big-endian.
+pub fn enc(v: i64) -> [u8; 8] {
+    ((v as u64) ^ 0x8000_0000_0000_0000).to_be_bytes()
+}
+
+/// The repository root (where `shared/` sits beside it).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Makes sure `out` holds the datagen output for `args`, generating it with
+/// `../shared/datagen/SCRIPT` if it is missing.
+pub fn ensure_input(script: &str, args: &[&str], out: &Path) -> Result<()> {
+    if out.exists() {
+        return Ok(());
+    }
+    let gen = repo_root().join("../shared/datagen").join(script);
+    if !gen.exists() {
+        bail!(
+            "{} not found (the shared/ folder beside the repository)",
+            gen.display()
+        );
+    }
+    if let Some(d) = out.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    eprintln!(
+        "generating {} with {} {}",
+        out.display(),
+        script,
+        args.join(" ")
+    );
+    let tmp = out.with_extension("tmp");
+    let st = Command::new("python3")
+        .arg(&gen)
+        .args(args)
+        .arg("--out")
+        .arg(&tmp)
+        .status()
+        .context("running python3")?;
+    if !st.success() {
+        bail!("{script} failed");
+    }
+    std::fs::rename(&tmp, out)?;
+    Ok(())
+}
+
+/// The RocksDB helper binary, built on demand; `None` (with the reason) if
+/// RocksDB's headers or g++ are missing.
+pub fn rocksdb_helper() -> std::result::Result<PathBuf, String> {
+    let out = repo_root().join("target/rocksdb-compat/strata-rocksdb-compat");
+    let src = repo_root().join("tools/rocksdb-compat/compat.cc");
+    let fresh = match (std::fs::metadata(&out), std::fs::metadata(&src)) {
+        (Ok(o), Ok(s)) => o.modified().ok() >= s.modified().ok(),
+        _ => false,
+    };
+    if fresh {
+        return Ok(out);
+    }
+    let o = Command::new("bash")
+        .arg(repo_root().join("tools/rocksdb-compat/build.sh"))
+        .arg(&out)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if o.status.success() {
+        Ok(out)
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+    }
+}

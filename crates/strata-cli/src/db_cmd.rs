@@ -1,0 +1,286 @@
+//! Database commands: `get`, `put`, `delete`, `scan`, `lsm`, `load`, `dump`,
+//! and `stress` (the writer the crash test kills).
+//!
+//! `load` and `dump` use the line format of RocksDB's `ldb load` / `ldb dump`
+//! (`key ==> value`, or `0xKEY ==> 0xVALUE` with `--hex`), so data moves
+//! between RocksDB and Strata with the tools people already have.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use strata::util::hex;
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+pub fn open(path: &Path) -> Result<Db> {
+    Db::open(path, Options::default())
+        .with_context(|| format!("opening database {}", path.display()))
+}
+
+/// Parses a key or value given on the command line or in a load file.
+fn parse(s: &str, as_hex: bool) -> Result<Vec<u8>> {
+    if as_hex {
+        hex::decode(s).with_context(|| format!("{s:?} is not hex"))
+    } else {
+        Ok(s.as_bytes().to_vec())
+    }
+}
+
+fn show(b: &[u8], as_hex: bool) -> String {
+    if as_hex {
+        hex::encode_rocksdb(b)
+    } else {
+        String::from_utf8_lossy(b).into_owned()
+    }
+}
+
+#[derive(Args)]
+pub struct KeyArgs {
+    pub db: PathBuf,
+    pub key: String,
+    /// Keys and values are hex (`0x...` optional).
+    #[arg(long)]
+    pub hex: bool,
+}
+
+#[derive(Args)]
+pub struct PutArgs {
+    pub db: PathBuf,
+    pub key: String,
+    pub value: String,
+    #[arg(long)]
+    pub hex: bool,
+}
+
+#[derive(Args)]
+pub struct ScanArgs {
+    pub db: PathBuf,
+    /// First key (inclusive).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last key (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    #[arg(long)]
+    pub limit: Option<u64>,
+    #[arg(long)]
+    pub hex: bool,
+}
+
+#[derive(Args)]
+pub struct LoadArgs {
+    pub db: PathBuf,
+    /// Input file (`key ==> value` lines); standard input if absent.
+    pub file: Option<PathBuf>,
+    #[arg(long)]
+    pub hex: bool,
+    /// Rows per write batch.
+    #[arg(long, default_value_t = 1000)]
+    pub batch_rows: usize,
+}
+
+#[derive(Args)]
+pub struct DumpArgs {
+    pub db: PathBuf,
+    #[arg(long)]
+    pub hex: bool,
+}
+
+#[derive(Args)]
+pub struct StressArgs {
+    pub db: PathBuf,
+    /// Keys to write (0 = until killed).
+    #[arg(long, default_value_t = 0)]
+    pub keys: u64,
+    /// Sync every write and print the number of each acknowledged key.
+    #[arg(long)]
+    pub sync: bool,
+    /// First key number (to continue a previous run).
+    #[arg(long, default_value_t = 0)]
+    pub start: u64,
+    /// Memtable size in KiB (small values make flushes frequent).
+    #[arg(long, default_value_t = 256)]
+    pub memtable_kib: usize,
+}
+
+pub fn get(a: KeyArgs) -> Result<()> {
+    let db = open(&a.db)?;
+    match db.get(&parse(&a.key, a.hex)?)? {
+        Some(v) => println!("{}", show(&v, a.hex)),
+        None => bail!("key {} not found", a.key),
+    }
+    Ok(())
+}
+
+pub fn put(a: PutArgs) -> Result<()> {
+    let db = open(&a.db)?;
+    let mut b = WriteBatch::new();
+    b.put(&parse(&a.key, a.hex)?, &parse(&a.value, a.hex)?);
+    db.write(b, &WriteOptions { sync: true })?;
+    db.close()?;
+    Ok(())
+}
+
+pub fn delete(a: KeyArgs) -> Result<()> {
+    let db = open(&a.db)?;
+    let mut b = WriteBatch::new();
+    b.delete(&parse(&a.key, a.hex)?);
+    db.write(b, &WriteOptions { sync: true })?;
+    db.close()?;
+    Ok(())
+}
+
+pub fn scan(a: ScanArgs) -> Result<()> {
+    let db = open(&a.db)?;
+    let opts = ReadOptions {
+        lower: a.from.as_deref().map(|s| parse(s, a.hex)).transpose()?,
+        upper: a.to.as_deref().map(|s| parse(s, a.hex)).transpose()?,
+        ..ReadOptions::default()
+    };
+    let mut it = db.iter(&opts)?;
+    it.seek_to_first();
+    let out = std::io::stdout();
+    let mut out = BufWriter::new(out.lock());
+    let mut n = 0;
+    while it.valid() && a.limit.is_none_or(|l| n < l) {
+        writeln!(
+            out,
+            "{} : {}",
+            show(it.key(), a.hex),
+            show(it.value(), a.hex)
+        )?;
+        n += 1;
+        it.next();
+    }
+    it.status()?;
+    out.flush()?;
+    Ok(())
+}
+
+pub fn dump(a: DumpArgs) -> Result<()> {
+    let db = open(&a.db)?;
+    let mut it = db.iter(&ReadOptions::default())?;
+    it.seek_to_first();
+    let out = std::io::stdout();
+    let mut out = BufWriter::new(out.lock());
+    while it.valid() {
+        writeln!(
+            out,
+            "{} ==> {}",
+            show(it.key(), a.hex),
+            show(it.value(), a.hex)
+        )?;
+        it.next();
+    }
+    it.status()?;
+    out.flush()?;
+    Ok(())
+}
+
+pub fn load(a: LoadArgs) -> Result<()> {
+    let (name, input): (String, Box<dyn BufRead>) = match &a.file {
+        Some(p) => (
+            p.display().to_string(),
+            Box::new(std::io::BufReader::new(
+                std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,
+            )),
+        ),
+        None => ("<stdin>".to_string(), Box::new(std::io::stdin().lock())),
+    };
+    if a.batch_rows == 0 {
+        bail!("--batch-rows must be at least 1");
+    }
+    // Parse everything first: a bad line fails the load before anything is
+    // written.
+    let mut rows = Vec::new();
+    for (i, line) in input.lines().enumerate() {
+        let line = line.with_context(|| format!("reading {name}"))?;
+        if line.is_empty() {
+            continue;
+        }
+        let Some((k, v)) = line.split_once(" ==> ") else {
+            bail!("{name}:{}: expected `key ==> value`, found {line:?}", i + 1);
+        };
+        let k = parse(k, a.hex).with_context(|| format!("{name}:{}: key", i + 1))?;
+        let v = parse(v, a.hex).with_context(|| format!("{name}:{}: value", i + 1))?;
+        rows.push((k, v));
+    }
+    let db = open(&a.db)?;
+    let start = Instant::now();
+    for chunk in rows.chunks(a.batch_rows) {
+        let mut b = WriteBatch::new();
+        for (k, v) in chunk {
+            b.put(k, v);
+        }
+        db.write(b, &WriteOptions::default())?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    db.close()?;
+    println!(
+        "loaded {} rows in {:.3}s ({:.0} rows/s, {} rows per batch)",
+        rows.len(),
+        secs,
+        rows.len() as f64 / secs.max(1e-9),
+        a.batch_rows
+    );
+    Ok(())
+}
+
+pub fn lsm(db_path: &Path) -> Result<()> {
+    let db = open(db_path)?;
+    print_lsm(&db);
+    Ok(())
+}
+
+pub fn print_lsm(db: &Db) {
+    let s = db.lsm();
+    println!("level  files        bytes");
+    for (l, lv) in s.levels.iter().enumerate() {
+        println!("L{l}     {:>5} {:>12}", lv.files, lv.bytes);
+    }
+    println!(
+        "memtable {} bytes; {} immutable memtables ({} bytes); last sequence {}",
+        s.memtable_bytes, s.immutable_memtables, s.immutable_bytes, s.last_sequence
+    );
+}
+
+/// Writes keys `stress-NNNNNNNNNNNN` => `value-N` (plus every 10th in a
+/// batch of three); with `--sync` prints each acknowledged key number.
+pub fn stress(a: StressArgs) -> Result<()> {
+    let opts = Options {
+        memtable_size: a.memtable_kib << 10,
+        ..Options::default()
+    };
+    let db = Db::open(&a.db, opts)?;
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let mut i = a.start;
+    while a.keys == 0 || i < a.start + a.keys {
+        let mut b = WriteBatch::new();
+        let n = if i.is_multiple_of(10) { 3 } else { 1 };
+        for j in i..i + n {
+            b.put(&stress_key(j), &stress_value(j));
+        }
+        db.write(b, &WriteOptions { sync: a.sync })?;
+        if a.sync {
+            for j in i..i + n {
+                writeln!(out, "{j}")?;
+            }
+            out.flush()?;
+        }
+        i += n;
+    }
+    db.close()?;
+    Ok(())
+}
+
+pub fn stress_key(i: u64) -> Vec<u8> {
+    format!("stress-{i:012}").into_bytes()
+}
+
+pub fn stress_value(i: u64) -> Vec<u8> {
+    format!("value-{i}-")
+        .repeat(1 + (i % 13) as usize)
+        .into_bytes()
+}

@@ -1,0 +1,322 @@
+//! The commit pipeline: the one place where sequence numbers are assigned.
+//!
+//! Writers queue up; the writer at the front becomes the leader, takes the
+//! queued batches behind it as one group, assigns the group a contiguous
+//! range of sequence numbers, writes it to the WAL as one record (one fsync
+//! if any member asked for `sync`), applies it to the memtable, publishes the
+//! group's last sequence number as visible, and wakes the followers.
+//!
+//! Invariants:
+//! - Sequence numbers are assigned under the queue lock, in queue order, and
+//!   never reused: `last_seq` only grows.
+//! - Only the leader touches the WAL and inserts into the memtable, so the
+//!   memtable sees one writer at a time.
+//! - `visible_seq` is stored after the group is fully in the memtable, and
+//!   groups finish in sequence order, so a reader at `visible_seq` never
+//!   sees a gap.
+//! - Memtable rotation is a job in the same queue, so it never races an
+//!   insert; ingestion (later) takes its sequence number the same way.
+
+use super::flushable::ImmutableMemTable;
+use super::{filenames, DbInner};
+use crate::error::{Error, Result};
+use crate::key::ValueKind;
+use crate::memtable::MemTable;
+use crate::wal::writer::LogWriter;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::write_batch::{BatchOp, WriteBatch};
+
+/// Largest group a leader builds, in batch bytes.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(crate) enum Job {
+    Batch(WriteBatch),
+    /// Move the memtable (if not empty) onto the immutable queue.
+    Rotate,
+}
+
+struct Writer {
+    job: Mutex<Option<Job>>,
+    sync: bool,
+    cv: Condvar,
+    done: AtomicBool,
+    result: Mutex<Option<Result<()>>>,
+}
+
+struct Queue {
+    writers: VecDeque<Arc<Writer>>,
+    last_seq: u64,
+}
+
+pub(crate) struct Wal {
+    pub log: LogWriter,
+    /// Records appended but not yet handed to the operating system.
+    pub dirty: bool,
+}
+
+pub(crate) struct CommitPipeline {
+    q: Mutex<Queue>,
+    /// Signalled (under `q`) when the immutable queue shrinks.
+    room_cv: Condvar,
+    wal: Mutex<Wal>,
+}
+
+impl CommitPipeline {
+    pub fn new(last_seq: u64, wal: Wal) -> CommitPipeline {
+        CommitPipeline {
+            q: Mutex::new(Queue {
+                writers: VecDeque::new(),
+                last_seq,
+            }),
+            room_cv: Condvar::new(),
+            wal: Mutex::new(wal),
+        }
+    }
+
+    /// Wakes a leader waiting for room in the immutable queue.
+    pub fn notify_room(&self) {
+        let _q = self.q.lock();
+        self.room_cv.notify_all();
+    }
+
+    /// Flushes buffered WAL bytes and syncs them (at close).
+    pub fn sync_wal(&self) -> Result<()> {
+        let mut w = self.wal.lock();
+        w.dirty = false;
+        w.log.sync()
+    }
+
+    /// Hands buffered WAL records to the operating system (the WAL flusher
+    /// thread calls this every `wal_flush_interval`).
+    pub fn flush_wal(&self) -> Result<()> {
+        let mut w = self.wal.lock();
+        if w.dirty {
+            w.dirty = false;
+            w.log.flush()?;
+        }
+        Ok(())
+    }
+
+    pub fn commit(&self, db: &DbInner, job: Job, sync: bool) -> Result<()> {
+        let w = Arc::new(Writer {
+            job: Mutex::new(Some(job)),
+            sync,
+            cv: Condvar::new(),
+            done: AtomicBool::new(false),
+            result: Mutex::new(None),
+        });
+        let mut q = self.q.lock();
+        q.writers.push_back(Arc::clone(&w));
+        loop {
+            if w.done.load(Ordering::Acquire) {
+                return w.result.lock().take().unwrap_or(Ok(()));
+            }
+            if q.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
+                break;
+            }
+            w.cv.wait(&mut q);
+        }
+        let job = w.job.lock().take();
+        let (result, group) = match job {
+            Some(Job::Rotate) => (self.rotate(db, &mut q), vec![Arc::clone(&w)]),
+            Some(Job::Batch(b)) => self.lead(db, &mut q, &w, b),
+            None => (
+                Err(Error::invalid("writer has no job")),
+                vec![Arc::clone(&w)],
+            ),
+        };
+        // Hand results to the group, then wake the next leader.
+        for member in &group {
+            let front = q.writers.pop_front();
+            debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, member)));
+            if !Arc::ptr_eq(member, &w) {
+                *member.result.lock() = Some(result.clone());
+                member.done.store(true, Ordering::Release);
+                member.cv.notify_one();
+            }
+        }
+        if let Some(next) = q.writers.front() {
+            next.cv.notify_one();
+        }
+        result
+    }
+
+    /// Runs a group led by `w`. Returns the result and the group's members
+    /// (in queue order, starting with `w`).
+    fn lead(
+        &self,
+        db: &DbInner,
+        q: &mut MutexGuard<'_, Queue>,
+        w: &Arc<Writer>,
+        first: WriteBatch,
+    ) -> (Result<()>, Vec<Arc<Writer>>) {
+        if let Err(e) = self.make_room(db, q) {
+            return (Err(e), vec![Arc::clone(w)]);
+        }
+        let mut group = vec![Arc::clone(w)];
+        let mut batches = vec![first];
+        let mut bytes = batches[0].size_bytes();
+        let mut sync = w.sync;
+        for f in q.writers.iter().skip(1) {
+            if bytes >= MAX_GROUP_BYTES || (f.sync && !w.sync) {
+                // A sync write does not ride in a group whose leader did
+                // not ask to wait for a sync.
+                break;
+            }
+            let mut j = f.job.lock();
+            match j.take() {
+                Some(Job::Batch(b)) => {
+                    bytes += b.size_bytes();
+                    sync |= f.sync;
+                    batches.push(b);
+                    group.push(Arc::clone(f));
+                }
+                other => {
+                    *j = other;
+                    break;
+                }
+            }
+        }
+        let count: u64 = batches.iter().map(|b| b.count() as u64).sum();
+        let first_seq = q.last_seq + 1;
+        q.last_seq += count;
+        let last_seq = q.last_seq;
+        let result = MutexGuard::unlocked(q, || {
+            self.write_group(db, &mut batches, first_seq, last_seq, sync)
+        });
+        if let Err(e) = &result {
+            // The WAL or memtable may now hold part of this group: stop
+            // accepting writes rather than risk a gap or a duplicate.
+            db.set_bg_error(e.clone());
+        }
+        (result, group)
+    }
+
+    fn write_group(
+        &self,
+        db: &DbInner,
+        batches: &mut [WriteBatch],
+        first_seq: u64,
+        last_seq: u64,
+        sync: bool,
+    ) -> Result<()> {
+        let mut seq = first_seq;
+        for b in batches.iter_mut() {
+            b.set_sequence(seq);
+            seq += b.count() as u64;
+        }
+        {
+            let mut wal = self.wal.lock();
+            if batches.len() == 1 {
+                wal.log.add_record(batches[0].data())?;
+            } else {
+                let mut all = WriteBatch::new();
+                all.set_sequence(first_seq);
+                for b in batches.iter() {
+                    all.append(b);
+                }
+                wal.log.add_record(all.data())?;
+            }
+            if sync {
+                wal.dirty = false;
+                wal.log.sync()?;
+            } else if db.opts.wal_flush_interval.is_zero() {
+                wal.log.flush()?;
+            } else {
+                // The flusher thread writes it out within the interval.
+                wal.dirty = true;
+            }
+        }
+        let mem = db.super_version().mem.clone();
+        for b in batches.iter() {
+            apply(&mem, b)?;
+        }
+        db.visible_seq.store(last_seq, Ordering::Release);
+        Ok(())
+    }
+
+    /// Waits while the immutable queue is full; rotates a full memtable.
+    fn make_room(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>) -> Result<()> {
+        let mut stalled: Option<Instant> = None;
+        let r = loop {
+            if let Some(e) = db.bg_error() {
+                break Err(e);
+            }
+            let (mem_full, queue_full) = {
+                let st = db.state.lock();
+                (
+                    st.mem.approximate_memory_usage() >= db.opts.memtable_size,
+                    st.imm.len() >= db.opts.max_immutable_memtables,
+                )
+            };
+            if !mem_full {
+                break Ok(());
+            }
+            if queue_full {
+                stalled.get_or_insert_with(Instant::now);
+                self.room_cv.wait_for(q, Duration::from_millis(100));
+                continue;
+            }
+            break self.rotate(db, q);
+        };
+        if let Some(t) = stalled {
+            db.stats.record_stall(t.elapsed());
+        }
+        r
+    }
+
+    /// Starts a new WAL and memtable; the old memtable joins the immutable
+    /// queue. Called by the leader, so no insert is in progress.
+    fn rotate(&self, db: &DbInner, _q: &mut MutexGuard<'_, Queue>) -> Result<()> {
+        if db.super_version().mem.is_empty() {
+            return Ok(());
+        }
+        let number = db.new_file_number();
+        let path = filenames::wal(&db.dir, number);
+        let log = LogWriter::new(db.vfs.create(&path)?, path.display().to_string());
+        {
+            // The old WAL is synced before anything goes to the new one, so
+            // a later WAL never survives a crash that an earlier one didn't.
+            let mut wal = self.wal.lock();
+            wal.log.sync()?;
+            *wal = Wal { log, dirty: false };
+        }
+        let mut st = db.state.lock();
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+        let old_wal = std::mem::replace(&mut st.mem_wal, number);
+        st.imm.push_back(Arc::new(ImmutableMemTable {
+            mem: old,
+            wal_number: old_wal,
+        }));
+        db.install_super_version(&st);
+        drop(st);
+        db.bg_cv.notify_all();
+        Ok(())
+    }
+}
+
+/// Inserts a batch (its sequence number already set) into a memtable.
+pub(crate) fn apply(mem: &MemTable, b: &WriteBatch) -> Result<()> {
+    for (seq, op) in (b.sequence()..).zip(b.iter()) {
+        let op = op.map_err(Error::InvalidArgument)?;
+        match op {
+            BatchOp::Put(k, v) => {
+                mem.add(seq, ValueKind::Value, k, v);
+            }
+            BatchOp::Delete(k) => {
+                mem.add(seq, ValueKind::Deletion, k, b"");
+            }
+            BatchOp::DeleteRange(a, e) => {
+                if a < e {
+                    mem.add_range_tombstone(seq, a, e);
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! Flushables: what waits in the immutable queue between the active
+//! memtable and L0. Today that is a full memtable; ingested files that
+//! overlap a memtable will join the same queue, so the queue holds trait
+//! objects and the read path treats every entry alike.
+//!
+//! Invariant: entries are ordered by age; every sequence number in an entry
+//! is larger than every one in the entries behind it (older) and smaller
+//! than every one in the entries ahead of it and in the active memtable.
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::memtable::MemTable;
+use crate::sstable::{Found, RangeTombstone};
+use std::sync::Arc;
+
+pub trait Flushable: Send + Sync {
+    /// A number for logs and metrics.
+    fn id(&self) -> u64;
+    /// The WAL holding this entry's data; it may be deleted once this entry
+    /// and every older one are flushed.
+    fn wal_number(&self) -> u64;
+    /// Newest point entry for `user_key` at `snapshot` (tombstones not applied).
+    fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>>;
+    fn range_tombstones(&self) -> Vec<RangeTombstone>;
+    fn iter(&self) -> Box<dyn InternalIterator + Send>;
+    fn memory_bytes(&self) -> usize;
+    /// The memtable, if this entry is one (the flush job writes it out).
+    fn memtable(&self) -> Option<&Arc<MemTable>>;
+}
+
+/// A memtable that is full and waits to be flushed.
+pub struct ImmutableMemTable {
+    pub mem: Arc<MemTable>,
+    pub wal_number: u64,
+}
+
+impl Flushable for ImmutableMemTable {
+    fn id(&self) -> u64 {
+        self.mem.id()
+    }
+    fn wal_number(&self) -> u64 {
+        self.wal_number
+    }
+    fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
+        Ok(self.mem.get(user_key, snapshot))
+    }
+    fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        self.mem.range_tombstones()
+    }
+    fn iter(&self) -> Box<dyn InternalIterator + Send> {
+        Box::new(self.mem.iter())
+    }
+    fn memory_bytes(&self) -> usize {
+        self.mem.approximate_memory_usage()
+    }
+    fn memtable(&self) -> Option<&Arc<MemTable>> {
+        Some(&self.mem)
+    }
+}

@@ -1,0 +1,208 @@
+//! Opening a database: lock the directory, rebuild the version from the
+//! MANIFEST, replay every live WAL into a memtable, write what was replayed
+//! to L0, start a fresh WAL, delete what nothing needs, start the flush
+//! thread.
+//!
+//! A WAL's torn tail (an incomplete record at the very end, left by a crash
+//! in the middle of a write) is dropped: no writer was told that write had
+//! succeeded with `sync`. Damage followed by valid records, or a torn tail in
+//! any WAL but the newest, is corruption and fails the open, because data
+//! after the damage was acknowledged.
+
+use super::commit::{apply, CommitPipeline, Wal};
+use super::flush::{delete_obsolete_files, flush_loop};
+use super::options::Options;
+use super::table_cache::TableCache;
+use super::write_batch::WriteBatch;
+use super::{filenames, Db, DbInner, DbState, Stats};
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::sstable::SstOptions;
+use crate::version::{FileMeta, VersionEdit, VersionSet};
+use crate::vfs::{OsVfs, Vfs};
+use crate::wal::reader::{LogReader, TailPolicy};
+use crate::wal::writer::LogWriter;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
+    let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
+    vfs.create_dir_all(dir)?;
+    let lock = vfs.lock(&filenames::lock(dir))?;
+    let exists = vfs.exists(&filenames::current(dir));
+    if exists && opts.error_if_exists {
+        return Err(Error::invalid(format!(
+            "database {} already exists",
+            dir.display()
+        )));
+    }
+    let mut versions = if exists {
+        VersionSet::recover(Arc::clone(&vfs), dir)?.set
+    } else if opts.create_if_missing {
+        VersionSet::create(Arc::clone(&vfs), dir)?
+    } else {
+        return Err(Error::invalid(format!(
+            "{} is not a database (no CURRENT) and create_if_missing is off",
+            dir.display()
+        )));
+    };
+
+    // Replay live WALs, oldest first.
+    let mut wals: Vec<u64> = vfs
+        .list(dir)?
+        .iter()
+        .filter_map(|n| match filenames::parse(n) {
+            Some(filenames::FileKind::Wal(w)) if w >= versions.log_number() => Some(w),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    let mut last_seq = versions.last_sequence();
+    let mut edit = VersionEdit::default();
+    let mut mem = Arc::new(MemTable::new(0));
+    for (i, &w) in wals.iter().enumerate() {
+        let path = filenames::wal(dir, w);
+        let name = path.display().to_string();
+        let mut r = LogReader::new(
+            vfs.open_sequential(&path)?,
+            &name,
+            TailPolicy::TolerateTornTail,
+        );
+        while let Some(rec) = r.read_record()? {
+            let off = r.last_record_offset();
+            let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
+            apply(&mem, &b)?;
+            if b.count() > 0 {
+                last_seq = last_seq.max(b.sequence() + b.count() as u64 - 1);
+            }
+            if mem.approximate_memory_usage() >= opts.memtable_size {
+                let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
+                if let Some(f) = write_table(vfs.as_ref(), dir, &versions, &opts.sst, &m)? {
+                    edit.add_file(0, f);
+                }
+            }
+        }
+        if let Some(t) = r.dropped_tail() {
+            if i + 1 < wals.len() {
+                return Err(Error::corruption(
+                    &name,
+                    t.offset,
+                    format!(
+                        "damaged record ({:?}) in a WAL that is not the newest",
+                        t.damage
+                    ),
+                ));
+            }
+        }
+    }
+    if !mem.is_empty() {
+        if let Some(f) = write_table(vfs.as_ref(), dir, &versions, &opts.sst, &mem)? {
+            edit.add_file(0, f);
+        }
+    }
+
+    // A fresh WAL; everything older is now in tables.
+    let wal_number = versions.new_file_number();
+    let wal_path = filenames::wal(dir, wal_number);
+    let log = LogWriter::new(vfs.create(&wal_path)?, wal_path.display().to_string());
+    edit.log_number = Some(wal_number);
+    versions.log_and_apply(edit, last_seq)?;
+
+    let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
+    let table_cache = Arc::new(TableCache::new(
+        Arc::clone(&vfs),
+        dir.to_path_buf(),
+        opts.max_open_files,
+        block_cache,
+    ));
+    let next_file = versions.file_number_allocator();
+    let mem = Arc::new(MemTable::new(wal_number));
+    let state = DbState {
+        versions,
+        mem,
+        mem_wal: wal_number,
+        imm: VecDeque::new(),
+        pending_outputs: BTreeSet::new(),
+    };
+    let sv = super::SuperVersion {
+        mem: Arc::clone(&state.mem),
+        imm: Vec::new(),
+        version: state.versions.current(),
+    };
+    let inner = Arc::new(DbInner {
+        dir: dir.to_path_buf(),
+        vfs,
+        opts,
+        sv: RwLock::new(Arc::new(sv)),
+        state: Mutex::new(state),
+        bg_cv: Condvar::new(),
+        flush_done_cv: Condvar::new(),
+        commit: CommitPipeline::new(last_seq, Wal { log, dirty: false }),
+        visible_seq: AtomicU64::new(last_seq),
+        next_file,
+        table_cache,
+        shutting_down: AtomicBool::new(false),
+        bg_error: Mutex::new(None),
+        snapshots: Mutex::new(BTreeMap::new()),
+        stats: Stats::default(),
+        _lock: lock,
+    });
+    {
+        let mut st = inner.state.lock();
+        delete_obsolete_files(&inner, &mut st);
+    }
+    let bg = Arc::clone(&inner);
+    let t = std::thread::Builder::new()
+        .name("strata-flush".into())
+        .spawn(move || flush_loop(bg))
+        .map_err(|e| Error::io("spawning the flush thread", e))?;
+    let mut threads = vec![t];
+    if !inner.opts.wal_flush_interval.is_zero() {
+        let bg = Arc::clone(&inner);
+        let t = std::thread::Builder::new()
+            .name("strata-wal".into())
+            .spawn(move || wal_flush_loop(bg))
+            .map_err(|e| Error::io("spawning the WAL flusher thread", e))?;
+        threads.push(t);
+    }
+    Ok(Db {
+        inner,
+        threads: Mutex::new(threads),
+    })
+}
+
+/// Hands unsynced WAL records to the operating system every
+/// `wal_flush_interval`, so a process crash loses at most that window of
+/// writes made without `sync`.
+fn wal_flush_loop(db: Arc<DbInner>) {
+    while !db.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::sleep(db.opts.wal_flush_interval);
+        if let Err(e) = db.commit.flush_wal() {
+            db.set_bg_error(e);
+            return;
+        }
+    }
+}
+
+/// Writes a recovered memtable as an L0 table.
+fn write_table(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    versions: &VersionSet,
+    sst: &SstOptions,
+    mem: &Arc<MemTable>,
+) -> Result<Option<FileMeta>> {
+    let number = versions.new_file_number();
+    super::flush::write_table(
+        vfs,
+        dir,
+        number,
+        sst,
+        Box::new(mem.iter()),
+        &mem.range_tombstones(),
+    )
+}

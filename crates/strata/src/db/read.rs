@@ -1,0 +1,168 @@
+//! The read path: point lookups and iterators over the memtable, the
+//! immutable queue, L0 (newest file first) and the sorted levels.
+//!
+//! A lookup visits sources newest first and stops at the first point entry
+//! visible at the snapshot. Range tombstones are collected along the way:
+//! a tombstone can only delete entries older than itself, and every older
+//! entry lies in the same source or a later one, so the maximum tombstone
+//! sequence seen so far decides whether the entry found is deleted.
+
+use super::level_iter::LevelIter;
+use super::{DbInner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::iter::db_iter::DbIter;
+use crate::iter::merging::MergingIterator;
+use crate::iter::range_del::RangeDelAggregator;
+use crate::iter::InternalIterator;
+use crate::key::ValueKind;
+use crate::sstable::{Found, RangeTombstone};
+use crate::version::Version;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::options::ReadOptions;
+
+fn covering(ts: &[RangeTombstone], key: &[u8], snapshot: u64) -> u64 {
+    ts.iter()
+        .filter(|t| t.seq <= snapshot && t.start.as_slice() <= key && key < t.end.as_slice())
+        .map(|t| t.seq)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The value an entry stands for, given the newest covering tombstone.
+fn resolve(f: Found, max_tombstone: u64) -> Result<Option<Vec<u8>>> {
+    if f.seq < max_tombstone {
+        return Ok(None);
+    }
+    match f.kind {
+        ValueKind::Value => Ok(Some(f.value)),
+        ValueKind::Deletion | ValueKind::SingleDeletion => Ok(None),
+        k => Err(Error::NotSupported(format!("reading a {k:?} entry"))),
+    }
+}
+
+pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    let snapshot = opts
+        .snapshot
+        .unwrap_or_else(|| db.visible_seq.load(Ordering::Acquire));
+    let sv = db.super_version();
+    let mut max_tomb = 0;
+    max_tomb = max_tomb.max(covering(&sv.mem.range_tombstones(), key, snapshot));
+    if let Some(f) = sv.mem.get(key, snapshot) {
+        return resolve(f, max_tomb);
+    }
+    for imm in sv.imm.iter().rev() {
+        max_tomb = max_tomb.max(covering(&imm.range_tombstones(), key, snapshot));
+        if let Some(f) = imm.get(key, snapshot)? {
+            return resolve(f, max_tomb);
+        }
+    }
+    for (_, meta) in sv.version.files_for_key(key) {
+        let t = db.table_cache.get(meta)?;
+        max_tomb = max_tomb.max(covering(t.range_tombstones(), key, snapshot));
+        if let Some(f) = t.get(key, snapshot)? {
+            return resolve(f, max_tomb);
+        }
+    }
+    Ok(None)
+}
+
+/// A user-facing iterator. Holds the super version it was built from, so
+/// the memtables and files it reads stay alive.
+pub struct DbIterator {
+    inner: DbIter,
+    _sv: Arc<SuperVersion>,
+    _version: Arc<Version>,
+}
+
+impl DbIterator {
+    pub fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    pub fn seek_to_first(&mut self) {
+        self.inner.seek_to_first()
+    }
+    pub fn seek_to_last(&mut self) {
+        self.inner.seek_to_last()
+    }
+    /// First key >= `key`.
+    pub fn seek(&mut self, key: &[u8]) {
+        self.inner.seek(key)
+    }
+    /// Last key <= `key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.inner.seek_for_prev(key)
+    }
+    pub fn next(&mut self) {
+        self.inner.next()
+    }
+    pub fn prev(&mut self) {
+        self.inner.prev()
+    }
+    pub fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    pub fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+fn overlaps_bounds(lo: &[u8], hi: &[u8], opts: &ReadOptions) -> bool {
+    opts.upper.as_deref().is_none_or(|u| lo < u) && opts.lower.as_deref().is_none_or(|l| hi >= l)
+}
+
+pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> Result<DbIterator> {
+    let snapshot = opts
+        .snapshot
+        .unwrap_or_else(|| db.visible_seq.load(Ordering::Acquire));
+    let sv = db.super_version();
+    let version = Arc::clone(&sv.version);
+    let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+    let mut tombstones: Vec<RangeTombstone> = Vec::new();
+    children.push(Box::new(sv.mem.iter()));
+    tombstones.extend(sv.mem.range_tombstones());
+    for imm in sv.imm.iter().rev() {
+        children.push(imm.iter());
+        tombstones.extend(imm.range_tombstones());
+    }
+    for f in version.files(0) {
+        if !overlaps_bounds(f.smallest_user_key(), f.largest_user_key(), opts) {
+            continue;
+        }
+        let t = db.table_cache.get(f)?;
+        tombstones.extend(t.range_tombstones().iter().cloned());
+        children.push(Box::new(t.iter()));
+    }
+    for level in 1..crate::version::NUM_LEVELS {
+        let files: Vec<_> = version
+            .files(level)
+            .iter()
+            .filter(|f| overlaps_bounds(f.smallest_user_key(), f.largest_user_key(), opts))
+            .cloned()
+            .collect();
+        if files.is_empty() {
+            continue;
+        }
+        for f in files.iter().filter(|f| f.num_range_deletions > 0) {
+            tombstones.extend(db.table_cache.get(f)?.range_tombstones().iter().cloned());
+        }
+        children.push(Box::new(LevelIter::new(files, Arc::clone(&db.table_cache))));
+    }
+    let merged = MergingIterator::new(children);
+    let rd = RangeDelAggregator::new(snapshot, tombstones);
+    Ok(DbIterator {
+        inner: DbIter::new(
+            Box::new(merged),
+            snapshot,
+            rd,
+            opts.lower.clone(),
+            opts.upper.clone(),
+        ),
+        _sv: sv,
+        _version: version,
+    })
+}

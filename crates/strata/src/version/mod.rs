@@ -1,0 +1,11 @@
+//! Versions: which table files make up the database, by level, and the
+//! MANIFEST log that makes that durable.
+
+pub mod edit;
+pub mod set;
+#[allow(clippy::module_inception)]
+pub mod version;
+
+pub use edit::{FileMeta, VersionEdit};
+pub use set::VersionSet;
+pub use version::{Version, NUM_LEVELS};

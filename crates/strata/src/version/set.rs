@@ -1,0 +1,327 @@
+//! `VersionSet`: the current `Version`, the MANIFEST that records how it came
+//! to be, and the counters persisted with it (next file number, last
+//! sequence, oldest live WAL).
+//!
+//! Durability rule: an edit is applied to the in-memory version only after
+//! its MANIFEST record is synced, so what readers see never runs ahead of
+//! what recovery will rebuild. `CURRENT` names the live MANIFEST and is
+//! replaced by writing a temporary file, syncing it and renaming it over
+//! `CURRENT` (atomic), then syncing the directory.
+//!
+//! Every open starts a new MANIFEST holding one snapshot of the recovered
+//! version, and a MANIFEST that grows past `MAX_MANIFEST_BYTES` is replaced
+//! the same way, so recovery never replays an unbounded history.
+
+use super::edit::{VersionEdit, COMPARATOR};
+use super::version::Version;
+use crate::db::filenames;
+use crate::error::{Error, Result};
+use crate::vfs::{self, Vfs};
+use crate::wal::reader::{LogReader, TailPolicy};
+use crate::wal::writer::LogWriter;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+const MAX_MANIFEST_BYTES: u64 = 8 << 20;
+
+pub struct VersionSet {
+    dir: PathBuf,
+    vfs: Arc<dyn Vfs>,
+    current: Arc<Version>,
+    manifest: Option<LogWriter>,
+    manifest_number: u64,
+    /// Shared with writers that allocate file numbers (WAL rotation) without
+    /// taking the lock that guards the rest of the set.
+    next_file: Arc<AtomicU64>,
+    /// WALs numbered below this hold nothing that is not in a table.
+    log_number: u64,
+    /// Highest sequence number recorded in the MANIFEST.
+    last_sequence: u64,
+    /// Every version installed, to know which files readers may still use:
+    /// a reader holds its version through an `Arc`, so a version whose
+    /// weak reference still upgrades is in use.
+    handed_out: Vec<Weak<Version>>,
+}
+
+/// What recovery learned besides the version itself.
+pub struct Recovered {
+    pub set: VersionSet,
+    /// The MANIFEST's own number and every earlier one are obsolete once the
+    /// new MANIFEST is in place.
+    pub old_manifest: Option<u64>,
+}
+
+impl VersionSet {
+    /// Creates the MANIFEST and CURRENT of a new, empty database.
+    pub fn create(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VersionSet> {
+        let mut set = VersionSet {
+            dir: dir.to_path_buf(),
+            vfs,
+            current: Arc::new(Version::new()),
+            manifest: None,
+            manifest_number: 0,
+            next_file: Arc::new(AtomicU64::new(1)),
+            log_number: 0,
+            last_sequence: 0,
+            handed_out: Vec::new(),
+        };
+        let v = Arc::downgrade(&set.current);
+        set.remember(v);
+        set.write_new_manifest()?;
+        Ok(set)
+    }
+
+    /// Rebuilds the version from CURRENT's MANIFEST and starts a new MANIFEST.
+    pub fn recover(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<Recovered> {
+        let cur_path = filenames::current(dir);
+        let cur = vfs::read_all(vfs.as_ref(), &cur_path)?;
+        let cur = String::from_utf8_lossy(&cur);
+        let name = cur.trim_end_matches('\n');
+        let number = match filenames::parse(name) {
+            Some(filenames::FileKind::Manifest(n)) if cur.ends_with('\n') => n,
+            _ => {
+                return Err(Error::corruption(
+                    cur_path.display().to_string(),
+                    0,
+                    format!("CURRENT does not name a MANIFEST: {name:?}"),
+                ))
+            }
+        };
+        let mpath = filenames::manifest(dir, number);
+        let mname = mpath.display().to_string();
+        let mut reader = LogReader::new(
+            vfs.open_sequential(&mpath)?,
+            &mname,
+            TailPolicy::TolerateTornTail,
+        );
+        let mut version = Version::new();
+        let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
+        let mut saw_any = false;
+        while let Some(rec) = reader.read_record()? {
+            let off = reader.last_record_offset();
+            let edit = VersionEdit::decode(&rec).map_err(|m| Error::corruption(&mname, off, m))?;
+            if let Some(c) = &edit.comparator {
+                if c != COMPARATOR {
+                    return Err(Error::NotSupported(format!("{mname}: comparator {c}")));
+                }
+            }
+            version = version.apply(&edit, &mname)?;
+            log_number = edit.log_number.or(log_number);
+            next_file = edit.next_file_number.or(next_file);
+            last_seq = edit.last_sequence.or(last_seq);
+            saw_any = true;
+        }
+        let missing = |what: &str| Error::corruption(&mname, 0, format!("MANIFEST has no {what}"));
+        if !saw_any {
+            return Err(missing("records"));
+        }
+        let next_file = next_file.ok_or_else(|| missing("next file number"))?;
+        let mut max_file = number;
+        for (_, f) in version.all_files() {
+            max_file = max_file.max(f.number);
+        }
+        let mut set = VersionSet {
+            dir: dir.to_path_buf(),
+            vfs,
+            current: Arc::new(version),
+            manifest: None,
+            manifest_number: 0,
+            next_file: Arc::new(AtomicU64::new(next_file.max(max_file + 1))),
+            log_number: log_number.unwrap_or(0),
+            last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
+            handed_out: Vec::new(),
+        };
+        let v = Arc::downgrade(&set.current);
+        set.remember(v);
+        set.write_new_manifest()?;
+        Ok(Recovered {
+            set,
+            old_manifest: Some(number),
+        })
+    }
+
+    /// Starts a new MANIFEST holding a snapshot of the current state and
+    /// points CURRENT at it.
+    fn write_new_manifest(&mut self) -> Result<()> {
+        let number = self.new_file_number();
+        let path = filenames::manifest(&self.dir, number);
+        let mut w = LogWriter::new(self.vfs.create(&path)?, path.display().to_string());
+        let mut e = self.current.snapshot_edit();
+        e.comparator = Some(COMPARATOR.to_string());
+        e.log_number = Some(self.log_number);
+        e.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
+        e.last_sequence = Some(self.last_sequence);
+        w.add_record(&e.encode())?;
+        w.sync()?;
+        set_current(self.vfs.as_ref(), &self.dir, number)?;
+        let old = self.manifest_number;
+        self.manifest = Some(w);
+        self.manifest_number = number;
+        if old != 0 {
+            let _ = self.vfs.remove(&filenames::manifest(&self.dir, old));
+        }
+        Ok(())
+    }
+
+    pub fn current(&self) -> Arc<Version> {
+        Arc::clone(&self.current)
+    }
+
+    /// Allocates a file number (shared by WALs, tables and MANIFESTs).
+    pub fn new_file_number(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::SeqCst)
+    }
+
+    pub fn file_number_allocator(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.next_file)
+    }
+
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    pub fn last_sequence(&self) -> u64 {
+        self.last_sequence
+    }
+
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    /// Records `edit` durably, then makes the resulting version current.
+    /// `last_sequence` is the highest sequence number whose data the new
+    /// version (plus live WALs) holds.
+    pub fn log_and_apply(
+        &mut self,
+        mut edit: VersionEdit,
+        last_sequence: u64,
+    ) -> Result<Arc<Version>> {
+        let mname = filenames::manifest(&self.dir, self.manifest_number)
+            .display()
+            .to_string();
+        let v = self.current.apply(&edit, &mname)?;
+        self.last_sequence = self.last_sequence.max(last_sequence);
+        edit.last_sequence = Some(self.last_sequence);
+        edit.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
+        let w = self
+            .manifest
+            .as_mut()
+            .ok_or_else(|| Error::invalid("version set has no MANIFEST open"))?;
+        w.add_record(&edit.encode())?;
+        w.sync()?;
+        if let Some(l) = edit.log_number {
+            self.log_number = self.log_number.max(l);
+        }
+        self.current = Arc::new(v);
+        self.remember(Arc::downgrade(&self.current));
+        if self
+            .manifest
+            .as_ref()
+            .is_some_and(|m| m.len() > MAX_MANIFEST_BYTES)
+        {
+            self.write_new_manifest()?;
+        }
+        Ok(self.current())
+    }
+
+    /// Remembers a version that readers may hold (through a super version),
+    /// so its files are not deleted while it lives.
+    fn remember(&mut self, v: Weak<Version>) {
+        self.handed_out.retain(|w| w.strong_count() > 0);
+        self.handed_out.push(v);
+    }
+
+    /// Numbers of every table file that the current version or any version
+    /// still held by a reader refers to.
+    pub fn live_files(&mut self) -> HashSet<u64> {
+        self.handed_out.retain(|w| w.strong_count() > 0);
+        let mut live: HashSet<u64> = self.current.all_files().map(|(_, f)| f.number).collect();
+        for w in &self.handed_out {
+            if let Some(v) = w.upgrade() {
+                live.extend(v.all_files().map(|(_, f)| f.number));
+            }
+        }
+        live
+    }
+}
+
+/// Points CURRENT at MANIFEST-`number`, atomically.
+pub fn set_current(vfs: &dyn Vfs, dir: &Path, number: u64) -> Result<()> {
+    let tmp = filenames::temp(dir, number);
+    let name = filenames::manifest(dir, number);
+    let body = format!(
+        "{}\n",
+        name.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+    );
+    vfs::write_all(vfs, &tmp, body.as_bytes())?;
+    vfs.rename(&tmp, &filenames::current(dir))?;
+    vfs.sync_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::version::edit::FileMeta;
+    use crate::vfs::MemVfs;
+
+    fn file(n: u64) -> FileMeta {
+        FileMeta {
+            number: n,
+            size: 10,
+            smallest: make_internal_key(format!("k{n:03}").as_bytes(), n, ValueKind::Value),
+            largest: make_internal_key(format!("k{n:03}z").as_bytes(), n, ValueKind::Value),
+            smallest_seq: n,
+            largest_seq: n,
+            global_seqno: None,
+            num_entries: 1,
+            num_deletions: 0,
+            num_range_deletions: 0,
+        }
+    }
+
+    #[test]
+    fn edits_survive_recovery() {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let dir = Path::new("/db");
+        let mut set = VersionSet::create(vfs.clone(), dir).unwrap();
+        for i in 0..50u64 {
+            let mut e = VersionEdit::default();
+            let n = set.new_file_number();
+            e.add_file(1, file(n));
+            if i % 3 == 2 {
+                e.delete_file(1, n - 1);
+            }
+            e.log_number = Some(i);
+            set.log_and_apply(e, 100 + i).unwrap();
+        }
+        let want: Vec<u64> = set.current().files(1).iter().map(|f| f.number).collect();
+        let next = set.new_file_number();
+        drop(set);
+        let r = VersionSet::recover(vfs.clone(), dir).unwrap();
+        let got: Vec<u64> = r.set.current().files(1).iter().map(|f| f.number).collect();
+        assert_eq!(got, want);
+        assert_eq!(r.set.last_sequence(), 149);
+        assert_eq!(r.set.log_number(), 49);
+        assert!(r.set.new_file_number() > next, "file numbers never reused");
+        // Recovery wrote a new MANIFEST and CURRENT names it.
+        let cur = vfs::read_all(vfs.as_ref(), &filenames::current(dir)).unwrap();
+        assert_eq!(
+            String::from_utf8(cur).unwrap(),
+            format!("MANIFEST-{:06}\n", r.set.manifest_number())
+        );
+    }
+
+    #[test]
+    fn damaged_current_is_corruption() {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let dir = Path::new("/db");
+        VersionSet::create(vfs.clone(), dir).unwrap();
+        vfs::write_all(vfs.as_ref(), &filenames::current(dir), b"garbage").unwrap();
+        assert!(VersionSet::recover(vfs, dir).err().unwrap().is_corruption());
+    }
+}

@@ -1,0 +1,139 @@
+//! Four writers and two readers at once: every reader must see a prefix of
+//! each writer's sequence of keys (no gaps, never going back), while
+//! memtables rotate and flush underneath.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use strata::sstable::SstOptions;
+use strata::vfs::{MemVfs, Vfs};
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+const WRITERS: usize = 4;
+const PER_WRITER: u64 = 20_000;
+
+fn key(w: usize, i: u64) -> Vec<u8> {
+    format!("w{w}-{i:08}").into_bytes()
+}
+
+#[test]
+fn readers_see_prefixes_of_every_writer() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let opts = Options {
+        memtable_size: 64 << 10,
+        vfs: Some(vfs),
+        sst: SstOptions {
+            block_size: 1024,
+            ..SstOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open("/db", opts).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let db = Arc::clone(&db);
+        writers.push(std::thread::spawn(move || {
+            let mut i = 0;
+            while i < PER_WRITER {
+                // Mix single puts and small batches.
+                if i % 7 == 0 && i + 3 <= PER_WRITER {
+                    let mut b = WriteBatch::new();
+                    for j in i..i + 3 {
+                        b.put(&key(w, j), &j.to_le_bytes());
+                    }
+                    db.write(
+                        b,
+                        &WriteOptions {
+                            sync: i % 1000 == 0,
+                        },
+                    )
+                    .unwrap();
+                    i += 3;
+                } else {
+                    db.put(&key(w, i), &i.to_le_bytes()).unwrap();
+                    i += 1;
+                }
+            }
+        }));
+    }
+    let mut readers = Vec::new();
+    for r in 0..2 {
+        let db = Arc::clone(&db);
+        let stop = Arc::clone(&stop);
+        readers.push(std::thread::spawn(move || {
+            let mut seen = [0u64; WRITERS];
+            let mut scans = 0;
+            loop {
+                // A scan that starts after `stop` sees every write.
+                let stopping = stop.load(Ordering::SeqCst);
+                for (w, last) in seen.iter_mut().enumerate() {
+                    let opts = ReadOptions {
+                        lower: Some(format!("w{w}-").into_bytes()),
+                        upper: Some(format!("w{w}.").into_bytes()),
+                        ..ReadOptions::default()
+                    };
+                    let mut it = db.iter(&opts).unwrap();
+                    if r == 0 {
+                        it.seek_to_first();
+                    } else {
+                        it.seek_to_last();
+                    }
+                    let mut n = 0u64;
+                    let mut keys = Vec::new();
+                    while it.valid() {
+                        keys.push(it.key().to_vec());
+                        let v = u64::from_le_bytes(it.value().try_into().unwrap());
+                        assert_eq!(it.key(), key(w, v).as_slice(), "value matches key");
+                        n += 1;
+                        if r == 0 {
+                            it.next();
+                        } else {
+                            it.prev();
+                        }
+                    }
+                    it.status().unwrap();
+                    if r == 1 {
+                        keys.reverse();
+                    }
+                    for (i, k) in keys.iter().enumerate() {
+                        assert_eq!(k, &key(w, i as u64), "reader {r} saw a gap in writer {w}");
+                    }
+                    assert!(
+                        n >= *last,
+                        "reader {r} went back in writer {w}: {n} < {last}"
+                    );
+                    *last = n;
+                    // Point reads agree with the scan's prefix.
+                    if n > 0 {
+                        assert!(db.get(&key(w, n - 1)).unwrap().is_some());
+                    }
+                }
+                scans += 1;
+                if stopping && scans >= 3 {
+                    break;
+                }
+            }
+            seen
+        }));
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    for r in readers {
+        let seen = r.join().unwrap();
+        assert_eq!(
+            seen, [PER_WRITER; WRITERS],
+            "the last scan sees every write"
+        );
+    }
+    for w in 0..WRITERS {
+        for i in (0..PER_WRITER).step_by(997) {
+            assert_eq!(db.get(&key(w, i)).unwrap(), Some(i.to_le_bytes().to_vec()));
+        }
+    }
+    assert!(
+        db.lsm().flushes > 0,
+        "the test should have flushed memtables"
+    );
+}

@@ -1,0 +1,233 @@
+//! Model-based test of the database: thousands of random operations (puts,
+//! deletes, range deletes, batches, snapshot reads, iterators in both
+//! directions, flushes, reopens) checked against a `BTreeMap`, on the
+//! in-memory file system and on disk.
+
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use strata::sstable::SstOptions;
+use strata::vfs::{MemVfs, Vfs};
+use strata::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn key(rng: &mut StdRng) -> Vec<u8> {
+    format!("k{:04}", rng.gen_range(0..400)).into_bytes()
+}
+
+fn value(rng: &mut StdRng) -> Vec<u8> {
+    let n = [0, 1, 10, 100, 1000][rng.gen_range(0..5)];
+    (0..n).map(|_| rng.gen_range(b'a'..=b'z')).collect()
+}
+
+fn options(vfs: Option<Arc<dyn Vfs>>, rng: &mut StdRng) -> Options {
+    Options {
+        // Small memtables so rotations and flushes happen all the time.
+        memtable_size: [4 << 10, 32 << 10, 256 << 10][rng.gen_range(0..3)],
+        max_immutable_memtables: rng.gen_range(1..4),
+        sst: SstOptions {
+            block_size: 512,
+            ..SstOptions::default()
+        },
+        vfs,
+        ..Options::default()
+    }
+}
+
+fn range(m: &Model, lo: Option<&Vec<u8>>, hi: Option<&Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    m.iter()
+        .filter(|(k, _)| lo.is_none_or(|l| *k >= l) && hi.is_none_or(|h| *k < h))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn check_iter(db: &Db, m: &Model, snap: Option<&Snapshot>, rng: &mut StdRng) {
+    let (mut lo, mut hi) = (None, None);
+    if rng.gen_bool(0.3) {
+        let (a, b) = (key(rng), key(rng));
+        lo = Some(a.clone().min(b.clone()));
+        hi = Some(a.max(b));
+    }
+    let opts = ReadOptions {
+        snapshot: snap.map(|s| s.sequence()),
+        lower: lo.clone(),
+        upper: hi.clone(),
+    };
+    let want = range(m, lo.as_ref(), hi.as_ref());
+    let mut it = db.iter(&opts).unwrap();
+    if rng.gen_bool(0.5) {
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(got, want, "forward scan");
+    } else {
+        it.seek_to_last();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        it.status().unwrap();
+        got.reverse();
+        assert_eq!(got, want, "backward scan");
+    }
+    // A seek, then a random walk mixing directions.
+    let target = key(rng);
+    let mut pos: Option<usize> = want.iter().position(|(k, _)| *k >= target);
+    it.seek(&target);
+    for _ in 0..20 {
+        match pos {
+            Some(p) => {
+                assert!(it.valid(), "iterator should be at {:?}", want[p].0);
+                assert_eq!(it.key(), want[p].0.as_slice());
+                assert_eq!(it.value(), want[p].1.as_slice());
+            }
+            None => {
+                assert!(!it.valid(), "iterator should be exhausted");
+                break;
+            }
+        }
+        if rng.gen_bool(0.5) {
+            it.next();
+            pos = pos.and_then(|p| (p + 1 < want.len()).then_some(p + 1));
+        } else {
+            it.prev();
+            pos = pos.and_then(|p| p.checked_sub(1));
+        }
+    }
+}
+
+fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut db = Some(Db::open(dir, options(vfs.clone(), &mut rng)).unwrap());
+    let mut model = Model::new();
+    let mut snaps: HashMap<u32, (Snapshot, Model)> = HashMap::new();
+    let mut next_snap = 0u32;
+    for step in 0..steps {
+        let d = db.as_ref().unwrap();
+        match rng.gen_range(0..100) {
+            0..=34 => {
+                let (k, v) = (key(&mut rng), value(&mut rng));
+                d.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            35..=44 => {
+                let k = key(&mut rng);
+                d.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            45..=47 => {
+                let (a, b) = (key(&mut rng), key(&mut rng));
+                d.delete_range(&a, &b).unwrap();
+                if a < b {
+                    let doomed: Vec<_> = model.range(a..b).map(|(k, _)| k.clone()).collect();
+                    for k in doomed {
+                        model.remove(&k);
+                    }
+                }
+            }
+            48..=57 => {
+                let mut b = WriteBatch::new();
+                let mut next = model.clone();
+                for _ in 0..rng.gen_range(1..20) {
+                    let k = key(&mut rng);
+                    if rng.gen_bool(0.8) {
+                        let v = value(&mut rng);
+                        b.put(&k, &v);
+                        next.insert(k, v);
+                    } else {
+                        b.delete(&k);
+                        next.remove(&k);
+                    }
+                }
+                let sync = rng.gen_bool(0.1);
+                d.write(b, &WriteOptions { sync }).unwrap();
+                model = next;
+            }
+            58..=71 => {
+                let k = key(&mut rng);
+                if !snaps.is_empty() && rng.gen_bool(0.4) {
+                    let id = *snaps.keys().nth(rng.gen_range(0..snaps.len())).unwrap();
+                    let (s, m) = &snaps[&id];
+                    let opts = ReadOptions {
+                        snapshot: Some(s.sequence()),
+                        ..ReadOptions::default()
+                    };
+                    assert_eq!(
+                        d.get_opt(&k, &opts).unwrap().as_ref(),
+                        m.get(&k),
+                        "snapshot get, step {step}"
+                    );
+                } else {
+                    assert_eq!(
+                        d.get(&k).unwrap().as_ref(),
+                        model.get(&k),
+                        "get {k:?}, step {step}"
+                    );
+                }
+            }
+            72..=76 => {
+                if !snaps.is_empty() && rng.gen_bool(0.4) {
+                    let id = *snaps.keys().nth(rng.gen_range(0..snaps.len())).unwrap();
+                    let (s, m) = &snaps[&id];
+                    check_iter(d, m, Some(s), &mut rng);
+                } else {
+                    check_iter(d, &model, None, &mut rng);
+                }
+            }
+            77..=82 => {
+                if snaps.len() < 5 {
+                    snaps.insert(next_snap, (d.snapshot(), model.clone()));
+                    next_snap += 1;
+                }
+            }
+            83..=86 => {
+                if let Some(&id) = snaps.keys().next() {
+                    snaps.remove(&id);
+                }
+            }
+            87..=92 => d.flush().unwrap(),
+            _ => {
+                // Reopen: snapshots do not survive it.
+                snaps.clear();
+                db.take().unwrap().close().unwrap();
+                db = Some(Db::open(dir, options(vfs.clone(), &mut rng)).unwrap());
+                let d = db.as_ref().unwrap();
+                check_iter(d, &model, None, &mut rng);
+            }
+        }
+    }
+    snaps.clear();
+    let d = db.take().unwrap();
+    let mut it = d.iter(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut got = Model::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    assert_eq!(got, model, "final contents");
+    d.close().unwrap();
+}
+
+#[test]
+fn model_in_memory() {
+    for seed in 0..6 {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        run(seed, Some(vfs), Path::new("/db"), 3000);
+    }
+}
+
+#[test]
+fn model_on_disk() {
+    for seed in 100..103 {
+        let dir = tempfile::tempdir().unwrap();
+        run(seed, None, dir.path(), 2000);
+    }
+}
