@@ -18,6 +18,7 @@
 //! - [`util`]: integer coding, checksums and hashes.
 
 pub mod cache;
+pub mod compaction;
 pub mod db;
 pub mod error;
 pub mod iter;
@@ -29,5 +30,8 @@ pub mod version;
 pub mod vfs;
 pub mod wal;
 
-pub use db::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+pub use db::{
+    CompactionOptions, Db, LevelMetrics, Metrics, Options, ReadOptions, Snapshot, StallMetrics,
+    WriteBatch, WriteOptions,
+};
 pub use error::{Error, Result};

@@ -26,6 +26,14 @@ fn options(vfs: Option<Arc<dyn Vfs>>, rng: &mut StdRng) -> Options {
     Options {
         // Small memtables so rotations and flushes happen all the time.
         memtable_size: [4 << 10, 32 << 10, 256 << 10][rng.gen_range(0..3)],
+        compaction: strata::CompactionOptions {
+            target_file_size: [4 << 10, 64 << 10][rng.gen_range(0..2)],
+            base_level_bytes: 64 << 10,
+            l0_compaction_threshold: rng.gen_range(2..5),
+            l0_sublevels: rng.gen_bool(0.7),
+            flush_split_bytes: 16 << 10,
+            ..strata::CompactionOptions::default()
+        },
         max_immutable_memtables: rng.gen_range(1..4),
         sst: SstOptions {
             block_size: 512,
@@ -109,6 +117,7 @@ fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
     let mut model = Model::new();
     let mut snaps: HashMap<u32, (Snapshot, Model)> = HashMap::new();
     let mut next_snap = 0u32;
+    let mut compactions = 0u64;
     for step in 0..steps {
         let d = db.as_ref().unwrap();
         match rng.gen_range(0..100) {
@@ -192,11 +201,24 @@ fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
                     snaps.remove(&id);
                 }
             }
-            87..=92 => d.flush().unwrap(),
+            87..=89 => d.flush().unwrap(),
+            90..=92 => {
+                if rng.gen_bool(0.5) {
+                    d.compact_range(None, None).unwrap();
+                } else {
+                    let (a, b) = (key(&mut rng), key(&mut rng));
+                    d.compact_range(Some(&a.clone().min(b.clone())), Some(&a.max(b)))
+                        .unwrap();
+                }
+                check_iter(d, &model, None, &mut rng);
+            }
             _ => {
                 // Reopen: snapshots do not survive it.
                 snaps.clear();
-                db.take().unwrap().close().unwrap();
+                let old = db.take().unwrap();
+                let m = old.metrics();
+                compactions += m.compactions + m.moves;
+                old.close().unwrap();
                 db = Some(Db::open(dir, options(vfs.clone(), &mut rng)).unwrap());
                 let d = db.as_ref().unwrap();
                 check_iter(d, &model, None, &mut rng);
@@ -213,6 +235,9 @@ fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
         it.next();
     }
     assert_eq!(got, model, "final contents");
+    let m = d.metrics();
+    compactions += m.compactions + m.moves;
+    assert!(compactions > 0, "seed {seed}: no compaction ran");
     d.close().unwrap();
 }
 

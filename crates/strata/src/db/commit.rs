@@ -155,7 +155,7 @@ impl CommitPipeline {
         w: &Arc<Writer>,
         first: WriteBatch,
     ) -> (Result<()>, Vec<Arc<Writer>>) {
-        if let Err(e) = self.make_room(db, q) {
+        if let Err(e) = self.make_room(db, q, first.size_bytes()) {
             return (Err(e), vec![Arc::clone(w)]);
         }
         let mut group = vec![Arc::clone(w)];
@@ -210,8 +210,16 @@ impl CommitPipeline {
             b.set_sequence(seq);
             seq += b.count() as u64;
         }
+        let user: usize = batches
+            .iter()
+            .map(|b| b.size_bytes() - super::write_batch::HEADER)
+            .sum();
+        db.stats
+            .user_bytes
+            .fetch_add(user as u64, Ordering::Relaxed);
         {
             let mut wal = self.wal.lock();
+            let before = wal.log.len();
             if batches.len() == 1 {
                 wal.log.add_record(batches[0].data())?;
             } else {
@@ -222,6 +230,9 @@ impl CommitPipeline {
                 }
                 wal.log.add_record(all.data())?;
             }
+            db.stats
+                .wal_bytes
+                .fetch_add(wal.log.len() - before, Ordering::Relaxed);
             if sync {
                 wal.dirty = false;
                 wal.log.sync()?;
@@ -240,8 +251,47 @@ impl CommitPipeline {
         Ok(())
     }
 
-    /// Waits while the immutable queue is full; rotates a full memtable.
-    fn make_room(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>) -> Result<()> {
+    /// Backpressure, then room in the memtable: stops while L0 is at its
+    /// hard depth limit or the immutable queue is full, slows the group down
+    /// past the soft limits, and rotates a full memtable.
+    fn make_room(
+        &self,
+        db: &DbInner,
+        q: &mut MutexGuard<'_, Queue>,
+        group_bytes: usize,
+    ) -> Result<()> {
+        let o = &db.opts;
+        // Hard stop on L0 depth.
+        let mut stopped: Option<Instant> = None;
+        while db.l0_depth.load(Ordering::Relaxed) >= o.l0_stop_sublevels as u64
+            && db.bg_error().is_none()
+        {
+            stopped.get_or_insert_with(Instant::now);
+            db.bg_cv.notify_all();
+            self.room_cv.wait_for(q, Duration::from_millis(50));
+        }
+        if let Some(t) = stopped {
+            db.record_stall("stop: l0 sublevels", t.elapsed());
+        }
+        // Gentle slowdown: delay the group as if writes were limited to a
+        // rate that halves with every sublevel past the soft limit.
+        let depth = db.l0_depth.load(Ordering::Relaxed);
+        let debt = db.debt.load(Ordering::Relaxed);
+        let over_depth = depth.saturating_sub(o.l0_slowdown_sublevels as u64 - 1);
+        let cause = if over_depth > 0 {
+            Some("slowdown: l0 sublevels")
+        } else if debt >= o.slowdown_debt_bytes {
+            Some("slowdown: compaction debt")
+        } else {
+            None
+        };
+        if let Some(cause) = cause {
+            let rate = (o.slowdown_rate >> over_depth.min(20)).max(1 << 20);
+            let delay = Duration::from_secs_f64(group_bytes as f64 / rate as f64);
+            let t = Instant::now();
+            MutexGuard::unlocked(q, || std::thread::sleep(delay));
+            db.record_stall(cause, t.elapsed());
+        }
         let mut stalled: Option<Instant> = None;
         let r = loop {
             if let Some(e) = db.bg_error() {
@@ -265,7 +315,7 @@ impl CommitPipeline {
             break self.rotate(db, q);
         };
         if let Some(t) = stalled {
-            db.stats.record_stall(t.elapsed());
+            db.record_stall("stop: memtable queue full", t.elapsed());
         }
         r
     }

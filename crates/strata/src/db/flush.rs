@@ -6,11 +6,14 @@
 //! files are newer than everything below them and older than everything
 //! still queued.
 
+use super::events::Event;
 use super::flushable::Flushable;
+use super::output::{CutPolicy, OutputWriter};
 use super::{filenames, DbInner};
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::sstable::{RangeTombstone, SstOptions, SstWriter};
+use crate::sstable::{RangeTombstone, SstOptions};
+use crate::version::sublevels::L0Sublevels;
 use crate::version::{FileMeta, VersionEdit};
 use crate::vfs::Vfs;
 use std::path::Path;
@@ -47,19 +50,24 @@ pub(crate) fn flush_loop(db: Arc<DbInner>) {
 
 /// Writes `imm` (the oldest queue entry) to L0 and installs the result.
 fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
-    let number = db.new_file_number();
-    db.state.lock().pending_outputs.insert(number);
-    let r = write_l0(db, &imm, number);
+    let start = std::time::Instant::now();
+    // Every table this job creates is numbered above `floor`, which keeps
+    // them from the obsolete-file pass until they are installed.
+    let floor = db.new_file_number();
+    db.state.lock().pending_outputs.insert(floor);
+    let r = write_l0(db, &imm);
     let mut st = db.state.lock();
-    st.pending_outputs.remove(&number);
-    let meta = r?;
+    st.pending_outputs.remove(&floor);
+    let outputs = r?;
     let mut edit = VersionEdit::default();
     let mut largest_seq = 0;
-    if let Some(m) = meta {
-        largest_seq = m.largest_seq;
-        db.stats.bytes_flushed.fetch_add(m.size, Ordering::Relaxed);
-        edit.add_file(0, m);
+    let mut bytes = 0;
+    for m in &outputs {
+        largest_seq = largest_seq.max(m.largest_seq);
+        bytes += m.size;
+        edit.add_file(0, m.clone());
     }
+    db.stats.bytes_flushed.fetch_add(bytes, Ordering::Relaxed);
     // The oldest WAL still needed is the next queued entry's, or the active
     // memtable's.
     let next_wal = st.imm.get(1).map(|f| f.wal_number()).unwrap_or(st.mem_wal);
@@ -69,65 +77,57 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     st.imm.pop_front();
     db.install_super_version(&st);
     db.stats.flushes.fetch_add(1, Ordering::Relaxed);
+    db.events
+        .record(&Event::flush(imm.id(), &outputs, start.elapsed()));
     delete_obsolete_files(db, &mut st);
     Ok(())
 }
 
-/// Writes the entry's contents as table `number`; `None` if it holds nothing.
-fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>, number: u64) -> Result<Option<FileMeta>> {
-    write_table(
+/// Writes the entry's contents as L0 tables, cut at the current L0's flush
+/// split keys so that no output spans intervals that hold many bytes.
+fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>) -> Result<Vec<FileMeta>> {
+    let split_keys = if db.opts.compaction.l0_sublevels {
+        let v = db.super_version().version.clone();
+        L0Sublevels::new(v.files(0), db.opts.compaction.flush_split_bytes)
+            .flush_split_keys()
+            .to_vec()
+    } else {
+        Vec::new()
+    };
+    let policy = CutPolicy {
+        split_keys,
+        ..CutPolicy::default()
+    };
+    write_tables(
         db.vfs.as_ref(),
         &db.dir,
-        number,
         &db.opts.sst,
+        policy,
         imm.iter(),
-        &imm.range_tombstones(),
+        imm.range_tombstones(),
+        &|| db.new_file_number(),
     )
 }
 
-/// Writes every entry of `it` and the tombstones as table `number` in
-/// `dir`, synced; `None` (and no file) if there is nothing to write.
-pub(crate) fn write_table(
+/// Writes every entry of `it` and the tombstones as tables in `dir` under
+/// `policy`, synced; no file if there is nothing to write.
+pub(crate) fn write_tables(
     vfs: &dyn Vfs,
     dir: &Path,
-    number: u64,
     sst: &SstOptions,
+    policy: CutPolicy,
     mut it: Box<dyn InternalIterator + Send>,
-    tombstones: &[RangeTombstone],
-) -> Result<Option<FileMeta>> {
-    let path = filenames::table(dir, number);
-    let opts = SstOptions {
-        external: false,
-        ..sst.clone()
-    };
-    let mut w = SstWriter::create_in(vfs, &path, opts)?;
+    tombstones: Vec<RangeTombstone>,
+    new_number: &dyn Fn() -> u64,
+) -> Result<Vec<FileMeta>> {
+    let mut w = OutputWriter::new(vfs, dir, sst, policy, tombstones, new_number);
     it.seek_to_first();
     while it.valid() {
         w.add(it.key(), it.value())?;
         it.next();
     }
     it.status()?;
-    for t in tombstones {
-        w.add_range_tombstone(&t.start, &t.end, t.seq)?;
-    }
-    let info = w.finish()?;
-    let (Some(smallest), Some(largest)) = (info.smallest, info.largest) else {
-        vfs.remove(&path)?;
-        return Ok(None);
-    };
-    vfs.sync_dir(dir)?;
-    Ok(Some(FileMeta {
-        number,
-        size: info.file_size,
-        smallest,
-        largest,
-        smallest_seq: info.smallest_seqno,
-        largest_seq: info.largest_seqno,
-        global_seqno: None,
-        num_entries: info.num_entries,
-        num_deletions: info.properties.num_deletions,
-        num_range_deletions: info.num_range_deletions,
-    }))
+    w.finish()
 }
 
 /// Deletes WALs older than the MANIFEST's log number, old MANIFESTs, temp
@@ -144,7 +144,12 @@ pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut super::DbState) {
         let keep = match filenames::parse(&name) {
             Some(filenames::FileKind::Wal(n)) => n >= log_number,
             Some(filenames::FileKind::Table(n)) => {
-                live.contains(&n) || st.pending_outputs.contains(&n)
+                live.contains(&n)
+                    || st
+                        .pending_outputs
+                        .iter()
+                        .next()
+                        .is_some_and(|&floor| n >= floor)
             }
             Some(filenames::FileKind::Manifest(n)) => n >= manifest,
             Some(filenames::FileKind::Temp) => false,

@@ -17,20 +17,25 @@ pub mod options;
 pub mod write_batch;
 
 mod commit;
+mod compact;
+mod events;
 mod flush;
 mod flushable;
 mod level_iter;
 mod open;
+mod output;
 mod read;
 mod table_cache;
 
 pub use flushable::Flushable;
-pub use options::{Options, ReadOptions, WriteOptions};
+pub use options::{CompactionOptions, Options, ReadOptions, WriteOptions};
 pub use read::DbIterator;
 pub use write_batch::WriteBatch;
 
+use crate::compaction::picker::{self, Running};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
+use crate::version::sublevels::L0Sublevels;
 use crate::version::{Version, VersionSet, NUM_LEVELS};
 use crate::vfs::Vfs;
 use commit::{CommitPipeline, Job};
@@ -57,8 +62,13 @@ pub(crate) struct DbState {
     pub mem_wal: u64,
     /// Oldest first.
     pub imm: VecDeque<Arc<dyn Flushable>>,
-    /// File numbers being written that no version holds yet.
+    /// Floors of the file numbers that running jobs allocate: every table
+    /// numbered at or above the smallest floor may be an output in progress.
     pub pending_outputs: BTreeSet<u64>,
+    /// Compactions in progress (their files and output ranges).
+    pub running: Running,
+    /// Manual compactions in progress; automatic picking pauses meanwhile.
+    pub manual_compactions: usize,
 }
 
 /// Counters kept as the database runs.
@@ -66,16 +76,89 @@ pub(crate) struct DbState {
 pub(crate) struct Stats {
     pub flushes: AtomicU64,
     pub bytes_flushed: AtomicU64,
-    pub stalls: AtomicU64,
-    pub stall_micros: AtomicU64,
+    pub compactions: AtomicU64,
+    pub moves: AtomicU64,
+    pub bytes_compacted_read: AtomicU64,
+    pub bytes_compacted_written: AtomicU64,
+    /// Key and value bytes of user writes.
+    pub user_bytes: AtomicU64,
+    /// Bytes appended to WALs.
+    pub wal_bytes: AtomicU64,
+    /// (count, microseconds) per stall cause.
+    stalls: Mutex<BTreeMap<&'static str, (u64, u64)>>,
+    /// Deepest L0 seen (sublevels) and most L0 files.
+    pub peak_l0_sublevels: AtomicU64,
+    pub peak_l0_files: AtomicU64,
 }
 
 impl Stats {
-    pub fn record_stall(&self, d: Duration) {
-        self.stalls.fetch_add(1, Ordering::Relaxed);
-        self.stall_micros
-            .fetch_add(d.as_micros() as u64, Ordering::Relaxed);
+    pub fn record_stall(&self, cause: &'static str, d: Duration) {
+        let mut s = self.stalls.lock();
+        let e = s.entry(cause).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += d.as_micros() as u64;
     }
+
+    pub fn stalls(&self) -> Vec<StallMetrics> {
+        self.stalls
+            .lock()
+            .iter()
+            .map(|(c, (n, us))| StallMetrics {
+                cause: c.to_string(),
+                count: *n,
+                micros: *us,
+            })
+            .collect()
+    }
+}
+
+/// Stalls of one cause.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StallMetrics {
+    pub cause: String,
+    pub count: u64,
+    pub micros: u64,
+}
+
+/// Per-level figures.
+#[derive(Clone, Debug, Default)]
+pub struct LevelMetrics {
+    pub files: usize,
+    pub bytes: u64,
+    pub target_bytes: u64,
+    pub score: f64,
+}
+
+/// Everything `Db::metrics` reports.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    pub levels: Vec<LevelMetrics>,
+    pub base_level: usize,
+    pub l0_files: usize,
+    pub l0_sublevels: usize,
+    pub peak_l0_files: u64,
+    pub peak_l0_sublevels: u64,
+    /// Bytes still to be compacted to bring every level to its target.
+    pub compaction_debt: u64,
+    pub memtable_bytes: usize,
+    pub immutable_memtables: usize,
+    pub flushes: u64,
+    pub compactions: u64,
+    pub moves: u64,
+    pub running_compactions: usize,
+    pub bytes_flushed: u64,
+    pub bytes_compacted_read: u64,
+    pub bytes_compacted_written: u64,
+    pub bytes_ingested: u64,
+    pub user_bytes: u64,
+    pub wal_bytes: u64,
+    /// (WAL + flush + compaction bytes written) / user bytes.
+    pub write_amplification: f64,
+    /// Sources a point read may consult: memtables + L0 sublevels + non-empty
+    /// lower levels.
+    pub read_amplification: usize,
+    pub stalls: Vec<StallMetrics>,
+    pub last_sequence: u64,
 }
 
 pub(crate) struct DbInner {
@@ -97,6 +180,11 @@ pub(crate) struct DbInner {
     bg_error: Mutex<Option<Error>>,
     snapshots: Mutex<BTreeMap<u64, usize>>,
     pub stats: Stats,
+    pub events: events::EventLog,
+    /// L0 depth (sublevels, ignoring files being compacted) and compaction
+    /// debt of the current version, for backpressure.
+    pub l0_depth: AtomicU64,
+    pub debt: AtomicU64,
     _lock: Box<dyn std::any::Any + Send + Sync>,
 }
 
@@ -105,14 +193,31 @@ impl DbInner {
         Arc::clone(&self.sv.read())
     }
 
-    /// Publishes a new super version built from `st`.
+    /// Publishes a new super version built from `st`, and refreshes the
+    /// figures backpressure reads.
     pub fn install_super_version(&self, st: &DbState) {
+        let version = st.versions.current();
+        let sub = L0Sublevels::new(version.files(0), self.opts.compaction.flush_split_bytes);
+        let depth = sub.read_amplification() as u64;
+        let targets = picker::level_targets(&version, &self.opts.compaction);
+        self.l0_depth.store(depth, Ordering::Relaxed);
+        self.debt.store(
+            picker::compaction_debt(&version, &targets),
+            Ordering::Relaxed,
+        );
+        self.stats
+            .peak_l0_sublevels
+            .fetch_max(depth, Ordering::Relaxed);
+        self.stats
+            .peak_l0_files
+            .fetch_max(version.files(0).len() as u64, Ordering::Relaxed);
         let sv = SuperVersion {
             mem: Arc::clone(&st.mem),
             imm: st.imm.iter().cloned().collect(),
-            version: st.versions.current(),
+            version,
         };
         *self.sv.write() = Arc::new(sv);
+        self.bg_cv.notify_all();
     }
 
     pub fn new_file_number(&self) -> u64 {
@@ -121,6 +226,15 @@ impl DbInner {
 
     pub fn bg_error(&self) -> Option<Error> {
         self.bg_error.lock().clone()
+    }
+
+    /// Counts a stall and logs it as an event.
+    pub fn record_stall(&self, cause: &'static str, d: Duration) {
+        self.stats.record_stall(cause, d);
+        // Slowdowns happen per write group; only stops go to the event log.
+        if cause.starts_with("stop") {
+            self.events.record(&events::Event::stall(cause, d));
+        }
     }
 
     pub fn set_bg_error(&self, e: Error) {
@@ -252,6 +366,78 @@ impl Db {
         flush::wait_for_flushes(&self.inner)
     }
 
+    /// Compacts every file overlapping `[lo, hi]` (`None`: unbounded) down
+    /// the tree, after flushing the memtable.
+    pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        compact::compact_range(&self.inner, lo, hi)
+    }
+
+    /// Waits until no flush or compaction is running or needed.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        flush::wait_for_flushes(&self.inner)?;
+        compact::wait_for_compactions(&self.inner)
+    }
+
+    pub fn metrics(&self) -> Metrics {
+        let inner = &self.inner;
+        let sv = inner.super_version();
+        let v = &sv.version;
+        let o = &inner.opts.compaction;
+        let targets = picker::level_targets(v, o);
+        let (running, sub_scores) = {
+            let st = inner.state.lock();
+            let mut sub = L0Sublevels::new(v.files(0), o.flush_split_bytes);
+            sub.set_compacting(&st.running.files);
+            (
+                st.running.outputs.len(),
+                picker::scores(v, &sub, &targets, &st.running, o),
+            )
+        };
+        let sub = L0Sublevels::new(v.files(0), o.flush_split_bytes);
+        let st = &inner.stats;
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let user = ld(&st.user_bytes);
+        let written = ld(&st.wal_bytes) + ld(&st.bytes_flushed) + ld(&st.bytes_compacted_written);
+        let nonempty = (1..NUM_LEVELS).filter(|&l| !v.files(l).is_empty()).count();
+        Metrics {
+            levels: (0..NUM_LEVELS)
+                .map(|l| LevelMetrics {
+                    files: v.files(l).len(),
+                    bytes: v.level_bytes(l),
+                    target_bytes: targets.target[l],
+                    score: sub_scores[l],
+                })
+                .collect(),
+            base_level: targets.base_level,
+            l0_files: v.files(0).len(),
+            l0_sublevels: sub.read_amplification(),
+            peak_l0_files: ld(&st.peak_l0_files),
+            peak_l0_sublevels: ld(&st.peak_l0_sublevels),
+            compaction_debt: picker::compaction_debt(v, &targets),
+            memtable_bytes: sv.mem.approximate_memory_usage(),
+            immutable_memtables: sv.imm.len(),
+            flushes: ld(&st.flushes),
+            compactions: ld(&st.compactions),
+            moves: ld(&st.moves),
+            running_compactions: running,
+            bytes_flushed: ld(&st.bytes_flushed),
+            bytes_compacted_read: ld(&st.bytes_compacted_read),
+            bytes_compacted_written: ld(&st.bytes_compacted_written),
+            bytes_ingested: 0,
+            user_bytes: user,
+            wal_bytes: ld(&st.wal_bytes),
+            write_amplification: if user == 0 {
+                0.0
+            } else {
+                written as f64 / user as f64
+            },
+            read_amplification: 1 + sv.imm.len() + sub.read_amplification() + nonempty,
+            stalls: st.stalls(),
+            last_sequence: self.latest_sequence(),
+        }
+    }
+
     pub fn lsm(&self) -> LsmShape {
         let sv = self.inner.super_version();
         let st = &self.inner.stats;
@@ -268,8 +454,8 @@ impl Db {
             last_sequence: self.latest_sequence(),
             flushes: st.flushes.load(Ordering::Relaxed),
             bytes_flushed: st.bytes_flushed.load(Ordering::Relaxed),
-            stalls: st.stalls.load(Ordering::Relaxed),
-            stall_micros: st.stall_micros.load(Ordering::Relaxed),
+            stalls: st.stalls().iter().map(|s| s.count).sum(),
+            stall_micros: st.stalls().iter().map(|s| s.micros).sum(),
         }
     }
 

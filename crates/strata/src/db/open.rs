@@ -10,6 +10,8 @@
 //! after the damage was acknowledged.
 
 use super::commit::{apply, CommitPipeline, Wal};
+use super::compact::compaction_loop;
+use super::events::{Event, EventLog};
 use super::flush::{delete_obsolete_files, flush_loop};
 use super::options::Options;
 use super::table_cache::TableCache;
@@ -81,7 +83,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
             }
             if mem.approximate_memory_usage() >= opts.memtable_size {
                 let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                if let Some(f) = write_table(vfs.as_ref(), dir, &versions, &opts.sst, &m)? {
+                for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &m)? {
                     edit.add_file(0, f);
                 }
             }
@@ -100,7 +102,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         }
     }
     if !mem.is_empty() {
-        if let Some(f) = write_table(vfs.as_ref(), dir, &versions, &opts.sst, &mem)? {
+        for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &mem)? {
             edit.add_file(0, f);
         }
     }
@@ -127,12 +129,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         mem_wal: wal_number,
         imm: VecDeque::new(),
         pending_outputs: BTreeSet::new(),
+        running: Default::default(),
+        manual_compactions: 0,
     };
     let sv = super::SuperVersion {
         mem: Arc::clone(&state.mem),
         imm: Vec::new(),
         version: state.versions.current(),
     };
+    let vfs_for_events = Arc::clone(&vfs);
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         vfs,
@@ -149,11 +154,16 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         bg_error: Mutex::new(None),
         snapshots: Mutex::new(BTreeMap::new()),
         stats: Stats::default(),
+        events: EventLog::open(vfs_for_events.as_ref(), dir),
+        l0_depth: AtomicU64::new(0),
+        debt: AtomicU64::new(0),
         _lock: lock,
     });
     {
         let mut st = inner.state.lock();
         delete_obsolete_files(&inner, &mut st);
+        inner.install_super_version(&st);
+        inner.events.record(&Event::open(&st.versions.current()));
     }
     let bg = Arc::clone(&inner);
     let t = std::thread::Builder::new()
@@ -161,6 +171,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         .spawn(move || flush_loop(bg))
         .map_err(|e| Error::io("spawning the flush thread", e))?;
     let mut threads = vec![t];
+    for i in 0..inner.opts.max_background_compactions.max(1) {
+        let bg = Arc::clone(&inner);
+        let t = std::thread::Builder::new()
+            .name(format!("strata-compact-{i}"))
+            .spawn(move || compaction_loop(bg))
+            .map_err(|e| Error::io("spawning a compaction thread", e))?;
+        threads.push(t);
+    }
     if !inner.opts.wal_flush_interval.is_zero() {
         let bg = Arc::clone(&inner);
         let t = std::thread::Builder::new()
@@ -188,21 +206,21 @@ fn wal_flush_loop(db: Arc<DbInner>) {
     }
 }
 
-/// Writes a recovered memtable as an L0 table.
+/// Writes a recovered memtable as L0 tables.
 fn write_table(
     vfs: &dyn Vfs,
     dir: &Path,
     versions: &VersionSet,
     sst: &SstOptions,
     mem: &Arc<MemTable>,
-) -> Result<Option<FileMeta>> {
-    let number = versions.new_file_number();
-    super::flush::write_table(
+) -> Result<Vec<FileMeta>> {
+    super::flush::write_tables(
         vfs,
         dir,
-        number,
         sst,
+        super::output::CutPolicy::default(),
         Box::new(mem.iter()),
-        &mem.range_tombstones(),
+        mem.range_tombstones(),
+        &|| versions.new_file_number(),
     )
 }

@@ -1,5 +1,6 @@
 //! Options for opening a database, writing and reading.
 
+pub use crate::compaction::picker::CompactionOptions;
 use crate::sstable::SstOptions;
 use crate::vfs::Vfs;
 use std::sync::Arc;
@@ -23,6 +24,18 @@ pub struct Options {
     pub sst: SstOptions,
     /// File system; `None` for the operating system's.
     pub vfs: Option<Arc<dyn Vfs>>,
+    pub compaction: CompactionOptions,
+    /// Compactions that may run at once (default: the number of cores).
+    pub max_background_compactions: usize,
+    /// L0 depth (sublevels) at which writes are slowed down.
+    pub l0_slowdown_sublevels: usize,
+    /// L0 depth at which writes stop until compactions catch up.
+    pub l0_stop_sublevels: usize,
+    /// Compaction debt (bytes) at which writes are slowed down.
+    pub slowdown_debt_bytes: u64,
+    /// Write rate (bytes/s) allowed when a slowdown starts; it halves for
+    /// every further sublevel of depth.
+    pub slowdown_rate: u64,
     /// How long a write made without `sync` may wait in Strata's WAL buffer
     /// before it is handed to the operating system. Zero hands every write
     /// over before it returns (a process crash then loses nothing; this is
@@ -43,6 +56,14 @@ impl Default for Options {
             max_open_files: 1000,
             sst: SstOptions::default(),
             vfs: None,
+            compaction: CompactionOptions::default(),
+            max_background_compactions: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            l0_slowdown_sublevels: 12,
+            l0_stop_sublevels: 24,
+            slowdown_debt_bytes: 4 << 30,
+            slowdown_rate: 64 << 20,
             wal_flush_interval: Duration::from_millis(1),
         }
     }

@@ -60,6 +60,36 @@ impl FileMeta {
     pub fn largest_user_key(&self) -> &[u8] {
         crate::key::user_key(&self.largest)
     }
+
+    /// True if the largest bound is a range tombstone's exclusive end (the
+    /// sentinel `(end, MAX_SEQUENCE, RangeDeletion)`): the file then holds no
+    /// entry for `largest_user_key` itself.
+    pub fn largest_is_exclusive(&self) -> bool {
+        crate::key::ParsedKey::parse(&self.largest).is_some_and(|p| {
+            p.seq == crate::key::MAX_SEQUENCE
+                && p.kind == crate::key::ValueKind::RangeDeletion as u8
+        })
+    }
+
+    /// Whether the file's user-key range contains `user_key`.
+    pub fn contains_user_key(&self, user_key: &[u8]) -> bool {
+        self.smallest_user_key() <= user_key
+            && if self.largest_is_exclusive() {
+                user_key < self.largest_user_key()
+            } else {
+                user_key <= self.largest_user_key()
+            }
+    }
+
+    /// Whether the file's user-key range intersects `[lo, hi]` (inclusive).
+    pub fn overlaps_user_range(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest_user_key() <= hi
+            && if self.largest_is_exclusive() {
+                lo < self.largest_user_key()
+            } else {
+                lo <= self.largest_user_key()
+            }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 
 pub mod edit;
 pub mod set;
+pub mod sublevels;
 #[allow(clippy::module_inception)]
 pub mod version;
 

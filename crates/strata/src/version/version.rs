@@ -105,15 +105,19 @@ impl Version {
     ) -> impl Iterator<Item = (usize, &'a Arc<FileMeta>)> + 'a {
         let l0 = self.levels[0]
             .iter()
-            .filter(move |f| f.smallest_user_key() <= user_key && user_key <= f.largest_user_key())
+            .filter(move |f| f.contains_user_key(user_key))
             .map(|f| (0, f));
         let rest = (1..NUM_LEVELS).filter_map(move |level| {
             let files = &self.levels[level];
-            // First file whose largest user key is >= user_key.
-            let i = files.partition_point(|f| f.largest_user_key() < user_key);
+            // First file that does not end before user_key (an exclusive
+            // end equal to user_key ends before it).
+            let i = files.partition_point(|f| {
+                f.largest_user_key() < user_key
+                    || (f.largest_is_exclusive() && f.largest_user_key() == user_key)
+            });
             files
                 .get(i)
-                .filter(|f| f.smallest_user_key() <= user_key)
+                .filter(|f| f.contains_user_key(user_key))
                 .map(|f| (level, f))
         });
         l0.chain(rest)
@@ -123,7 +127,7 @@ impl Version {
     pub fn overlapping(&self, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
         self.levels[level]
             .iter()
-            .filter(|f| f.smallest_user_key() <= hi && lo <= f.largest_user_key())
+            .filter(|f| f.overlaps_user_range(lo, hi))
             .cloned()
             .collect()
     }

@@ -1,0 +1,443 @@
+//! Choosing compactions.
+//!
+//! Level sizes are dynamic (RocksDB's `level_compaction_dynamic_level_bytes`):
+//! the last level's target is its actual size (at least `base_level_bytes`),
+//! each level above holds a tenth of the one below, and Lbase, where L0
+//! compacts into, is the highest level whose target is still at least
+//! `base_level_bytes`. Levels above Lbase that hold data (left from when the
+//! tree was smaller) get an unbounded score and drain downward.
+//!
+//! L0's score is its depth in sublevels over `l0_compaction_threshold`. With
+//! sublevel picking, an L0 compaction is built around the tallest interval
+//! of L0 (see `version::sublevels`) so several can run on disjoint key
+//! ranges; intra-L0 compaction is the fallback when L0 -> Lbase cannot
+//! proceed. Without it (the comparison mode), L0 is picked the classic way:
+//! a file and everything in L0 that overlaps it, transitively.
+//!
+//! Conflicts: a compaction never takes a file another running compaction
+//! takes, and never writes a key range of a level that a running compaction
+//! is also writing.
+
+use crate::version::sublevels::L0Sublevels;
+use crate::version::{FileMeta, Version, NUM_LEVELS};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+pub struct CompactionOptions {
+    /// L0 depth (sublevels) at which L0 scores 1.
+    pub l0_compaction_threshold: usize,
+    /// Pick L0 compactions from the sublevel structure (and split flushes
+    /// at sublevel boundaries); off: classic whole-overlap L0 picking.
+    pub l0_sublevels: bool,
+    /// Target size of Lbase; each level below is `level_multiplier` times
+    /// larger.
+    pub base_level_bytes: u64,
+    pub level_multiplier: u64,
+    /// Output files are cut at this size.
+    pub target_file_size: u64,
+    /// Upper bound on a compaction's input bytes (soft for L0 picks).
+    pub max_compaction_bytes: u64,
+    /// Flush outputs are cut at sublevel split keys every this many bytes of
+    /// L0 below them.
+    pub flush_split_bytes: u64,
+    /// Fewest files an intra-L0 compaction merges.
+    pub intra_l0_min_files: usize,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        CompactionOptions {
+            l0_compaction_threshold: 4,
+            l0_sublevels: true,
+            base_level_bytes: 64 << 20,
+            level_multiplier: 10,
+            target_file_size: 32 << 20,
+            max_compaction_bytes: 512 << 20,
+            flush_split_bytes: 4 << 20,
+            intra_l0_min_files: 4,
+        }
+    }
+}
+
+/// Why a compaction runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    L0ToBase,
+    IntraL0,
+    LevelScore,
+    Manual,
+}
+
+impl Reason {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::L0ToBase => "l0-to-base",
+            Reason::IntraL0 => "intra-l0",
+            Reason::LevelScore => "level-score",
+            Reason::Manual => "manual",
+        }
+    }
+}
+
+/// A chosen compaction.
+#[derive(Clone, Debug)]
+pub struct Compaction {
+    pub reason: Reason,
+    pub start_level: usize,
+    pub output_level: usize,
+    /// Input files of `start_level`.
+    pub inputs: Vec<Arc<FileMeta>>,
+    /// Input files of `output_level` (empty for intra-L0).
+    pub output_inputs: Vec<Arc<FileMeta>>,
+    /// Files of the level below the output, for cutting outputs.
+    pub grandparents: Vec<Arc<FileMeta>>,
+    /// User-key range of all inputs.
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+    /// No level below the output holds data in the range.
+    pub bottommost: bool,
+    pub score: f64,
+}
+
+impl Compaction {
+    pub fn all_inputs(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
+        self.inputs
+            .iter()
+            .map(move |f| (self.start_level, f))
+            .chain(
+                self.output_inputs
+                    .iter()
+                    .map(move |f| (self.output_level, f)),
+            )
+    }
+
+    pub fn input_bytes(&self) -> u64 {
+        self.all_inputs().map(|(_, f)| f.size).sum()
+    }
+}
+
+/// What the picker must avoid: running compactions' files and output ranges.
+#[derive(Clone, Debug, Default)]
+pub struct Running {
+    pub files: HashSet<u64>,
+    /// (output level, smallest, largest user key).
+    pub outputs: Vec<(usize, Vec<u8>, Vec<u8>)>,
+}
+
+impl Running {
+    pub fn add(&mut self, c: &Compaction) {
+        for (_, f) in c.all_inputs() {
+            self.files.insert(f.number);
+        }
+        self.outputs
+            .push((c.output_level, c.smallest.clone(), c.largest.clone()));
+    }
+
+    pub fn remove(&mut self, c: &Compaction) {
+        for (_, f) in c.all_inputs() {
+            self.files.remove(&f.number);
+        }
+        if let Some(i) = self
+            .outputs
+            .iter()
+            .position(|(l, a, b)| *l == c.output_level && *a == c.smallest && *b == c.largest)
+        {
+            self.outputs.remove(i);
+        }
+    }
+
+    fn output_conflict(&self, level: usize, lo: &[u8], hi: &[u8]) -> bool {
+        self.outputs
+            .iter()
+            .any(|(l, a, b)| *l == level && a.as_slice() <= hi && lo <= b.as_slice())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.outputs.is_empty()
+    }
+}
+
+/// Level targets and the base level of a version.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelTargets {
+    pub base_level: usize,
+    pub target: [u64; NUM_LEVELS],
+}
+
+pub fn level_targets(v: &Version, o: &CompactionOptions) -> LevelTargets {
+    let bottom = NUM_LEVELS - 1;
+    let mut target = [0u64; NUM_LEVELS];
+    let mut t = v.level_bytes(bottom).max(o.base_level_bytes);
+    target[bottom] = t;
+    let mut base = bottom;
+    while base > 1 && t / o.level_multiplier >= o.base_level_bytes {
+        t /= o.level_multiplier;
+        base -= 1;
+        target[base] = t;
+    }
+    LevelTargets {
+        base_level: base,
+        target,
+    }
+}
+
+/// Bytes that must still be compacted to bring every level to its target:
+/// all of L0 plus each level's excess.
+pub fn compaction_debt(v: &Version, t: &LevelTargets) -> u64 {
+    let mut debt = v.level_bytes(0);
+    for l in 1..NUM_LEVELS {
+        debt += v.level_bytes(l).saturating_sub(t.target[l]);
+    }
+    debt
+}
+
+/// Compaction scores per level (>= 1 means the level needs compaction).
+pub fn scores(
+    v: &Version,
+    sub: &L0Sublevels,
+    t: &LevelTargets,
+    running: &Running,
+    o: &CompactionOptions,
+) -> [f64; NUM_LEVELS] {
+    let mut s = [0.0; NUM_LEVELS];
+    s[0] = if o.l0_sublevels {
+        sub.max_depth_after_ongoing() as f64 / o.l0_compaction_threshold as f64
+    } else {
+        let idle = v
+            .files(0)
+            .iter()
+            .filter(|f| !running.files.contains(&f.number))
+            .count();
+        idle as f64 / o.l0_compaction_threshold as f64
+    };
+    for (l, score) in s.iter_mut().enumerate().take(NUM_LEVELS - 1).skip(1) {
+        let bytes: u64 = v
+            .files(l)
+            .iter()
+            .filter(|f| !running.files.contains(&f.number))
+            .map(|f| f.size)
+            .sum();
+        *score = if l < t.base_level {
+            if bytes > 0 {
+                1000.0
+            } else {
+                0.0
+            }
+        } else {
+            bytes as f64 / t.target[l].max(1) as f64
+        };
+    }
+    s
+}
+
+fn range_of<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut lo: Option<&[u8]> = None;
+    let mut hi: Option<&[u8]> = None;
+    for f in files {
+        let (a, b) = (f.smallest_user_key(), f.largest_user_key());
+        if lo.is_none_or(|x| a < x) {
+            lo = Some(a);
+        }
+        if hi.is_none_or(|x| b > x) {
+            hi = Some(b);
+        }
+    }
+    Some((lo?.to_vec(), hi?.to_vec()))
+}
+
+fn is_bottommost(v: &Version, output_level: usize, lo: &[u8], hi: &[u8]) -> bool {
+    (output_level + 1..NUM_LEVELS).all(|l| v.overlapping(l, lo, hi).is_empty())
+}
+
+/// Builds a compaction of `inputs` (from `start`) into `output`, pulling in
+/// the overlapping output-level files; `None` if any is already compacting
+/// or the output range is being written by another compaction.
+fn build(
+    v: &Version,
+    reason: Reason,
+    start: usize,
+    output: usize,
+    inputs: Vec<Arc<FileMeta>>,
+    running: &Running,
+    score: f64,
+) -> Option<Compaction> {
+    let (lo, hi) = range_of(inputs.iter())?;
+    let output_inputs = if output == start {
+        Vec::new()
+    } else {
+        v.overlapping(output, &lo, &hi)
+    };
+    if inputs
+        .iter()
+        .chain(&output_inputs)
+        .any(|f| running.files.contains(&f.number))
+    {
+        return None;
+    }
+    let (lo, hi) = range_of(inputs.iter().chain(&output_inputs))?;
+    if running.output_conflict(output, &lo, &hi) {
+        return None;
+    }
+    let grandparents = if output + 1 < NUM_LEVELS {
+        v.overlapping(output + 1, &lo, &hi)
+    } else {
+        Vec::new()
+    };
+    Some(Compaction {
+        reason,
+        start_level: start,
+        output_level: output,
+        bottommost: is_bottommost(v, output, &lo, &hi),
+        inputs,
+        output_inputs,
+        grandparents,
+        smallest: lo,
+        largest: hi,
+        score,
+    })
+}
+
+/// Picks the most urgent compaction, or `None`.
+pub fn pick(
+    v: &Version,
+    sub: &L0Sublevels,
+    running: &Running,
+    o: &CompactionOptions,
+) -> Option<Compaction> {
+    let t = level_targets(v, o);
+    let s = scores(v, sub, &t, running, o);
+    let mut order: Vec<usize> = (0..NUM_LEVELS - 1).filter(|&l| s[l] >= 1.0).collect();
+    order.sort_by(|a, b| s[*b].total_cmp(&s[*a]));
+    for l in order {
+        let c = if l == 0 {
+            pick_l0(v, sub, &t, running, o, s[0])
+        } else {
+            pick_level(v, l, running, s[l])
+        };
+        if c.is_some() {
+            return c;
+        }
+    }
+    None
+}
+
+fn pick_l0(
+    v: &Version,
+    sub: &L0Sublevels,
+    t: &LevelTargets,
+    running: &Running,
+    o: &CompactionOptions,
+    score: f64,
+) -> Option<Compaction> {
+    let base = t.base_level;
+    if o.l0_sublevels {
+        let conflict = |lo: &[u8], hi: &[u8]| {
+            running.output_conflict(base, lo, hi)
+                || v.overlapping(base, lo, hi)
+                    .iter()
+                    .any(|f| running.files.contains(&f.number))
+        };
+        if let Some(p) = sub.pick_base_compaction(o.max_compaction_bytes, &conflict) {
+            if let Some(c) = build(v, Reason::L0ToBase, 0, base, p.files, running, score) {
+                return Some(c);
+            }
+        }
+        // L0 -> Lbase is blocked; merge a stack of L0 files instead, so
+        // reads do not pay for the depth meanwhile.
+        let p = sub.pick_intra_l0_compaction(o.intra_l0_min_files, o.max_compaction_bytes)?;
+        return build(v, Reason::IntraL0, 0, 0, p.files, running, score);
+    }
+    // Classic: the oldest idle L0 file and everything overlapping it,
+    // transitively (L0 files are newest first).
+    let l0 = v.files(0);
+    let seed = l0
+        .iter()
+        .rev()
+        .find(|f| !running.files.contains(&f.number))?;
+    let mut chosen: Vec<Arc<FileMeta>> = vec![Arc::clone(seed)];
+    let (mut lo, mut hi) = (
+        seed.smallest_user_key().to_vec(),
+        seed.largest_user_key().to_vec(),
+    );
+    loop {
+        let before = chosen.len();
+        for f in l0 {
+            if !chosen.iter().any(|c| c.number == f.number) && f.overlaps_user_range(&lo, &hi) {
+                if f.smallest_user_key() < lo.as_slice() {
+                    lo = f.smallest_user_key().to_vec();
+                }
+                if f.largest_user_key() > hi.as_slice() {
+                    hi = f.largest_user_key().to_vec();
+                }
+                chosen.push(Arc::clone(f));
+            }
+        }
+        if chosen.len() == before {
+            break;
+        }
+    }
+    build(v, Reason::L0ToBase, 0, base, chosen, running, score)
+}
+
+/// Ln -> Ln+1: the idle file whose overlap with the next level is smallest
+/// relative to its size (RocksDB's "min overlapping ratio"), which moves the
+/// most bytes down for the least rewriting.
+fn pick_level(v: &Version, l: usize, running: &Running, score: f64) -> Option<Compaction> {
+    let mut cands: Vec<(f64, &Arc<FileMeta>)> = v
+        .files(l)
+        .iter()
+        .filter(|f| !running.files.contains(&f.number))
+        .map(|f| {
+            let overlap: u64 = v
+                .overlapping(l + 1, f.smallest_user_key(), f.largest_user_key())
+                .iter()
+                .map(|g| g.size)
+                .sum();
+            (overlap as f64 / f.size.max(1) as f64, f)
+        })
+        .collect();
+    cands.sort_by(|a, b| a.0.total_cmp(&b.0));
+    cands.into_iter().find_map(|(_, f)| {
+        build(
+            v,
+            Reason::LevelScore,
+            l,
+            l + 1,
+            vec![Arc::clone(f)],
+            running,
+            score,
+        )
+    })
+}
+
+/// A manual compaction of `[lo, hi]` from `level` into the next level (or
+/// Lbase for L0), or `None` if the level holds nothing there.
+pub fn manual(
+    v: &Version,
+    level: usize,
+    lo: &[u8],
+    hi: &[u8],
+    running: &Running,
+    o: &CompactionOptions,
+) -> Option<Compaction> {
+    let t = level_targets(v, o);
+    let mut inputs = v.overlapping(level, lo, hi);
+    if inputs.is_empty() {
+        return None;
+    }
+    let output = if level == 0 { t.base_level } else { level + 1 };
+    if level == 0 {
+        // Whole overlap closure, so no older L0 file is left above newer
+        // output.
+        loop {
+            let (a, b) = range_of(inputs.iter())?;
+            let more = v.overlapping(0, &a, &b);
+            if more.len() == inputs.len() {
+                break;
+            }
+            inputs = more;
+        }
+    }
+    build(v, Reason::Manual, level, output, inputs, running, 0.0)
+}

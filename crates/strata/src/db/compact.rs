@@ -1,0 +1,284 @@
+//! Running compactions: background threads pick compactions
+//! (`compaction::picker`), merge their inputs through the compaction
+//! iterator (`compaction::iter`), write outputs (`db::output`), and install
+//! the result with one MANIFEST edit. Several run at once on disjoint key
+//! ranges; the picker's `Running` set keeps them apart.
+//!
+//! A compaction of one file into a level where nothing overlaps it is a
+//! *move*: the edit relinks the file and no byte is rewritten.
+
+use super::events::Event;
+use super::flush::delete_obsolete_files;
+use super::level_iter::LevelIter;
+use super::output::{CutPolicy, OutputWriter};
+use super::{DbInner, DbState};
+use crate::compaction::iter::CompactionIter;
+use crate::compaction::picker::{self, Compaction};
+use crate::error::Result;
+use crate::iter::merging::MergingIterator;
+use crate::iter::InternalIterator;
+use crate::sstable::RangeTombstone;
+use crate::version::sublevels::L0Sublevels;
+use crate::version::{VersionEdit, NUM_LEVELS};
+use parking_lot::MutexGuard;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) fn compaction_loop(db: Arc<DbInner>) {
+    loop {
+        let c = {
+            let mut st = db.state.lock();
+            loop {
+                if db.shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                if db.bg_error().is_none() && st.manual_compactions == 0 {
+                    if let Some(c) = pick(&db, &st) {
+                        st.running.add(&c);
+                        break c;
+                    }
+                }
+                db.bg_cv.wait_for(&mut st, Duration::from_millis(200));
+            }
+        };
+        let r = run(&db, &c);
+        {
+            let mut st = db.state.lock();
+            st.running.remove(&c);
+            if let Err(e) = r {
+                db.set_bg_error(e);
+            }
+            db.bg_cv.notify_all();
+            db.flush_done_cv.notify_all();
+        }
+        db.commit.notify_room();
+    }
+}
+
+fn pick(db: &DbInner, st: &MutexGuard<'_, DbState>) -> Option<Compaction> {
+    let v = st.versions.current();
+    let mut sub = L0Sublevels::new(v.files(0), db.opts.compaction.flush_split_bytes);
+    sub.set_compacting(&st.running.files);
+    picker::pick(&v, &sub, &st.running, &db.opts.compaction)
+}
+
+/// Runs one compaction and installs its result.
+pub(crate) fn run(db: &DbInner, c: &Compaction) -> Result<()> {
+    let start = Instant::now();
+    if let Some(r) = try_move(db, c, start) {
+        return r;
+    }
+    let floor = db.new_file_number();
+    db.state.lock().pending_outputs.insert(floor);
+    let r = write_outputs(db, c);
+    let mut st = db.state.lock();
+    st.pending_outputs.remove(&floor);
+    let outputs = r?;
+    let mut edit = VersionEdit::default();
+    for (l, f) in c.all_inputs() {
+        edit.delete_file(l, f.number);
+    }
+    for f in &outputs {
+        edit.add_file(c.output_level, f.clone());
+    }
+    let seq = db.visible_seq.load(Ordering::Acquire);
+    st.versions.log_and_apply(edit, seq)?;
+    db.install_super_version(&st);
+    let read: u64 = c.input_bytes();
+    let written: u64 = outputs.iter().map(|f| f.size).sum();
+    db.stats.compactions.fetch_add(1, Ordering::Relaxed);
+    db.stats
+        .bytes_compacted_read
+        .fetch_add(read, Ordering::Relaxed);
+    db.stats
+        .bytes_compacted_written
+        .fetch_add(written, Ordering::Relaxed);
+    let inputs: Vec<(usize, &crate::version::FileMeta)> =
+        c.all_inputs().map(|(l, f)| (l, f.as_ref())).collect();
+    db.events.record(&Event::compaction(
+        c.reason.name(),
+        c.start_level,
+        c.output_level,
+        &inputs,
+        &outputs,
+        false,
+        start.elapsed(),
+    ));
+    delete_obsolete_files(db, &mut st);
+    Ok(())
+}
+
+/// A single input file with nothing to merge moves down by relinking.
+fn try_move(db: &DbInner, c: &Compaction, start: Instant) -> Option<Result<()>> {
+    let gp: u64 = c.grandparents.iter().map(|f| f.size).sum();
+    let single =
+        c.inputs.len() == 1 && c.output_inputs.is_empty() && c.start_level != c.output_level;
+    if !single
+        || gp > 10 * db.opts.compaction.target_file_size
+        || c.inputs[0].num_range_deletions > 0
+    {
+        return None;
+    }
+    let f = &c.inputs[0];
+    let mut edit = VersionEdit::default();
+    edit.delete_file(c.start_level, f.number);
+    edit.add_file(c.output_level, (**f).clone());
+    let mut st = db.state.lock();
+    let seq = db.visible_seq.load(Ordering::Acquire);
+    if let Err(e) = st.versions.log_and_apply(edit, seq) {
+        return Some(Err(e));
+    }
+    db.install_super_version(&st);
+    db.stats.moves.fetch_add(1, Ordering::Relaxed);
+    db.events.record(&Event::compaction(
+        "move",
+        c.start_level,
+        c.output_level,
+        &[(c.start_level, f.as_ref())],
+        std::slice::from_ref(f.as_ref()),
+        true,
+        start.elapsed(),
+    ));
+    Some(Ok(()))
+}
+
+fn write_outputs(db: &DbInner, c: &Compaction) -> Result<Vec<crate::version::FileMeta>> {
+    let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+    let mut tombstones: Vec<RangeTombstone> = Vec::new();
+    let mut collect = |f: &crate::version::FileMeta| -> Result<()> {
+        if f.num_range_deletions > 0 {
+            tombstones.extend(db.table_cache.get(f)?.range_tombstones().iter().cloned());
+        }
+        Ok(())
+    };
+    if c.start_level == 0 {
+        for f in &c.inputs {
+            collect(f)?;
+            children.push(Box::new(db.table_cache.get(f)?.iter()));
+        }
+    } else {
+        for f in &c.inputs {
+            collect(f)?;
+        }
+        children.push(Box::new(LevelIter::new(
+            c.inputs.clone(),
+            Arc::clone(&db.table_cache),
+        )));
+    }
+    if !c.output_inputs.is_empty() {
+        for f in &c.output_inputs {
+            collect(f)?;
+        }
+        children.push(Box::new(LevelIter::new(
+            c.output_inputs.clone(),
+            Arc::clone(&db.table_cache),
+        )));
+    }
+    let snapshots: Vec<u64> = db.snapshots.lock().keys().copied().collect();
+    let kept = CompactionIter::output_tombstones(&snapshots, &tombstones, c.bottommost);
+    let mut it = CompactionIter::new(
+        Box::new(MergingIterator::new(children)),
+        snapshots,
+        &tombstones,
+        c.bottommost,
+    );
+    let target = db.opts.compaction.target_file_size;
+    let policy = CutPolicy {
+        target_file_size: target,
+        max_grandparent_overlap: if c.output_level + 1 < NUM_LEVELS {
+            10 * target
+        } else {
+            0
+        },
+        grandparents: c.grandparents.clone(),
+        split_keys: Vec::new(),
+    };
+    let new_number = || db.new_file_number();
+    let mut w = OutputWriter::new(
+        db.vfs.as_ref(),
+        &db.dir,
+        &db.opts.sst,
+        policy,
+        kept,
+        &new_number,
+    );
+    while it.valid() {
+        w.add(it.key(), it.value())?;
+        it.next();
+    }
+    it.status()?;
+    w.finish()
+}
+
+/// Compacts every file overlapping `[lo, hi]` (user keys; `None` for
+/// unbounded) down the tree, level by level, in the caller's thread.
+/// Automatic compactions are paused meanwhile.
+pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+    {
+        let mut st = db.state.lock();
+        st.manual_compactions += 1;
+        while !st.running.is_empty() {
+            db.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+    }
+    let r = (|| {
+        for level in 0..NUM_LEVELS - 1 {
+            let c = {
+                let st = db.state.lock();
+                let v = st.versions.current();
+                let (all_lo, all_hi) = key_span(&v);
+                let lo = lo.map(<[u8]>::to_vec).unwrap_or(all_lo);
+                let hi = hi.map(<[u8]>::to_vec).unwrap_or(all_hi);
+                picker::manual(&v, level, &lo, &hi, &st.running, &db.opts.compaction)
+            };
+            if let Some(c) = c {
+                db.state.lock().running.add(&c);
+                let r = run(db, &c);
+                db.state.lock().running.remove(&c);
+                r?;
+            }
+        }
+        Ok(())
+    })();
+    let mut st = db.state.lock();
+    st.manual_compactions -= 1;
+    db.bg_cv.notify_all();
+    drop(st);
+    db.commit.notify_room();
+    r
+}
+
+/// The smallest and largest user key of any file.
+fn key_span(v: &crate::version::Version) -> (Vec<u8>, Vec<u8>) {
+    let mut lo: Option<&[u8]> = None;
+    let mut hi: Option<&[u8]> = None;
+    for (_, f) in v.all_files() {
+        if lo.is_none_or(|x| f.smallest_user_key() < x) {
+            lo = Some(f.smallest_user_key());
+        }
+        if hi.is_none_or(|x| f.largest_user_key() > x) {
+            hi = Some(f.largest_user_key());
+        }
+    }
+    (
+        lo.unwrap_or_default().to_vec(),
+        hi.unwrap_or_default().to_vec(),
+    )
+}
+
+/// Waits until no compaction is running or needed (or an error).
+pub(crate) fn wait_for_compactions(db: &DbInner) -> Result<()> {
+    let mut st = db.state.lock();
+    loop {
+        if let Some(e) = db.bg_error() {
+            return Err(e);
+        }
+        if st.running.is_empty() && st.imm.is_empty() && pick(db, &st).is_none() {
+            return Ok(());
+        }
+        db.bg_cv.notify_all();
+        db.flush_done_cv
+            .wait_for(&mut st, Duration::from_millis(50));
+    }
+}
