@@ -234,15 +234,48 @@ pub fn lsm(db_path: &Path) -> Result<()> {
 }
 
 pub fn print_lsm(db: &Db) {
-    let s = db.lsm();
-    println!("level  files        bytes");
-    for (l, lv) in s.levels.iter().enumerate() {
-        println!("L{l}     {:>5} {:>12}", lv.files, lv.bytes);
+    let m = db.metrics();
+    println!("level  files         bytes        target   score");
+    for (l, lv) in m.levels.iter().enumerate() {
+        let base = if l == m.base_level { " (Lbase)" } else { "" };
+        let target = if l == 0 {
+            "-".to_string()
+        } else {
+            lv.target_bytes.to_string()
+        };
+        println!(
+            "L{l}     {:>5} {:>13} {:>13} {:>7.2}{base}",
+            lv.files, lv.bytes, target, lv.score
+        );
     }
     println!(
-        "memtable {} bytes; {} immutable memtables ({} bytes); last sequence {}",
-        s.memtable_bytes, s.immutable_memtables, s.immutable_bytes, s.last_sequence
+        "L0: {} files in {} sublevels (peak {} files, {} sublevels); read amplification {}",
+        m.l0_files, m.l0_sublevels, m.peak_l0_files, m.peak_l0_sublevels, m.read_amplification
     );
+    println!(
+        "memtable {} bytes, {} immutable; compaction debt {} bytes; {} compactions running",
+        m.memtable_bytes, m.immutable_memtables, m.compaction_debt, m.running_compactions
+    );
+    println!(
+        "written: user {} B, WAL {} B, flushed {} B, compacted {} B (write amplification {:.2}); {} flushes, {} compactions, {} moves",
+        m.user_bytes,
+        m.wal_bytes,
+        m.bytes_flushed,
+        m.bytes_compacted_written,
+        m.write_amplification,
+        m.flushes,
+        m.compactions,
+        m.moves
+    );
+    for s in &m.stalls {
+        println!(
+            "stall {}: {} times, {:.3}s",
+            s.cause,
+            s.count,
+            s.micros as f64 / 1e6
+        );
+    }
+    println!("last sequence {}", m.last_sequence);
 }
 
 /// Writes keys `stress-NNNNNNNNNNNN` => `value-N` (plus every 10th in a

@@ -150,7 +150,8 @@ fn database(a: &DemoArgs) -> Result<()> {
         a.keys as f64 / secs
     );
     db.flush()?;
-    println!("   flushed; the tree:");
+    db.wait_for_compactions()?;
+    println!("   flushed and compacted; the tree:");
     crate::db_cmd::print_lsm(&db);
     db.close()?;
 

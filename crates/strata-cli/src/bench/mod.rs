@@ -3,6 +3,7 @@
 //! compat helper is built) on RocksDB 7.8 in the same run, on the same
 //! input bytes.
 
+pub mod l0;
 pub mod w2;
 
 use anyhow::{bail, Context, Result};
@@ -14,11 +15,14 @@ use std::process::Command;
 pub enum BenchCmd {
     /// W2: COPY batch-size sweep (rows/s per rows-per-batch).
     W2(w2::W2Args),
+    /// Random-key load with and without L0 sublevels and flush splits.
+    L0(l0::L0Args),
 }
 
 pub fn run(c: BenchCmd) -> Result<()> {
     match c {
         BenchCmd::W2(a) => w2::run(a),
+        BenchCmd::L0(a) => l0::run(a),
     }
 }
 

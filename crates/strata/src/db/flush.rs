@@ -83,20 +83,27 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     Ok(())
 }
 
-/// Writes the entry's contents as L0 tables, cut at the current L0's flush
-/// split keys so that no output spans intervals that hold many bytes.
+/// Writes the entry's contents as L0 tables. With flush splitting on, the
+/// output is cut at the current L0's flush split keys (so no output spans
+/// intervals of L0 that hold many bytes) and wherever it has overlapped two
+/// target files' worth of Lbase (so each L0 file compacts into a small,
+/// separate part of Lbase: without this a first wide flush would leave L0
+/// with no interior boundaries to split later flushes at).
 fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>) -> Result<Vec<FileMeta>> {
-    let split_keys = if db.opts.compaction.l0_sublevels {
+    let o = &db.opts.compaction;
+    let policy = if o.l0_sublevels {
         let v = db.super_version().version.clone();
-        L0Sublevels::new(v.files(0), db.opts.compaction.flush_split_bytes)
-            .flush_split_keys()
-            .to_vec()
+        let base = crate::compaction::picker::level_targets(&v, o).base_level;
+        CutPolicy {
+            split_keys: L0Sublevels::new(v.files(0), o.flush_split_bytes)
+                .flush_split_keys()
+                .to_vec(),
+            grandparents: v.files(base).to_vec(),
+            max_grandparent_overlap: 2 * o.target_file_size,
+            target_file_size: 0,
+        }
     } else {
-        Vec::new()
-    };
-    let policy = CutPolicy {
-        split_keys,
-        ..CutPolicy::default()
+        CutPolicy::default()
     };
     write_tables(
         db.vfs.as_ref(),

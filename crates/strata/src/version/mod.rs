@@ -1,5 +1,6 @@
 //! Versions: which table files make up the database, by level, and the
-//! MANIFEST log that makes that durable.
+//! MANIFEST log that makes that durable; plus the sublevel view of L0 that
+//! compaction picking works on.
 
 pub mod edit;
 pub mod set;
@@ -9,4 +10,5 @@ pub mod version;
 
 pub use edit::{FileMeta, VersionEdit};
 pub use set::VersionSet;
+pub use sublevels::{L0Pick, L0Sublevels};
 pub use version::{Version, NUM_LEVELS};
