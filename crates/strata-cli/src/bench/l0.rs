@@ -38,6 +38,7 @@ struct Outcome {
     stall_micros: u64,
     stalls: Vec<(String, u64, u64)>,
     compactions: u64,
+    peak_running: u64,
 }
 
 /// Bytes this process has written to storage (`write_bytes` of
@@ -127,6 +128,7 @@ fn run_one(a: &L0Args, sublevels: bool) -> Result<Outcome> {
             .map(|s| (s.cause.clone(), s.count, s.micros))
             .collect(),
         compactions: m.compactions,
+        peak_running: m.peak_running_compactions,
     })
 }
 
@@ -174,6 +176,11 @@ pub fn run(a: L0Args) -> Result<()> {
         "compactions",
         s.compactions.to_string(),
         c.compactions.to_string(),
+    );
+    row(
+        "most compactions at once",
+        s.peak_running.to_string(),
+        c.peak_running.to_string(),
     );
     row(
         "write-stall seconds",

@@ -36,6 +36,10 @@ pub(crate) fn compaction_loop(db: Arc<DbInner>) {
                 if db.bg_error().is_none() && st.manual_compactions == 0 {
                     if let Some(c) = pick(&db, &st) {
                         st.running.add(&c);
+                        let n = st.running.outputs.len() as u64;
+                        db.stats
+                            .peak_running_compactions
+                            .fetch_max(n, Ordering::Relaxed);
                         break c;
                     }
                 }

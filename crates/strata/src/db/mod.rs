@@ -89,6 +89,8 @@ pub(crate) struct Stats {
     /// Deepest L0 seen (sublevels) and most L0 files.
     pub peak_l0_sublevels: AtomicU64,
     pub peak_l0_files: AtomicU64,
+    /// Most compactions seen running at once.
+    pub peak_running_compactions: AtomicU64,
 }
 
 impl Stats {
@@ -146,6 +148,7 @@ pub struct Metrics {
     pub compactions: u64,
     pub moves: u64,
     pub running_compactions: usize,
+    pub peak_running_compactions: u64,
     pub bytes_flushed: u64,
     pub bytes_compacted_read: u64,
     pub bytes_compacted_written: u64,
@@ -421,6 +424,7 @@ impl Db {
             compactions: ld(&st.compactions),
             moves: ld(&st.moves),
             running_compactions: running,
+            peak_running_compactions: ld(&st.peak_running_compactions),
             bytes_flushed: ld(&st.bytes_flushed),
             bytes_compacted_read: ld(&st.bytes_compacted_read),
             bytes_compacted_written: ld(&st.bytes_compacted_written),
