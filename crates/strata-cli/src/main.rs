@@ -43,6 +43,8 @@ enum Cmd {
     Load(db_cmd::LoadArgs),
     /// Print every entry as `key ==> value` (the format of `ldb dump`).
     Dump(db_cmd::DumpArgs),
+    /// Ingest SST files (written for ingestion, by Strata or RocksDB).
+    Ingest(db_cmd::IngestArgs),
     /// Write keys until killed (with --sync, print each acknowledged key).
     Stress(db_cmd::StressArgs),
     /// Run a comparison workload (shared/workloads/README.md).
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Cmd::Load(a) => db_cmd::load(a),
         Cmd::Dump(a) => db_cmd::dump(a),
         Cmd::Stress(a) => db_cmd::stress(a),
+        Cmd::Ingest(a) => db_cmd::ingest(a),
         Cmd::Bench(c) => bench::run(c),
     };
     match r {

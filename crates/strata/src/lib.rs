@@ -31,6 +31,7 @@ pub mod vfs;
 pub mod wal;
 
 pub use db::{
+    ingest::{IngestOptions, IngestResult},
     CompactionOptions, Db, LevelMetrics, Metrics, Options, ReadOptions, Snapshot, StallMetrics,
     WriteBatch, WriteOptions,
 };

@@ -51,6 +51,28 @@ fn range(m: &Model, lo: Option<&Vec<u8>>, hi: Option<&Vec<u8>>) -> Vec<(Vec<u8>,
         .collect()
 }
 
+/// Compares scans, reporting the first difference rather than every value.
+fn same(got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)], what: &str) {
+    if got == want {
+        return;
+    }
+    let i = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    let show = |e: Option<&(Vec<u8>, Vec<u8>)>| {
+        e.map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.len()))
+    };
+    panic!(
+        "{what}: {} entries, expected {}; first difference at {i}: got {:?}, expected {:?}",
+        got.len(),
+        want.len(),
+        show(got.get(i)),
+        show(want.get(i))
+    );
+}
+
 fn check_iter(db: &Db, m: &Model, snap: Option<&Snapshot>, rng: &mut StdRng) {
     let (mut lo, mut hi) = (None, None);
     if rng.gen_bool(0.3) {
@@ -73,7 +95,7 @@ fn check_iter(db: &Db, m: &Model, snap: Option<&Snapshot>, rng: &mut StdRng) {
             it.next();
         }
         it.status().unwrap();
-        assert_eq!(got, want, "forward scan");
+        same(&got, &want, "forward scan");
     } else {
         it.seek_to_last();
         let mut got = Vec::new();
@@ -83,7 +105,7 @@ fn check_iter(db: &Db, m: &Model, snap: Option<&Snapshot>, rng: &mut StdRng) {
         }
         it.status().unwrap();
         got.reverse();
-        assert_eq!(got, want, "backward scan");
+        same(&got, &want, "backward scan");
     }
     // A seek, then a random walk mixing directions.
     let target = key(rng);
@@ -118,9 +140,14 @@ fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
     let mut snaps: HashMap<u32, (Snapshot, Model)> = HashMap::new();
     let mut next_snap = 0u32;
     let mut compactions = 0u64;
+    let files = tempfile::tempdir().unwrap();
     for step in 0..steps {
         let d = db.as_ref().unwrap();
-        match rng.gen_range(0..100) {
+        let op = rng.gen_range(0..100);
+        if std::env::var_os("STRATA_MODEL_TRACE").is_some() {
+            eprintln!("seed {seed} step {step} op {op}");
+        }
+        match op {
             0..=34 => {
                 let (k, v) = (key(&mut rng), value(&mut rng));
                 d.put(&k, &v).unwrap();
@@ -201,7 +228,39 @@ fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
                     snaps.remove(&id);
                 }
             }
-            87..=89 => d.flush().unwrap(),
+            87..=88 => d.flush().unwrap(),
+            89 => {
+                // Ingest a file of sorted keys (overlapping the memtable or
+                // not, as chance has it), or a small one as a batch.
+                let mut kvs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.gen_range(1..60))
+                    .map(|_| (key(&mut rng), value(&mut rng)))
+                    .collect();
+                kvs.sort();
+                kvs.dedup_by(|a, b| a.0 == b.0);
+                let path = files.path().join(format!("ingest-{step}.sst"));
+                let mut w =
+                    strata::sstable::SstWriter::create(&path, SstOptions::for_ingestion()).unwrap();
+                for (k, v) in &kvs {
+                    w.put(k, v).unwrap();
+                }
+                w.finish().unwrap();
+                let io = strata::IngestOptions {
+                    small_file_bytes: if rng.gen_bool(0.2) { 1 << 20 } else { 0 },
+                    move_files: rng.gen_bool(0.5),
+                    ..strata::IngestOptions::default()
+                };
+                let r = d.ingest(&[path], &io).unwrap();
+                if std::env::var_os("STRATA_MODEL_TRACE").is_some() {
+                    eprintln!(
+                        "ingest {r:?} keys {}..{}",
+                        String::from_utf8_lossy(&kvs[0].0),
+                        String::from_utf8_lossy(&kvs[kvs.len() - 1].0)
+                    );
+                }
+                for (k, v) in kvs {
+                    model.insert(k, v);
+                }
+            }
             90..=92 => {
                 if rng.gen_bool(0.5) {
                     d.compact_range(None, None).unwrap();

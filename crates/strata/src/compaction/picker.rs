@@ -156,6 +156,11 @@ impl Running {
     pub fn is_empty(&self) -> bool {
         self.outputs.is_empty()
     }
+
+    /// Whether a running compaction writes level `level` within `[lo, hi]`.
+    pub fn writes_range(&self, level: usize, lo: &[u8], hi: &[u8]) -> bool {
+        self.output_conflict(level, lo, hi)
+    }
 }
 
 /// Level targets and the base level of a version.
@@ -175,6 +180,16 @@ pub fn level_targets(v: &Version, o: &CompactionOptions) -> LevelTargets {
         t /= o.level_multiplier;
         base -= 1;
         target[base] = t;
+    }
+    // L0 must compact into the first non-empty level, never past it: newer
+    // data would otherwise land below older data (a level above the computed
+    // base can hold data after the tree shrank, or an ingested file). Such
+    // levels get targets continuing the geometric series, so they drain down.
+    if let Some(first) = (1..NUM_LEVELS).find(|&l| !v.files(l).is_empty()) {
+        while base > first {
+            base -= 1;
+            target[base] = (target[base + 1] / o.level_multiplier).max(1);
+        }
     }
     LevelTargets {
         base_level: base,

@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::ingest::{self, IngestResult, Prepared};
 use super::write_batch::{BatchOp, WriteBatch};
 
 /// Largest group a leader builds, in batch bytes.
@@ -38,6 +39,14 @@ pub(crate) enum Job {
     Batch(WriteBatch),
     /// Move the memtable (if not empty) onto the immutable queue.
     Rotate,
+    /// Take a sequence number for prepared ingested files and place them.
+    Ingest(IngestJob),
+}
+
+pub(crate) struct IngestJob {
+    pub files: Vec<Prepared>,
+    pub allow_overlap: bool,
+    pub result: Arc<Mutex<Option<IngestResult>>>,
 }
 
 struct Writer {
@@ -55,6 +64,7 @@ struct Queue {
 
 pub(crate) struct Wal {
     pub log: LogWriter,
+    pub number: u64,
     /// Records appended but not yet handed to the operating system.
     pub dirty: bool,
 }
@@ -124,6 +134,7 @@ impl CommitPipeline {
         let job = w.job.lock().take();
         let (result, group) = match job {
             Some(Job::Rotate) => (self.rotate(db, &mut q), vec![Arc::clone(&w)]),
+            Some(Job::Ingest(j)) => (self.ingest(db, &mut q, j), vec![Arc::clone(&w)]),
             Some(Job::Batch(b)) => self.lead(db, &mut q, &w, b),
             None => (
                 Err(Error::invalid("writer has no job")),
@@ -323,6 +334,11 @@ impl CommitPipeline {
     /// Starts a new WAL and memtable; the old memtable joins the immutable
     /// queue. Called by the leader, so no insert is in progress.
     fn rotate(&self, db: &DbInner, _q: &mut MutexGuard<'_, Queue>) -> Result<()> {
+        self.rotate_now(db)
+    }
+
+    /// The rotation itself; only the current leader may call it.
+    fn rotate_now(&self, db: &DbInner) -> Result<()> {
         if db.super_version().mem.is_empty() {
             return Ok(());
         }
@@ -334,7 +350,11 @@ impl CommitPipeline {
             // a later WAL never survives a crash that an earlier one didn't.
             let mut wal = self.wal.lock();
             wal.log.sync()?;
-            *wal = Wal { log, dirty: false };
+            *wal = Wal {
+                log,
+                number,
+                dirty: false,
+            };
         }
         let mut st = db.state.lock();
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
@@ -346,6 +366,101 @@ impl CommitPipeline {
         db.install_super_version(&st);
         drop(st);
         db.bg_cv.notify_all();
+        Ok(())
+    }
+}
+
+impl CommitPipeline {
+    /// Gives prepared files one sequence number and places them: straight
+    /// into the tree if nothing in memory overlaps them, else as a flushable
+    /// entry behind the (rotated) memtable. Never waits for a flush.
+    fn ingest(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>, job: IngestJob) -> Result<()> {
+        if let Some(e) = db.bg_error() {
+            return Err(e);
+        }
+        let start = Instant::now();
+        let sv = db.super_version();
+        let overlap = ingest::overlaps_memory(&sv.mem, &sv.imm, &job.files);
+        if overlap && !job.allow_overlap {
+            return Err(Error::invalid(
+                "the files overlap a memtable and allow_overlap_with_memtable is off",
+            ));
+        }
+        let seq = q.last_seq + 1;
+        q.last_seq = seq;
+        let bytes: u64 = job.files.iter().map(|f| f.size).sum();
+        let r = MutexGuard::unlocked(q, || -> Result<IngestResult> {
+            let result = if !overlap {
+                let mut st = db.state.lock();
+                let v = st.versions.current();
+                let mut edit = crate::version::VersionEdit::default();
+                let mut levels = Vec::new();
+                for f in &job.files {
+                    let l = ingest::place(&v, f, &st.running);
+                    db.stats.record_ingested_file(l, f.size);
+                    edit.add_file(l, f.meta(seq));
+                    levels.push(Some(l));
+                }
+                st.versions.log_and_apply(edit, seq)?;
+                db.install_super_version(&st);
+                IngestResult {
+                    sequence: seq,
+                    levels,
+                    as_batch: false,
+                    flushable: false,
+                }
+            } else {
+                // The memtable holds older data that the files must shadow:
+                // it goes into the queue first, then the files.
+                self.rotate_now(db)?;
+                let wal_number = {
+                    let mut wal = self.wal.lock();
+                    wal.log
+                        .add_record(&ingest::encode_record(seq, &job.files))?;
+                    wal.dirty = false;
+                    wal.log.sync()?;
+                    wal.number
+                };
+                let mut tables = Vec::new();
+                for f in &job.files {
+                    tables.push(db.table_cache.get(&f.meta(seq))?);
+                }
+                let mut st = db.state.lock();
+                let n = job.files.len();
+                st.imm.push_back(Arc::new(ingest::IngestedFlushable {
+                    id: seq,
+                    wal_number,
+                    seq,
+                    files: job.files,
+                    tables,
+                }));
+                db.install_super_version(&st);
+                drop(st);
+                db.bg_cv.notify_all();
+                db.stats.ingests_flushable.fetch_add(1, Ordering::Relaxed);
+                IngestResult {
+                    sequence: seq,
+                    levels: vec![None; n],
+                    as_batch: false,
+                    flushable: true,
+                }
+            };
+            db.visible_seq.store(seq, Ordering::Release);
+            Ok(result)
+        });
+        let result = match r {
+            Ok(res) => res,
+            Err(e) => {
+                db.set_bg_error(e.clone());
+                return Err(e);
+            }
+        };
+        db.stats.ingests.fetch_add(1, Ordering::Relaxed);
+        db.stats.bytes_ingested.fetch_add(bytes, Ordering::Relaxed);
+        db.stats
+            .ingest_micros
+            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        *job.result.lock() = Some(result);
         Ok(())
     }
 }

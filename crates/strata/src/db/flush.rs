@@ -55,6 +55,10 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     // them from the obsolete-file pass until they are installed.
     let floor = db.new_file_number();
     db.state.lock().pending_outputs.insert(floor);
+    if let Some(ing) = imm.ingested() {
+        db.state.lock().pending_outputs.remove(&floor);
+        return place_ingested(db, &imm, ing);
+    }
     let r = write_l0(db, &imm);
     let mut st = db.state.lock();
     st.pending_outputs.remove(&floor);
@@ -79,6 +83,34 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     db.stats.flushes.fetch_add(1, Ordering::Relaxed);
     db.events
         .record(&Event::flush(imm.id(), &outputs, start.elapsed()));
+    delete_obsolete_files(db, &mut st);
+    Ok(())
+}
+
+/// An ingestion reaching the front of the queue: every older entry is in the
+/// tree, so each file goes to its best level now.
+fn place_ingested(
+    db: &DbInner,
+    imm: &Arc<dyn Flushable>,
+    ing: &super::ingest::IngestedFlushable,
+) -> Result<()> {
+    let mut st = db.state.lock();
+    let v = st.versions.current();
+    let mut edit = VersionEdit::default();
+    for f in &ing.files {
+        let l = super::ingest::place(&v, f, &st.running);
+        db.stats.record_ingested_file(l, f.size);
+        edit.add_file(l, f.meta(ing.seq));
+    }
+    let next_wal = st.imm.get(1).map(|f| f.wal_number()).unwrap_or(st.mem_wal);
+    edit.log_number = Some(next_wal);
+    edit.ingested_seq = Some(ing.seq);
+    let seq = db.visible_seq.load(Ordering::Acquire).max(ing.seq);
+    st.versions.log_and_apply(edit, seq)?;
+    st.imm.pop_front();
+    db.install_super_version(&st);
+    db.stats.flushes.fetch_add(1, Ordering::Relaxed);
+    let _ = imm;
     delete_obsolete_files(db, &mut st);
     Ok(())
 }
@@ -141,7 +173,13 @@ pub(crate) fn write_tables(
 /// files, and tables that no live version references. Errors are ignored: a
 /// file left behind is deleted by a later pass or the next open.
 pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut super::DbState) {
-    let live = st.versions.live_files();
+    let mut live = st.versions.live_files();
+    // Ingested files waiting in the immutable queue are in no version yet.
+    for e in &st.imm {
+        if let Some(ing) = e.ingested() {
+            live.extend(ing.files.iter().map(|f| f.number));
+        }
+    }
     let log_number = st.versions.log_number();
     let manifest = st.versions.manifest_number();
     let Ok(names) = db.vfs.list(&db.dir) else {

@@ -26,6 +26,13 @@ pub trait Flushable: Send + Sync {
     fn memory_bytes(&self) -> usize;
     /// The memtable, if this entry is one (the flush job writes it out).
     fn memtable(&self) -> Option<&Arc<MemTable>>;
+    /// Whether the entry holds data in the user-key range `[lo, hi]`.
+    fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool;
+    /// The ingested files, if this entry is an ingestion (the flush job
+    /// places them instead of writing).
+    fn ingested(&self) -> Option<&super::ingest::IngestedFlushable> {
+        None
+    }
 }
 
 /// A memtable that is full and waits to be flushed.
@@ -55,5 +62,8 @@ impl Flushable for ImmutableMemTable {
     }
     fn memtable(&self) -> Option<&Arc<MemTable>> {
         Some(&self.mem)
+    }
+    fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.mem.overlaps(lo, hi)
     }
 }

@@ -21,6 +21,7 @@ mod compact;
 mod events;
 mod flush;
 mod flushable;
+pub mod ingest;
 mod level_iter;
 mod open;
 mod output;
@@ -91,6 +92,13 @@ pub(crate) struct Stats {
     pub peak_l0_files: AtomicU64,
     /// Most compactions seen running at once.
     pub peak_running_compactions: AtomicU64,
+    pub ingests: AtomicU64,
+    pub ingests_flushable: AtomicU64,
+    pub ingests_as_batch: AtomicU64,
+    pub bytes_ingested: AtomicU64,
+    pub ingest_micros: AtomicU64,
+    /// (files, bytes) ingested per level they landed on.
+    ingested_per_level: Mutex<[(u64, u64); NUM_LEVELS]>,
 }
 
 impl Stats {
@@ -99,6 +107,12 @@ impl Stats {
         let e = s.entry(cause).or_insert((0, 0));
         e.0 += 1;
         e.1 += d.as_micros() as u64;
+    }
+
+    pub fn record_ingested_file(&self, level: usize, bytes: u64) {
+        let mut g = self.ingested_per_level.lock();
+        g[level].0 += 1;
+        g[level].1 += bytes;
     }
 
     pub fn stalls(&self) -> Vec<StallMetrics> {
@@ -153,6 +167,14 @@ pub struct Metrics {
     pub bytes_compacted_read: u64,
     pub bytes_compacted_written: u64,
     pub bytes_ingested: u64,
+    /// Ingestion calls, those that took the flushable path, those applied as
+    /// write batches, and their total time.
+    pub ingests: u64,
+    pub ingests_flushable: u64,
+    pub ingests_as_batch: u64,
+    pub ingest_micros: u64,
+    /// (files, bytes) ingested, by the level they landed on.
+    pub ingested_per_level: Vec<(u64, u64)>,
     pub user_bytes: u64,
     pub wal_bytes: u64,
     /// (WAL + flush + compaction bytes written) / user bytes.
@@ -334,6 +356,61 @@ impl Db {
             .commit(&self.inner, Job::Batch(batch), opts.sync)
     }
 
+    /// Ingests SST files (written with `SstOptions::for_ingestion` or by
+    /// RocksDB's SstFileWriter): see `db::ingest` for how they are placed.
+    /// The files are hard-linked (or copied) and never modified.
+    pub fn ingest(
+        &self,
+        paths: &[PathBuf],
+        opts: &ingest::IngestOptions,
+    ) -> Result<ingest::IngestResult> {
+        let start = std::time::Instant::now();
+        // Files linked by `prepare` are in no version until the commit
+        // places them; the floor keeps the obsolete-file pass off them.
+        let floor = self.inner.new_file_number();
+        self.inner.state.lock().pending_outputs.insert(floor);
+        let r = self.ingest_prepared(paths, opts, start);
+        self.inner.state.lock().pending_outputs.remove(&floor);
+        r
+    }
+
+    fn ingest_prepared(
+        &self,
+        paths: &[PathBuf],
+        opts: &ingest::IngestOptions,
+        start: std::time::Instant,
+    ) -> Result<ingest::IngestResult> {
+        match ingest::prepare(&self.inner, paths, opts)? {
+            ingest::Prepare::Batch(b) => {
+                self.write(b, &WriteOptions { sync: true })?;
+                let st = &self.inner.stats;
+                st.ingests.fetch_add(1, Ordering::Relaxed);
+                st.ingests_as_batch.fetch_add(1, Ordering::Relaxed);
+                st.ingest_micros
+                    .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+                Ok(ingest::IngestResult {
+                    sequence: self.latest_sequence(),
+                    levels: Vec::new(),
+                    as_batch: true,
+                    flushable: false,
+                })
+            }
+            ingest::Prepare::Files(files, _tables) => {
+                let slot = Arc::new(Mutex::new(None));
+                let job = commit::IngestJob {
+                    files,
+                    allow_overlap: opts.allow_overlap_with_memtable,
+                    result: Arc::clone(&slot),
+                };
+                self.inner
+                    .commit
+                    .commit(&self.inner, Job::Ingest(job), false)?;
+                let r = slot.lock().take();
+                r.ok_or_else(|| Error::invalid("ingestion produced no result"))
+            }
+        }
+    }
+
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_opt(key, &ReadOptions::default())
     }
@@ -428,7 +505,12 @@ impl Db {
             bytes_flushed: ld(&st.bytes_flushed),
             bytes_compacted_read: ld(&st.bytes_compacted_read),
             bytes_compacted_written: ld(&st.bytes_compacted_written),
-            bytes_ingested: 0,
+            bytes_ingested: ld(&st.bytes_ingested),
+            ingests: ld(&st.ingests),
+            ingests_flushable: ld(&st.ingests_flushable),
+            ingests_as_batch: ld(&st.ingests_as_batch),
+            ingest_micros: ld(&st.ingest_micros),
+            ingested_per_level: st.ingested_per_level.lock().to_vec(),
             user_bytes: user,
             wal_bytes: ld(&st.wal_bytes),
             write_amplification: if user == 0 {

@@ -53,6 +53,18 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         )));
     };
 
+    // Every numbered file in the directory counts as used: a WAL, or a file
+    // an ingestion linked before the crash, may be newer than the MANIFEST's
+    // counter, and reusing its number would overwrite it.
+    for name in vfs.list(dir)? {
+        match filenames::parse(&name) {
+            Some(filenames::FileKind::Wal(n))
+            | Some(filenames::FileKind::Table(n))
+            | Some(filenames::FileKind::Manifest(n)) => versions.mark_file_number_used(n),
+            _ => {}
+        }
+    }
+
     // Replay live WALs, oldest first.
     let mut wals: Vec<u64> = vfs
         .list(dir)?
@@ -76,6 +88,27 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         );
         while let Some(rec) = r.read_record()? {
             let off = r.last_record_offset();
+            if let Some(ing) = super::ingest::decode_record(&rec) {
+                // An ingestion that was waiting in the immutable queue: what
+                // was replayed before it is older, so it goes to L0 first,
+                // then the files, also in L0.
+                let (seq, numbers) = ing.map_err(|m| Error::corruption(&name, off, m))?;
+                last_seq = last_seq.max(seq);
+                // Already placed in the tree before the crash (the MANIFEST
+                // records the highest placed queued ingestion).
+                if seq <= versions.ingested_seq() {
+                    continue;
+                }
+                let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
+                for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &m)? {
+                    edit.add_file(0, f);
+                }
+                for n in numbers {
+                    edit.add_file(0, super::ingest::recovered_meta(vfs.as_ref(), dir, n, seq)?);
+                }
+                last_seq = last_seq.max(seq);
+                continue;
+            }
             let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
             apply(&mem, &b)?;
             if b.count() > 0 {
@@ -146,7 +179,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         flush_done_cv: Condvar::new(),
-        commit: CommitPipeline::new(last_seq, Wal { log, dirty: false }),
+        commit: CommitPipeline::new(
+            last_seq,
+            Wal {
+                log,
+                number: wal_number,
+                dirty: false,
+            },
+        ),
         visible_seq: AtomicU64::new(last_seq),
         next_file,
         table_cache,

@@ -10,6 +10,7 @@
 //! | 3 | next file number | varint64 |
 //! | 4 | last sequence | varint64 |
 //! | 6 | deleted file | varint32 level, varint64 number |
+//! | 8 | placed ingestion | varint64: the highest sequence number of an ingestion that went through the immutable queue and is now in the tree (its WAL record must not be replayed) |
 //! | 7 | new file | varint32 level, varint64 number, varint64 size, length-prefixed smallest and largest internal keys, varint64 smallest and largest sequence, then optional fields (varint32 tag, length-prefixed value) ended by tag 0 |
 //!
 //! New-file optional fields: 1 = global sequence number (varint64, ingested
@@ -25,6 +26,7 @@ const TAG_NEXT_FILE: u32 = 3;
 const TAG_LAST_SEQUENCE: u32 = 4;
 const TAG_DELETED_FILE: u32 = 6;
 const TAG_NEW_FILE: u32 = 7;
+const TAG_INGESTED_SEQ: u32 = 8;
 
 const FIELD_END: u32 = 0;
 const FIELD_GLOBAL_SEQNO: u32 = 1;
@@ -98,6 +100,7 @@ pub struct VersionEdit {
     pub log_number: Option<u64>,
     pub next_file_number: Option<u64>,
     pub last_sequence: Option<u64>,
+    pub ingested_seq: Option<u64>,
     pub deleted_files: Vec<(usize, u64)>,
     pub new_files: Vec<(usize, FileMeta)>,
 }
@@ -121,6 +124,7 @@ impl VersionEdit {
             (TAG_LOG_NUMBER, self.log_number),
             (TAG_NEXT_FILE, self.next_file_number),
             (TAG_LAST_SEQUENCE, self.last_sequence),
+            (TAG_INGESTED_SEQ, self.ingested_seq),
         ] {
             if let Some(v) = v {
                 put_varint32(&mut b, tag);
@@ -181,6 +185,9 @@ impl VersionEdit {
                 }
                 TAG_LAST_SEQUENCE => {
                     e.last_sequence = Some(r.varint64().ok_or_else(|| short("last sequence"))?)
+                }
+                TAG_INGESTED_SEQ => {
+                    e.ingested_seq = Some(r.varint64().ok_or_else(|| short("ingested sequence"))?)
                 }
                 TAG_DELETED_FILE => {
                     let level = r.varint32().ok_or_else(|| short("deleted file"))? as usize;
@@ -260,6 +267,7 @@ mod tests {
             log_number: Some(12),
             next_file_number: Some(40),
             last_sequence: Some(1 << 50),
+            ingested_seq: Some(77),
             ..Default::default()
         };
         e.delete_file(0, 7);

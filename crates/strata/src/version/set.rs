@@ -39,6 +39,8 @@ pub struct VersionSet {
     log_number: u64,
     /// Highest sequence number recorded in the MANIFEST.
     last_sequence: u64,
+    /// Highest sequence number of a queued ingestion now in the tree.
+    ingested_seq: u64,
     /// Every version installed, to know which files readers may still use:
     /// a reader holds its version through an `Arc`, so a version whose
     /// weak reference still upgrades is in use.
@@ -65,6 +67,7 @@ impl VersionSet {
             next_file: Arc::new(AtomicU64::new(1)),
             log_number: 0,
             last_sequence: 0,
+            ingested_seq: 0,
             handed_out: Vec::new(),
         };
         let v = Arc::downgrade(&set.current);
@@ -98,6 +101,7 @@ impl VersionSet {
         );
         let mut version = Version::new();
         let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
+        let mut ingested_seq = 0;
         let mut saw_any = false;
         while let Some(rec) = reader.read_record()? {
             let off = reader.last_record_offset();
@@ -111,6 +115,7 @@ impl VersionSet {
             log_number = edit.log_number.or(log_number);
             next_file = edit.next_file_number.or(next_file);
             last_seq = edit.last_sequence.or(last_seq);
+            ingested_seq = ingested_seq.max(edit.ingested_seq.unwrap_or(0));
             saw_any = true;
         }
         let missing = |what: &str| Error::corruption(&mname, 0, format!("MANIFEST has no {what}"));
@@ -131,6 +136,7 @@ impl VersionSet {
             next_file: Arc::new(AtomicU64::new(next_file.max(max_file + 1))),
             log_number: log_number.unwrap_or(0),
             last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
+            ingested_seq,
             handed_out: Vec::new(),
         };
         let v = Arc::downgrade(&set.current);
@@ -153,6 +159,7 @@ impl VersionSet {
         e.log_number = Some(self.log_number);
         e.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
         e.last_sequence = Some(self.last_sequence);
+        e.ingested_seq = Some(self.ingested_seq);
         w.add_record(&e.encode())?;
         w.sync()?;
         set_current(self.vfs.as_ref(), &self.dir, number)?;
@@ -174,6 +181,13 @@ impl VersionSet {
         self.next_file.fetch_add(1, Ordering::SeqCst)
     }
 
+    /// Makes sure numbers up to `n` are never allocated again (files found
+    /// in the directory that the MANIFEST does not know about yet, such as
+    /// WALs and files linked by an ingestion waiting in the queue).
+    pub fn mark_file_number_used(&self, n: u64) {
+        self.next_file.fetch_max(n + 1, Ordering::SeqCst);
+    }
+
     pub fn file_number_allocator(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.next_file)
     }
@@ -184,6 +198,11 @@ impl VersionSet {
 
     pub fn last_sequence(&self) -> u64 {
         self.last_sequence
+    }
+
+    /// Queued ingestions with this sequence number or lower are in the tree.
+    pub fn ingested_seq(&self) -> u64 {
+        self.ingested_seq
     }
 
     pub fn manifest_number(&self) -> u64 {
@@ -213,6 +232,9 @@ impl VersionSet {
         w.sync()?;
         if let Some(l) = edit.log_number {
             self.log_number = self.log_number.max(l);
+        }
+        if let Some(s) = edit.ingested_seq {
+            self.ingested_seq = self.ingested_seq.max(s);
         }
         self.current = Arc::new(v);
         self.remember(Arc::downgrade(&self.current));
