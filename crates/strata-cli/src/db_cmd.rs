@@ -113,7 +113,7 @@ pub struct IngestArgs {
     #[arg(long)]
     pub copy: bool,
     /// Files smaller than this (total bytes) are applied as a write batch.
-    #[arg(long, default_value_t = 256 << 10)]
+    #[arg(long, default_value_t = 32 << 10)]
     pub small_file_bytes: u64,
 }
 

@@ -5,6 +5,7 @@
 
 pub mod l0;
 pub mod w2;
+pub mod w3;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
@@ -17,12 +18,15 @@ pub enum BenchCmd {
     W2(w2::W2Args),
     /// Random-key load with and without L0 sublevels and flush splits.
     L0(l0::L0Args),
+    /// W3: ingest latency over an overlapping memtable vs. a control.
+    W3(w3::W3Args),
 }
 
 pub fn run(c: BenchCmd) -> Result<()> {
     match c {
         BenchCmd::W2(a) => w2::run(a),
         BenchCmd::L0(a) => l0::run(a),
+        BenchCmd::W3(a) => w3::run(a),
     }
 }
 

@@ -337,6 +337,24 @@ impl CommitPipeline {
         self.rotate_now(db)
     }
 
+    /// Moves a non-empty memtable onto the immutable queue and starts a new
+    /// one on the same WAL (ingestion's flushable path). Leader only.
+    fn swap_memtable(&self, db: &DbInner) {
+        let mut st = db.state.lock();
+        if st.mem.is_empty() {
+            return;
+        }
+        let wal = st.mem_wal;
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(wal)));
+        st.imm.push_back(Arc::new(ImmutableMemTable {
+            mem: old,
+            wal_number: wal,
+        }));
+        db.install_super_version(&st);
+        drop(st);
+        db.bg_cv.notify_all();
+    }
+
     /// The rotation itself; only the current leader may call it.
     fn rotate_now(&self, db: &DbInner) -> Result<()> {
         if db.super_version().mem.is_empty() {
@@ -411,8 +429,10 @@ impl CommitPipeline {
                 }
             } else {
                 // The memtable holds older data that the files must shadow:
-                // it goes into the queue first, then the files.
-                self.rotate_now(db)?;
+                // it goes into the queue first, then the files. The WAL
+                // stays: the ingestion record follows the memtable's records
+                // in it, so one sync makes both durable in order.
+                self.swap_memtable(db);
                 let wal_number = {
                     let mut wal = self.wal.lock();
                     wal.log

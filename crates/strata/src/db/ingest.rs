@@ -48,6 +48,9 @@ pub struct IngestOptions {
     /// copy.
     pub move_files: bool,
     /// A set of files smaller than this in total is applied as a write batch.
+    /// Default 32 KiB: in W3 a 110 KB file (1,000 keys) ingested 3.5x faster
+    /// as a file (0.66 ms) than as a synced batch (2.3 ms); the crossover
+    /// lies well below that.
     pub small_file_bytes: u64,
     /// Files overlapping a memtable become a flushable entry (true) or make
     /// the call fail (false).
@@ -59,7 +62,7 @@ impl Default for IngestOptions {
     fn default() -> Self {
         IngestOptions {
             move_files: true,
-            small_file_bytes: 256 << 10,
+            small_file_bytes: 32 << 10,
             allow_overlap_with_memtable: true,
             verify_checksums: true,
         }
