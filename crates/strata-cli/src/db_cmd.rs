@@ -102,6 +102,14 @@ pub struct StressArgs {
     /// Memtable size in KiB (small values make flushes frequent).
     #[arg(long, default_value_t = 256)]
     pub memtable_kib: usize,
+    /// Every this many keys, also ingest an SST of 50 keys (alternately
+    /// overlapping the memtable and not) and print `I <round>` once the
+    /// ingestion returned. 0 disables.
+    #[arg(long, default_value_t = 0)]
+    pub ingest_every: u64,
+    /// Where the SSTs to ingest are written (default: beside the database).
+    #[arg(long)]
+    pub ingest_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -346,10 +354,57 @@ pub fn stress(a: StressArgs) -> Result<()> {
             }
             out.flush()?;
         }
+        if a.ingest_every > 0 && i / a.ingest_every != (i + n) / a.ingest_every {
+            let round = (i + n) / a.ingest_every;
+            let dir = a
+                .ingest_dir
+                .clone()
+                .unwrap_or_else(|| a.db.with_extension("ingest"));
+            std::fs::create_dir_all(&dir)?;
+            let path = dir.join(format!("round-{round}.sst"));
+            let mut w = strata::sstable::SstWriter::create(
+                &path,
+                strata::sstable::SstOptions::for_ingestion(),
+            )?;
+            for (k, v) in ingest_round(round, i) {
+                w.put(&k, &v)?;
+            }
+            w.finish()?;
+            let opts = strata::IngestOptions {
+                small_file_bytes: 0,
+                ..strata::IngestOptions::default()
+            };
+            db.ingest(&[path], &opts)?;
+            if a.sync {
+                writeln!(out, "I {round} {i}")?;
+                out.flush()?;
+            }
+        }
         i += n;
     }
     db.close()?;
     Ok(())
+}
+
+/// The 50 keys ingested in `round` (at stress key `near`): odd rounds sit
+/// among the stress keys just written (overlapping the memtable), even
+/// rounds in their own key range.
+pub fn ingest_round(round: u64, near: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..50u64)
+        .map(|j| {
+            let k = if round % 2 == 1 {
+                format!(
+                    "stress-{:012}-ingest-{round}-{j:02}",
+                    near.saturating_sub(40) + j % 40
+                )
+            } else {
+                format!("zz-ingest-{round:08}-{j:02}")
+            };
+            (k.into_bytes(), format!("ingested-{round}-{j}").into_bytes())
+        })
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect()
 }
 
 pub fn stress_key(i: u64) -> Vec<u8> {

@@ -23,19 +23,55 @@ fn stress_value(i: u64) -> Vec<u8> {
 
 #[test]
 fn acknowledged_writes_survive_sigkill() {
+    crash_rounds(false);
+}
+
+/// The same with an ingestion every 500 keys: after every kill, each
+/// acknowledged ingestion is wholly present, and the one in flight is
+/// wholly present or wholly absent.
+#[test]
+fn ingestions_are_all_or_nothing_under_sigkill() {
+    crash_rounds(true);
+}
+
+fn ingest_round(round: u64, near: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..50u64)
+        .map(|j| {
+            let k = if round % 2 == 1 {
+                format!(
+                    "stress-{:012}-ingest-{round}-{j:02}",
+                    near.saturating_sub(40) + j % 40
+                )
+            } else {
+                format!("zz-ingest-{round:08}-{j:02}")
+            };
+            (k.into_bytes(), format!("ingested-{round}-{j}").into_bytes())
+        })
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect()
+}
+
+fn crash_rounds(ingest: bool) {
     let rounds: usize = std::env::var("STRATA_CRASH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(if ingest { 30 } else { 60 });
+    let mut acked_ingests: Vec<(u64, u64)> = Vec::new();
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("db");
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
     let mut acked: Vec<u64> = Vec::new();
     let mut next = 0u64;
     for round in 0..rounds {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args(["stress", "--sync", "--memtable-kib", "64", "--start"])
-            .arg(next.to_string())
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+        cmd.args(["stress", "--sync", "--memtable-kib", "64", "--start"])
+            .arg(next.to_string());
+        if ingest {
+            cmd.args(["--ingest-every", "500", "--ingest-dir"])
+                .arg(dir.path().join(format!("ingest-{round}")));
+        }
+        let mut child = cmd
             .arg(&db_path)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -43,10 +79,16 @@ fn acknowledged_writes_survive_sigkill() {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
+        let (itx, irx) = mpsc::channel();
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Ok(n) = line.trim().parse::<u64>() {
+                if let Some(rest) = line.strip_prefix("I ") {
+                    let mut p = rest.split(' ').filter_map(|x| x.parse::<u64>().ok());
+                    if let (Some(r), Some(near)) = (p.next(), p.next()) {
+                        let _ = itx.send((r, near));
+                    }
+                } else if let Ok(n) = line.trim().parse::<u64>() {
                     if tx.send(n).is_err() {
                         break;
                     }
@@ -58,6 +100,7 @@ fn acknowledged_writes_survive_sigkill() {
         let status = child.wait().unwrap();
         reader.join().unwrap();
         let got: Vec<u64> = rx.try_iter().collect();
+        acked_ingests.extend(irx.try_iter());
         if got.is_empty() && !status.success() {
             let mut err = String::new();
             use std::io::Read;
@@ -82,14 +125,50 @@ fn acknowledged_writes_survive_sigkill() {
                 "round {round}: acknowledged key {i} lost"
             );
         }
+        for &(r, near) in &acked_ingests {
+            for (k, v) in ingest_round(r, near) {
+                assert_eq!(
+                    db.get(&k).unwrap(),
+                    Some(v),
+                    "round {round}: acknowledged ingestion {r} lost a key"
+                );
+            }
+        }
+        if ingest {
+            // Any ingestion present at all is present whole.
+            let mut it = db.iter(&strata::ReadOptions::default()).unwrap();
+            it.seek_to_first();
+            let mut per_round: std::collections::BTreeMap<u64, usize> = Default::default();
+            while it.valid() {
+                let k = String::from_utf8_lossy(it.key()).into_owned();
+                if let Some(pos) = k.find("ingest-") {
+                    let r: u64 = k[pos + 7..].split('-').next().unwrap().parse().unwrap();
+                    *per_round.entry(r).or_default() += 1;
+                }
+                it.next();
+            }
+            for (r, n) in per_round {
+                assert_eq!(
+                    n, 50,
+                    "round {round}: ingestion {r} is partly present ({n} of 50 keys)"
+                );
+            }
+        }
         db.close().unwrap();
     }
     assert!(
         acked.len() > rounds,
         "the children should have acknowledged writes"
     );
+    if ingest {
+        assert!(
+            acked_ingests.len() > 5,
+            "the children should have acknowledged ingestions"
+        );
+    }
     eprintln!(
-        "{rounds} kills, {} acknowledged keys all present",
-        acked.len()
+        "{rounds} kills, {} acknowledged keys and {} acknowledged ingestions all present",
+        acked.len(),
+        acked_ingests.len()
     );
 }
