@@ -6,6 +6,7 @@
 pub mod l0;
 pub mod w2;
 pub mod w3;
+pub mod w4;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
@@ -20,6 +21,8 @@ pub enum BenchCmd {
     L0(l0::L0Args),
     /// W3: ingest latency over an overlapping memtable vs. a control.
     W3(w3::W3Args),
+    /// W4: foreground Put latency while ingesting.
+    W4(w4::W4Args),
 }
 
 pub fn run(c: BenchCmd) -> Result<()> {
@@ -27,6 +30,7 @@ pub fn run(c: BenchCmd) -> Result<()> {
         BenchCmd::W2(a) => w2::run(a),
         BenchCmd::L0(a) => l0::run(a),
         BenchCmd::W3(a) => w3::run(a),
+        BenchCmd::W4(a) => w4::run(a),
     }
 }
 
