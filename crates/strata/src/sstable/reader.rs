@@ -668,44 +668,42 @@ impl TableIter {
         false
     }
 
-    fn skip_empty_forward(&mut self) {
+    /// Moves past exhausted data blocks, to the next block's first entry
+    /// (`forward`) or the previous block's last entry.
+    fn skip_empty(&mut self, forward: bool) {
         loop {
-            if self.err.is_some() {
-                return;
-            }
-            if self.data.as_ref().is_some_and(|d| d.valid()) || self.data_error() {
+            if self.err.is_some()
+                || self.data.as_ref().is_some_and(|d| d.valid())
+                || self.data_error()
+            {
                 return;
             }
             if self.data.is_some() {
-                self.index.next();
+                if forward {
+                    self.index.next();
+                } else {
+                    self.index.prev();
+                }
             }
             if !self.load_block() {
                 return;
             }
             if let Some(d) = self.data.as_mut() {
-                d.seek_to_first();
+                if forward {
+                    d.seek_to_first();
+                } else {
+                    d.seek_to_last();
+                }
             }
         }
     }
 
+    fn skip_empty_forward(&mut self) {
+        self.skip_empty(true)
+    }
+
     fn skip_empty_backward(&mut self) {
-        loop {
-            if self.err.is_some() {
-                return;
-            }
-            if self.data.as_ref().is_some_and(|d| d.valid()) || self.data_error() {
-                return;
-            }
-            if self.data.is_some() {
-                self.index.prev();
-            }
-            if !self.load_block() {
-                return;
-            }
-            if let Some(d) = self.data.as_mut() {
-                d.seek_to_last();
-            }
-        }
+        self.skip_empty(false)
     }
 
     fn seek_raw(&mut self, target: &[u8]) {
