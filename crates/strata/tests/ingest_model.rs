@@ -47,22 +47,57 @@ fn ingestion_matches_a_model_across_reopens() {
                         w.put(a, b).unwrap();
                     }
                     w.finish().unwrap();
+                    // Sometimes excise a range as well (ingest and excise).
+                    let excise = if rng.gen_bool(0.3) {
+                        let a = format!("k{:03}", rng.gen_range(0..100)).into_bytes();
+                        let b = format!("k{:03}", rng.gen_range(0..=100)).into_bytes();
+                        Some((a.clone().min(b.clone()), a.max(b))).filter(|(a, b)| a < b)
+                    } else {
+                        None
+                    };
+                    let small_file_bytes = if rng.gen_bool(0.2) { 1 << 20 } else { 0 };
                     let r = db
                         .ingest(
                             &[p],
                             &IngestOptions {
-                                small_file_bytes: 0,
+                                small_file_bytes,
+                                excise: excise.clone(),
                                 ..IngestOptions::default()
                             },
                         )
                         .unwrap();
-                    paths_taken[usize::from(r.flushable)] += 1;
+                    if std::env::var_os("STRATA_TRACE").is_some() {
+                        eprintln!(
+                            "seed {seed} step {step} {r:?} excise {:?}",
+                            excise.as_ref().map(|(a, b)| (
+                                String::from_utf8_lossy(a).into_owned(),
+                                String::from_utf8_lossy(b).into_owned()
+                            ))
+                        );
+                    }
+                    if !r.as_batch {
+                        paths_taken[usize::from(r.flushable)] += 1;
+                    }
+                    if let Some((a, b)) = excise {
+                        let doomed: Vec<_> = model.range(a..b).map(|(k, _)| k.clone()).collect();
+                        for k in doomed {
+                            model.remove(&k);
+                        }
+                    }
                     for (a, b) in kvs {
                         model.insert(a, b);
                     }
                 }
-                8 => db.flush().unwrap(),
+                8 => {
+                    if std::env::var_os("STRATA_TRACE").is_some() {
+                        eprintln!("seed {seed} step {step} flush");
+                    }
+                    db.flush().unwrap()
+                }
                 _ => {
+                    if std::env::var_os("STRATA_TRACE").is_some() {
+                        eprintln!("seed {seed} step {step} reopen");
+                    }
                     db.close().unwrap();
                     db = Db::open("/db", o()).unwrap();
                 }
@@ -75,6 +110,13 @@ fn ingestion_matches_a_model_across_reopens() {
                 it.next();
             }
             if got != model {
+                let extra: Vec<_> = got
+                    .keys()
+                    .filter(|k| !model.contains_key(*k))
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .take(5)
+                    .collect();
+                eprintln!("extra keys in the database: {extra:?}");
                 let bad: Vec<_> = model
                     .iter()
                     .filter(|(k, v)| got.get(*k) != Some(v))

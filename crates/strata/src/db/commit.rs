@@ -337,24 +337,6 @@ impl CommitPipeline {
         self.rotate_now(db)
     }
 
-    /// Moves a non-empty memtable onto the immutable queue and starts a new
-    /// one on the same WAL (ingestion's flushable path). Leader only.
-    fn swap_memtable(&self, db: &DbInner) {
-        let mut st = db.state.lock();
-        if st.mem.is_empty() {
-            return;
-        }
-        let wal = st.mem_wal;
-        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(wal)));
-        st.imm.push_back(Arc::new(ImmutableMemTable {
-            mem: old,
-            wal_number: wal,
-        }));
-        db.install_super_version(&st);
-        drop(st);
-        db.bg_cv.notify_all();
-    }
-
     /// The rotation itself; only the current leader may call it.
     fn rotate_now(&self, db: &DbInner) -> Result<()> {
         if db.super_version().mem.is_empty() {
@@ -413,8 +395,11 @@ impl CommitPipeline {
                 let v = st.versions.current();
                 let mut edit = crate::version::VersionEdit::default();
                 let mut levels = Vec::new();
-                for f in &job.files {
-                    let l = ingest::place(&v, f, &st.running);
+                for (f, l) in job
+                    .files
+                    .iter()
+                    .zip(ingest::place_all(&v, &job.files, &st.running))
+                {
                     db.stats.record_ingested_file(l, f.size);
                     edit.add_file(l, f.meta(seq));
                     levels.push(Some(l));
@@ -429,10 +414,12 @@ impl CommitPipeline {
                 }
             } else {
                 // The memtable holds older data that the files must shadow:
-                // it goes into the queue first, then the files. The WAL
-                // stays: the ingestion record follows the memtable's records
-                // in it, so one sync makes both durable in order.
-                self.swap_memtable(db);
+                // it goes into the queue first, then the files. It must get a
+                // WAL of its own: once it is flushed its WAL is retired, and a
+                // WAL shared with later data would be replayed on reopen,
+                // putting the flushed (older) data back into L0 above the
+                // ingested files.
+                self.rotate_now(db)?;
                 let wal_number = {
                     let mut wal = self.wal.lock();
                     wal.log

@@ -97,8 +97,11 @@ fn place_ingested(
     let mut st = db.state.lock();
     let v = st.versions.current();
     let mut edit = VersionEdit::default();
-    for f in &ing.files {
-        let l = super::ingest::place(&v, f, &st.running);
+    for (f, l) in ing
+        .files
+        .iter()
+        .zip(super::ingest::place_all(&v, &ing.files, &st.running))
+    {
         db.stats.record_ingested_file(l, f.size);
         edit.add_file(l, f.meta(ing.seq));
     }

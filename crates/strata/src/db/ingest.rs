@@ -56,6 +56,12 @@ pub struct IngestOptions {
     /// the call fail (false).
     pub allow_overlap_with_memtable: bool,
     pub verify_checksums: bool,
+    /// Ingest and excise: atomically delete every key in `[start, end)` that
+    /// the database held before this ingestion (the ingested files' own keys
+    /// stay). Implemented as one extra file holding a single range tombstone
+    /// at the ingestion's sequence number, placed in the same MANIFEST edit
+    /// or queue entry; nothing outside the range is rewritten.
+    pub excise: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Default for IngestOptions {
@@ -65,6 +71,7 @@ impl Default for IngestOptions {
             small_file_bytes: 32 << 10,
             allow_overlap_with_memtable: true,
             verify_checksums: true,
+            excise: None,
         }
     }
 }
@@ -257,8 +264,13 @@ pub(crate) enum Prepare {
 
 /// Step 1: checks and links the files (or builds the batch).
 pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> Result<Prepare> {
-    if paths.is_empty() {
+    if paths.is_empty() && opts.excise.is_none() {
         return Err(Error::invalid("nothing to ingest"));
+    }
+    if let Some((a, b)) = &opts.excise {
+        if a >= b {
+            return Err(Error::invalid("excise range is empty"));
+        }
     }
     let mut inspected = Vec::new();
     for p in paths {
@@ -279,6 +291,10 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     let total: u64 = inspected.iter().map(|t| t.0.file_size()).sum();
     if total < opts.small_file_bytes {
         let mut all = WriteBatch::new();
+        // The excise first: its sequence number is below every put's.
+        if let Some((a, b)) = &opts.excise {
+            all.delete_range(a, b);
+        }
         for (t, ..) in &inspected {
             all.append(&as_batch(t)?);
         }
@@ -286,6 +302,27 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     }
     let mut out = Vec::new();
     let mut tables = Vec::new();
+    if let Some((a, b)) = &opts.excise {
+        let number = db.new_file_number();
+        let path = filenames::table(&db.dir, number);
+        let mut w = crate::sstable::SstWriter::create_in(
+            db.vfs.as_ref(),
+            &path,
+            crate::sstable::SstOptions::for_ingestion(),
+        )?;
+        w.delete_range(a, b)?;
+        let info = w.finish()?;
+        out.push(Prepared {
+            number,
+            size: info.file_size,
+            smallest_user: a.clone(),
+            largest_user: b.clone(),
+            largest_exclusive: true,
+            num_entries: 0,
+            num_deletions: 0,
+            num_range_deletions: 1,
+        });
+    }
     for (p, (t, lo, hi, excl)) in paths.iter().zip(inspected) {
         let number = db.new_file_number();
         let dst = filenames::table(&db.dir, number);
@@ -341,6 +378,38 @@ pub(crate) fn place(v: &Version, f: &Prepared, running: &Running) -> usize {
         best = l;
     }
     best
+}
+
+/// Places the files of one ingestion in order: each at the lowest level
+/// free of overlap with the version and with the files placed before it in
+/// this edit (an excise file and the data inside its range share a sequence
+/// number, so either may sit above the other, but never in one level).
+pub(crate) fn place_all(v: &Version, files: &[Prepared], running: &Running) -> Vec<usize> {
+    let mut placed: Vec<(usize, &Prepared)> = Vec::new();
+    let mut out = Vec::new();
+    for f in files {
+        let mut best = place(v, f, running);
+        for l in 1..=best {
+            let hit = placed.iter().any(|(pl, p)| {
+                *pl == l
+                    && overlaps(
+                        &f.smallest_user,
+                        &f.largest_user,
+                        f.largest_exclusive,
+                        &p.smallest_user,
+                        &p.largest_user,
+                        p.largest_exclusive,
+                    )
+            });
+            if hit {
+                best = l - 1;
+                break;
+            }
+        }
+        placed.push((best, f));
+        out.push(best);
+    }
+    out
 }
 
 /// Whether the memtable or any queued flushable overlaps the files.
