@@ -299,11 +299,18 @@ fn build(
     } else {
         Vec::new()
     };
+    // L0 files left out of an L0 compaction may hold older versions of the
+    // range (an intra-L0 output can span a wide sequence range), so the
+    // output is the bottom only if no other L0 file overlaps it.
+    let l0_clear = start != 0
+        || v.overlapping(0, &lo, &hi)
+            .iter()
+            .all(|f| inputs.iter().any(|i| i.number == f.number));
     Some(Compaction {
         reason,
         start_level: start,
         output_level: output,
-        bottommost: is_bottommost(v, output, &lo, &hi),
+        bottommost: l0_clear && is_bottommost(v, output, &lo, &hi),
         inputs,
         output_inputs,
         grandparents,

@@ -196,7 +196,13 @@ fn write_outputs(db: &DbInner, c: &Compaction) -> Result<Vec<crate::version::Fil
             0
         },
         grandparents: c.grandparents.clone(),
-        split_keys: Vec::new(),
+        // Intra-L0 outputs are cut at the sublevel split keys, like flushes,
+        // so they do not become the wide files the split keys prevent.
+        split_keys: if c.output_level == 0 {
+            super::flush::l0_split_keys(db, &db.super_version().version)
+        } else {
+            Vec::new()
+        },
     };
     let new_number = || db.new_file_number();
     let mut w = OutputWriter::new(

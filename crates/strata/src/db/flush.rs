@@ -130,9 +130,7 @@ fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>) -> Result<Vec<FileMeta>> {
         let v = db.super_version().version.clone();
         let base = crate::compaction::picker::level_targets(&v, o).base_level;
         CutPolicy {
-            split_keys: L0Sublevels::new(v.files(0), o.flush_split_bytes)
-                .flush_split_keys()
-                .to_vec(),
+            split_keys: l0_split_keys(db, &v),
             grandparents: v.files(base).to_vec(),
             max_grandparent_overlap: 2 * o.target_file_size,
             target_file_size: 0,
@@ -149,6 +147,13 @@ fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>) -> Result<Vec<FileMeta>> {
         imm.range_tombstones(),
         &|| db.new_file_number(),
     )
+}
+
+/// The flush split keys of `v`'s L0.
+pub(crate) fn l0_split_keys(db: &DbInner, v: &crate::version::Version) -> Vec<Vec<u8>> {
+    L0Sublevels::new(v.files(0), db.opts.compaction.flush_split_bytes)
+        .flush_split_keys()
+        .to_vec()
 }
 
 /// Writes every entry of `it` and the tombstones as tables in `dir` under
