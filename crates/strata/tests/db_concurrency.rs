@@ -133,7 +133,7 @@ fn readers_see_prefixes_of_every_writer() {
         }
     }
     assert!(
-        db.lsm().flushes > 0,
+        db.metrics().flushes > 0,
         "the test should have flushed memtables"
     );
 }

@@ -22,6 +22,11 @@ pub trait Flushable: Send + Sync {
     /// Newest point entry for `user_key` at `snapshot` (tombstones not applied).
     fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>>;
     fn range_tombstones(&self) -> Vec<RangeTombstone>;
+    /// The newest sequence number (at most `snapshot`) of a range tombstone
+    /// covering `user_key`, or 0.
+    fn max_covering_tombstone(&self, user_key: &[u8], snapshot: u64) -> u64 {
+        super::read::covering(&self.range_tombstones(), user_key, snapshot)
+    }
     fn iter(&self) -> Box<dyn InternalIterator + Send>;
     fn memory_bytes(&self) -> usize;
     /// The memtable, if this entry is one (the flush job writes it out).
@@ -53,6 +58,9 @@ impl Flushable for ImmutableMemTable {
     }
     fn range_tombstones(&self) -> Vec<RangeTombstone> {
         self.mem.range_tombstones()
+    }
+    fn max_covering_tombstone(&self, user_key: &[u8], snapshot: u64) -> u64 {
+        self.mem.max_covering_tombstone(user_key, snapshot)
     }
     fn iter(&self) -> Box<dyn InternalIterator + Send> {
         Box::new(self.mem.iter())

@@ -129,19 +129,35 @@ impl Prepared {
 /// whether the largest is a range tombstone's exclusive end.
 type Inspected = (Arc<Table>, Vec<u8>, Vec<u8>, bool);
 
+/// A file's user-key bounds from its point keys' range and its range
+/// tombstones; the largest bound is exclusive when a tombstone's end lies
+/// past every point key.
+fn bounds(
+    points: Option<(Vec<u8>, Vec<u8>)>,
+    tombstones: &[RangeTombstone],
+) -> Option<(Vec<u8>, Vec<u8>, bool)> {
+    let (mut lo, mut hi) = match points {
+        Some((l, h)) => (Some(l), Some(h)),
+        None => (None, None),
+    };
+    let mut exclusive = false;
+    for r in tombstones {
+        if lo.as_ref().is_none_or(|l| r.start < *l) {
+            lo = Some(r.start.clone());
+        }
+        if hi.as_ref().is_none_or(|h| r.end > *h) {
+            hi = Some(r.end.clone());
+            exclusive = true;
+        }
+    }
+    Some((lo?, hi?, exclusive))
+}
+
 /// Opens and checks a file to ingest; returns the table and its bounds.
 fn inspect(path: &Path, verify: bool) -> Result<Inspected> {
     let name = path.display().to_string();
-    let t = Table::open_path(
-        path,
-        TableOptions {
-            global_seqno: Some(0),
-            ..TableOptions::default()
-        },
-    )?;
-    if verify {
-        t.verify()?;
-    }
+    // Opened with the keys' own sequence numbers, which must all be 0.
+    let t = Table::open_path(path, TableOptions::default())?;
     let p = t.properties();
     if let Some(v) = p.external_version {
         if v >= 2 && p.global_seqno.unwrap_or(0) != 0 {
@@ -150,19 +166,12 @@ fn inspect(path: &Path, verify: bool) -> Result<Inspected> {
             )));
         }
     }
-    // Every key must be at sequence 0: read with the real sequence numbers.
-    let raw = Table::open_path(
-        path,
-        TableOptions {
-            global_seqno: None,
-            ..TableOptions::default()
-        },
-    )?;
-    let mut it = raw.iter();
+    if verify {
+        t.verify()?;
+    }
+    let mut it = t.iter();
     it.seek_to_first();
-    let mut lo: Option<Vec<u8>> = None;
-    let mut hi: Option<Vec<u8>> = None;
-    let mut last: Option<Vec<u8>> = None;
+    let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
     while it.valid() {
         let pk = ParsedKey::parse(it.key()).ok_or_else(|| {
             Error::corruption(&name, it.block_offset(), "key shorter than its trailer")
@@ -174,41 +183,22 @@ fn inspect(path: &Path, verify: bool) -> Result<Inspected> {
                 pk.seq
             )));
         }
-        if last.as_deref() == Some(pk.user_key) {
-            return Err(Error::invalid(format!(
-                "{name}: key {} appears twice",
-                crate::util::hex::escape(pk.user_key)
-            )));
+        match &mut range {
+            Some((_, last)) if last.as_slice() == pk.user_key => {
+                return Err(Error::invalid(format!(
+                    "{name}: key {} appears twice",
+                    crate::util::hex::escape(pk.user_key)
+                )));
+            }
+            Some((_, last)) => *last = pk.user_key.to_vec(),
+            None => range = Some((pk.user_key.to_vec(), pk.user_key.to_vec())),
         }
-        if lo.is_none() {
-            lo = Some(pk.user_key.to_vec());
-        }
-        hi = Some(pk.user_key.to_vec());
-        last = Some(pk.user_key.to_vec());
         it.next();
     }
     it.status()?;
-    let mut exclusive = false;
-    for r in t.range_tombstones() {
-        if lo.as_ref().is_none_or(|l| r.start < *l) {
-            lo = Some(r.start.clone());
-        }
-        if hi.as_ref().is_none_or(|h| r.end > *h) {
-            hi = Some(r.end.clone());
-            exclusive = true;
-        } else if hi.as_ref() == Some(&r.end) {
-            // A point key equal to a tombstone's end keeps the bound inclusive.
-        }
-    }
-    if let (Some(h), true) = (&hi, exclusive) {
-        // The largest bound is exclusive only if no point key equals it.
-        if last.as_ref() == Some(h) {
-            exclusive = false;
-        }
-    }
-    match (lo, hi) {
-        (Some(l), Some(h)) => Ok((t, l, h, exclusive)),
-        _ => Err(Error::invalid(format!("{name}: file holds no entries"))),
+    match bounds(range, t.range_tombstones()) {
+        Some((l, h, excl)) => Ok((t, l, h, excl)),
+        None => Err(Error::invalid(format!("{name}: file holds no entries"))),
     }
 }
 
@@ -540,23 +530,11 @@ pub(crate) fn recovered_meta(vfs: &dyn Vfs, dir: &Path, number: u64, seq: u64) -
     )?;
     let mut it = t.iter();
     it.seek_to_first();
-    let lo_point = it.valid().then(|| key::user_key(it.key()).to_vec());
+    let first = it.valid().then(|| key::user_key(it.key()).to_vec());
     it.seek_to_last();
-    let hi_point = it.valid().then(|| key::user_key(it.key()).to_vec());
+    let last = it.valid().then(|| key::user_key(it.key()).to_vec());
     it.status()?;
-    let mut lo = lo_point;
-    let mut hi = hi_point.clone();
-    let mut exclusive = false;
-    for r in t.range_tombstones() {
-        if lo.as_ref().is_none_or(|l| r.start < *l) {
-            lo = Some(r.start.clone());
-        }
-        if hi.as_ref().is_none_or(|h| r.end > *h) {
-            hi = Some(r.end.clone());
-            exclusive = true;
-        }
-    }
-    let (Some(lo), Some(hi)) = (lo, hi) else {
+    let Some((lo, hi, exclusive)) = bounds(first.zip(last), t.range_tombstones()) else {
         return Err(Error::corruption(
             path.display().to_string(),
             0,

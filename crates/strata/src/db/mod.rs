@@ -295,27 +295,6 @@ impl Drop for Snapshot {
     }
 }
 
-/// Files and bytes of one level.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LevelShape {
-    pub files: usize,
-    pub bytes: u64,
-}
-
-/// The shape of the tree, for `strata lsm` and tests.
-#[derive(Clone, Debug, Default)]
-pub struct LsmShape {
-    pub levels: Vec<LevelShape>,
-    pub memtable_bytes: usize,
-    pub immutable_memtables: usize,
-    pub immutable_bytes: usize,
-    pub last_sequence: u64,
-    pub flushes: u64,
-    pub bytes_flushed: u64,
-    pub stalls: u64,
-    pub stall_micros: u64,
-}
-
 /// An open database.
 pub struct Db {
     inner: Arc<DbInner>,
@@ -465,16 +444,17 @@ impl Db {
         let v = &sv.version;
         let o = &inner.opts.compaction;
         let targets = picker::level_targets(v, o);
+        // Read amplification does not depend on which files are compacting,
+        // so one structure serves both figures.
+        let mut sub = L0Sublevels::new(v.files(0), o.flush_split_bytes);
         let (running, sub_scores) = {
             let st = inner.state.lock();
-            let mut sub = L0Sublevels::new(v.files(0), o.flush_split_bytes);
             sub.set_compacting(&st.running.files);
             (
                 st.running.outputs.len(),
                 picker::scores(v, &sub, &targets, &st.running, o),
             )
         };
-        let sub = L0Sublevels::new(v.files(0), o.flush_split_bytes);
         let st = &inner.stats;
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let user = ld(&st.user_bytes);
@@ -521,27 +501,6 @@ impl Db {
             read_amplification: 1 + sv.imm.len() + sub.read_amplification() + nonempty,
             stalls: st.stalls(),
             last_sequence: self.latest_sequence(),
-        }
-    }
-
-    pub fn lsm(&self) -> LsmShape {
-        let sv = self.inner.super_version();
-        let st = &self.inner.stats;
-        LsmShape {
-            levels: (0..NUM_LEVELS)
-                .map(|l| LevelShape {
-                    files: sv.version.files(l).len(),
-                    bytes: sv.version.level_bytes(l),
-                })
-                .collect(),
-            memtable_bytes: sv.mem.approximate_memory_usage(),
-            immutable_memtables: sv.imm.len(),
-            immutable_bytes: sv.imm.iter().map(|f| f.memory_bytes()).sum(),
-            last_sequence: self.latest_sequence(),
-            flushes: st.flushes.load(Ordering::Relaxed),
-            bytes_flushed: st.bytes_flushed.load(Ordering::Relaxed),
-            stalls: st.stalls().iter().map(|s| s.count).sum(),
-            stall_micros: st.stalls().iter().map(|s| s.micros).sum(),
         }
     }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::options::ReadOptions;
 
-fn covering(ts: &[RangeTombstone], key: &[u8], snapshot: u64) -> u64 {
+pub(crate) fn covering(ts: &[RangeTombstone], key: &[u8], snapshot: u64) -> u64 {
     ts.iter()
         .filter(|t| t.seq <= snapshot && t.start.as_slice() <= key && key < t.end.as_slice())
         .map(|t| t.seq)
@@ -47,13 +47,12 @@ pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option
         .snapshot
         .unwrap_or_else(|| db.visible_seq.load(Ordering::Acquire));
     let sv = db.super_version();
-    let mut max_tomb = 0;
-    max_tomb = max_tomb.max(covering(&sv.mem.range_tombstones(), key, snapshot));
+    let mut max_tomb = sv.mem.max_covering_tombstone(key, snapshot);
     if let Some(f) = sv.mem.get(key, snapshot) {
         return resolve(f, max_tomb);
     }
     for imm in sv.imm.iter().rev() {
-        max_tomb = max_tomb.max(covering(&imm.range_tombstones(), key, snapshot));
+        max_tomb = max_tomb.max(imm.max_covering_tombstone(key, snapshot));
         if let Some(f) = imm.get(key, snapshot)? {
             return resolve(f, max_tomb);
         }

@@ -195,6 +195,29 @@ impl MemTable {
         out
     }
 
+    /// The newest sequence number (at most `snapshot`) of a range tombstone
+    /// covering `user_key`, or 0. Walks the tombstones in start order and
+    /// stops past `user_key`, copying nothing: point reads call it on every
+    /// lookup.
+    pub fn max_covering_tombstone(&self, user_key: &[u8], snapshot: u64) -> u64 {
+        let mut best = 0;
+        let mut it = self.range_dels.iter();
+        it.seek_to_first();
+        while it.valid() {
+            let Some(p) = ParsedKey::parse(it.key()) else {
+                break;
+            };
+            if p.user_key > user_key {
+                break;
+            }
+            if p.seq <= snapshot && user_key < it.value() {
+                best = best.max(p.seq);
+            }
+            it.next();
+        }
+        best
+    }
+
     /// Arena bytes in use (RocksDB's `ApproximateMemoryUsage`): every node
     /// plus the abandoned tails of full chunks.
     pub fn approximate_memory_usage(&self) -> usize {

@@ -17,9 +17,7 @@ use super::writer::{PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{
-    self, make_internal_key, seek_key, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE,
-};
+use crate::key::{self, seek_key, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::util::coding::decode_fixed32;
 use crate::vfs::{OsVfs, RandomAccessFile, Vfs};
 use std::cmp::Ordering;
@@ -851,9 +849,4 @@ impl InternalIterator for TableIter {
             None => Ok(()),
         }
     }
-}
-
-/// The internal key that sorts after every entry of `user_key`.
-pub fn after_user_key(user_key: &[u8]) -> Vec<u8> {
-    make_internal_key(user_key, 0, ValueKind::Deletion)
 }
