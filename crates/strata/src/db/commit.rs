@@ -15,7 +15,10 @@
 //!   groups finish in sequence order, so a reader at `visible_seq` never
 //!   sees a gap.
 //! - Memtable rotation is a job in the same queue, so it never races an
-//!   insert; ingestion (later) takes its sequence number the same way.
+//!   insert; ingestion takes its sequence number the same way.
+//! - Nothing in the leader slot waits for a disk sync that the group did not
+//!   ask for: an ingestion writes its MANIFEST record, publishes and leaves
+//!   the slot, and its own caller syncs afterwards (see `version::set`).
 
 use super::flushable::ImmutableMemTable;
 use super::{filenames, DbInner};
@@ -64,7 +67,6 @@ struct Queue {
 
 pub(crate) struct Wal {
     pub log: LogWriter,
-    pub number: u64,
     /// Records appended but not yet handed to the operating system.
     pub dirty: bool,
 }
@@ -254,6 +256,15 @@ impl CommitPipeline {
                 wal.dirty = true;
             }
         }
+        if sync {
+            // An ingestion ahead of this group may not have synced its
+            // MANIFEST record yet; an acknowledged synced write must not
+            // survive a crash that the ingestion before it does not.
+            let mut st = db.state.lock();
+            if st.versions.has_unsynced() {
+                st.versions.sync_manifest()?;
+            }
+        }
         let mem = db.super_version().mem.clone();
         for b in batches.iter() {
             apply(&mem, b)?;
@@ -308,11 +319,13 @@ impl CommitPipeline {
             if let Some(e) = db.bg_error() {
                 break Err(e);
             }
+            // Read from the super version, not the state lock: the state
+            // lock can be held across a MANIFEST sync (an ingestion's).
             let (mem_full, queue_full) = {
-                let st = db.state.lock();
+                let sv = db.super_version();
                 (
-                    st.mem.approximate_memory_usage() >= db.opts.memtable_size,
-                    st.imm.len() >= db.opts.max_immutable_memtables,
+                    sv.mem.approximate_memory_usage() >= db.opts.memtable_size,
+                    sv.imm.len() >= db.opts.max_immutable_memtables,
                 )
             };
             if !mem_full {
@@ -333,12 +346,14 @@ impl CommitPipeline {
 
     /// Starts a new WAL and memtable; the old memtable joins the immutable
     /// queue. Called by the leader, so no insert is in progress.
-    fn rotate(&self, db: &DbInner, _q: &mut MutexGuard<'_, Queue>) -> Result<()> {
-        self.rotate_now(db)
+    fn rotate(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>) -> Result<()> {
+        let last_seq = q.last_seq;
+        self.rotate_now(db, last_seq)
     }
 
-    /// The rotation itself; only the current leader may call it.
-    fn rotate_now(&self, db: &DbInner) -> Result<()> {
+    /// The rotation itself; only the current leader may call it. `last_seq`
+    /// is the highest sequence number assigned so far.
+    fn rotate_now(&self, db: &DbInner, last_seq: u64) -> Result<()> {
         if db.super_version().mem.is_empty() {
             return Ok(());
         }
@@ -350,11 +365,7 @@ impl CommitPipeline {
             // a later WAL never survives a crash that an earlier one didn't.
             let mut wal = self.wal.lock();
             wal.log.sync()?;
-            *wal = Wal {
-                log,
-                number,
-                dirty: false,
-            };
+            *wal = Wal { log, dirty: false };
         }
         let mut st = db.state.lock();
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
@@ -362,6 +373,7 @@ impl CommitPipeline {
         st.imm.push_back(Arc::new(ImmutableMemTable {
             mem: old,
             wal_number: old_wal,
+            last_seq,
         }));
         db.install_super_version(&st);
         drop(st);
@@ -373,14 +385,16 @@ impl CommitPipeline {
 impl CommitPipeline {
     /// Gives prepared files one sequence number and places them: straight
     /// into the tree if nothing in memory overlaps them, else as a flushable
-    /// entry behind the (rotated) memtable. Never waits for a flush.
+    /// entry behind the memtable. Never waits for a flush or a disk sync:
+    /// the MANIFEST record is written unsynced and the caller syncs it after
+    /// leaving the commit queue.
     fn ingest(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>, job: IngestJob) -> Result<()> {
         if let Some(e) = db.bg_error() {
             return Err(e);
         }
-        let start = Instant::now();
         let sv = db.super_version();
         let overlap = ingest::overlaps_memory(&sv.mem, &sv.imm, &job.files);
+        drop(sv);
         if overlap && !job.allow_overlap {
             return Err(Error::invalid(
                 "the files overlap a memtable and allow_overlap_with_memtable is off",
@@ -390,6 +404,7 @@ impl CommitPipeline {
         q.last_seq = seq;
         let bytes: u64 = job.files.iter().map(|f| f.size).sum();
         let r = MutexGuard::unlocked(q, || -> Result<IngestResult> {
+            let n = job.files.len();
             let result = if !overlap {
                 let mut st = db.state.lock();
                 let v = st.versions.current();
@@ -404,7 +419,7 @@ impl CommitPipeline {
                     edit.add_file(l, f.meta(seq));
                     levels.push(Some(l));
                 }
-                st.versions.log_and_apply(edit, seq)?;
+                st.versions.log_and_apply_unsynced(edit, seq)?;
                 db.install_super_version(&st);
                 IngestResult {
                     sequence: seq,
@@ -413,27 +428,34 @@ impl CommitPipeline {
                     flushable: false,
                 }
             } else {
-                // The memtable holds older data that the files must shadow:
-                // it goes into the queue first, then the files. It must get a
-                // WAL of its own: once it is flushed its WAL is retired, and a
-                // WAL shared with later data would be replayed on reopen,
-                // putting the flushed (older) data back into L0 above the
-                // ingested files.
-                self.rotate_now(db)?;
-                let wal_number = {
-                    let mut wal = self.wal.lock();
-                    wal.log
-                        .add_record(&ingest::encode_record(seq, &job.files))?;
-                    wal.dirty = false;
-                    wal.log.sync()?;
-                    wal.number
-                };
+                // Opened before taking the state lock: reads through the
+                // flushable need the tables, at this sequence number.
                 let mut tables = Vec::new();
                 for f in &job.files {
                     tables.push(db.table_cache.get(&f.meta(seq))?);
                 }
                 let mut st = db.state.lock();
-                let n = job.files.len();
+                // The memtable holds older data that the files must shadow:
+                // it goes into the queue first, then the files. Both keep
+                // the current WAL, and so does the next memtable: the
+                // MANIFEST's flushed sequence tells recovery which of the
+                // WAL's records are already in tables, so no new WAL (and
+                // no WAL sync) is needed here.
+                let wal_number = st.mem_wal;
+                if !st.mem.is_empty() {
+                    let fresh = Arc::new(MemTable::new(db.new_file_number()));
+                    let old = std::mem::replace(&mut st.mem, fresh);
+                    st.imm.push_back(Arc::new(ImmutableMemTable {
+                        mem: old,
+                        wal_number,
+                        last_seq: seq - 1,
+                    }));
+                }
+                let edit = crate::version::VersionEdit {
+                    queued_files: job.files.iter().map(|f| f.meta(seq)).collect(),
+                    ..Default::default()
+                };
+                st.versions.log_and_apply_unsynced(edit, seq)?;
                 st.imm.push_back(Arc::new(ingest::IngestedFlushable {
                     id: seq,
                     wal_number,
@@ -464,9 +486,6 @@ impl CommitPipeline {
         };
         db.stats.ingests.fetch_add(1, Ordering::Relaxed);
         db.stats.bytes_ingested.fetch_add(bytes, Ordering::Relaxed);
-        db.stats
-            .ingest_micros
-            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
         *job.result.lock() = Some(result);
         Ok(())
     }

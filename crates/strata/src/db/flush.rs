@@ -1,6 +1,8 @@
 //! The flush thread: writes the oldest immutable memtable to an L0 table,
-//! records it in the MANIFEST together with the new oldest live WAL, drops
-//! the memtable from the queue, and deletes files nothing needs any more.
+//! records it in the MANIFEST together with the new oldest live WAL and the
+//! flushed sequence number (a WAL may be shared by several queue entries),
+//! drops the memtable from the queue, and deletes files nothing needs any
+//! more.
 //!
 //! Flushing one entry at a time, oldest first, keeps the invariant that L0
 //! files are newer than everything below them and older than everything
@@ -76,6 +78,7 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     // memtable's.
     let next_wal = st.imm.get(1).map(|f| f.wal_number()).unwrap_or(st.mem_wal);
     edit.log_number = Some(next_wal);
+    edit.flushed_seq = Some(imm.last_seq());
     let seq = db.visible_seq.load(Ordering::Acquire).max(largest_seq);
     st.versions.log_and_apply(edit, seq)?;
     st.imm.pop_front();
@@ -108,6 +111,7 @@ fn place_ingested(
     let next_wal = st.imm.get(1).map(|f| f.wal_number()).unwrap_or(st.mem_wal);
     edit.log_number = Some(next_wal);
     edit.ingested_seq = Some(ing.seq);
+    edit.flushed_seq = Some(ing.seq);
     let seq = db.visible_seq.load(Ordering::Acquire).max(ing.seq);
     st.versions.log_and_apply(edit, seq)?;
     st.imm.pop_front();

@@ -1,11 +1,13 @@
 //! Flushables: what waits in the immutable queue between the active
-//! memtable and L0. Today that is a full memtable; ingested files that
-//! overlap a memtable will join the same queue, so the queue holds trait
-//! objects and the read path treats every entry alike.
+//! memtable and the tree: full memtables, and ingested files that overlapped
+//! a memtable. The queue holds trait objects and the read path treats every
+//! entry alike.
 //!
 //! Invariant: entries are ordered by age; every sequence number in an entry
 //! is larger than every one in the entries behind it (older) and smaller
 //! than every one in the entries ahead of it and in the active memtable.
+//! Several entries may share one WAL; `last_seq` tells recovery which of
+//! its records are already in tables.
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -19,6 +21,10 @@ pub trait Flushable: Send + Sync {
     /// The WAL holding this entry's data; it may be deleted once this entry
     /// and every older one are flushed.
     fn wal_number(&self) -> u64;
+    /// Every sequence number of this entry (and of older entries) is at most
+    /// this; once the entry is in the tree the MANIFEST's flushed sequence
+    /// moves up to it.
+    fn last_seq(&self) -> u64;
     /// Newest point entry for `user_key` at `snapshot` (tombstones not applied).
     fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>>;
     fn range_tombstones(&self) -> Vec<RangeTombstone>;
@@ -44,6 +50,8 @@ pub trait Flushable: Send + Sync {
 pub struct ImmutableMemTable {
     pub mem: Arc<MemTable>,
     pub wal_number: u64,
+    /// The highest sequence number assigned when it stopped taking writes.
+    pub last_seq: u64,
 }
 
 impl Flushable for ImmutableMemTable {
@@ -52,6 +60,9 @@ impl Flushable for ImmutableMemTable {
     }
     fn wal_number(&self) -> u64 {
         self.wal_number
+    }
+    fn last_seq(&self) -> u64 {
+        self.last_seq
     }
     fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
         Ok(self.mem.get(user_key, snapshot))

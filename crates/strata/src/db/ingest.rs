@@ -14,12 +14,18 @@
 //!    MANIFEST edit puts each file at the lowest level where nothing in the
 //!    levels above (or that level) overlaps it and no running compaction is
 //!    writing its range. Otherwise the files join the immutable queue as one
-//!    *flushable* entry behind the memtable they overlap (which is rotated
-//!    first): visible to reads at once, recorded in the new WAL, and placed
-//!    at their own best level when the queue reaches them.
+//!    *flushable* entry behind the memtable they overlap (which is moved to
+//!    the queue first, keeping its WAL): visible to reads at once, recorded
+//!    in the MANIFEST as queued, and placed at their own best level when the
+//!    queue reaches them.
+//! 4. **Sync**: either way the commit writes one MANIFEST record without
+//!    waiting for the disk, publishes the sequence number and lets the
+//!    writes behind it go; the ingesting caller then syncs the MANIFEST
+//!    before it returns. Writes queued behind an ingestion therefore never
+//!    wait for its sync.
 //!
-//! All files of one call appear together or not at all: one MANIFEST edit,
-//! or one WAL record. Files linked by an ingestion that never committed are
+//! All files of one call appear together or not at all: one MANIFEST
+//! record. Files linked by an ingestion that never committed are
 //! unreferenced and deleted at the next open.
 
 use super::filenames;
@@ -33,7 +39,6 @@ use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::sstable::{Found, RangeTombstone, Table, TableOptions};
-use crate::util::coding::{put_varint64, Reader};
 use crate::version::{FileMeta, Version, NUM_LEVELS};
 use crate::vfs::OsVfs;
 use crate::vfs::Vfs;
@@ -433,6 +438,9 @@ impl Flushable for IngestedFlushable {
     fn wal_number(&self) -> u64 {
         self.wal_number
     }
+    fn last_seq(&self) -> u64 {
+        self.seq
+    }
     fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
         if snapshot < self.seq {
             return Ok(None);
@@ -479,78 +487,4 @@ impl Flushable for IngestedFlushable {
     fn ingested(&self) -> Option<&IngestedFlushable> {
         Some(self)
     }
-}
-
-/// WAL record of a flushable ingestion: a write-batch header with count 1
-/// and Strata's tag 0x40, then the file numbers. RocksDB's WriteBatch
-/// format has no such tag, so no tool mistakes it for data.
-pub(crate) const INGEST_TAG: u8 = 0x40;
-
-pub(crate) fn encode_record(seq: u64, files: &[Prepared]) -> Vec<u8> {
-    let mut r = Vec::new();
-    r.extend_from_slice(&seq.to_le_bytes());
-    r.extend_from_slice(&1u32.to_le_bytes());
-    r.push(INGEST_TAG);
-    put_varint64(&mut r, files.len() as u64);
-    for f in files {
-        put_varint64(&mut r, f.number);
-    }
-    r
-}
-
-/// Decodes an ingestion record: `Some((seq, file numbers))`, or `None` if
-/// the record is an ordinary write batch.
-pub(crate) fn decode_record(rec: &[u8]) -> Option<std::result::Result<(u64, Vec<u64>), String>> {
-    if rec.len() < 13 || rec[12] != INGEST_TAG {
-        return None;
-    }
-    let seq = u64::from_le_bytes(rec[..8].try_into().ok()?);
-    let mut r = Reader::new(&rec[13..]);
-    let mut parse = || -> Option<Vec<u64>> {
-        let n = r.varint64()?;
-        (0..n).map(|_| r.varint64()).collect()
-    };
-    Some(
-        parse()
-            .map(|v| (seq, v))
-            .ok_or_else(|| "truncated ingestion record".to_string()),
-    )
-}
-
-/// The MANIFEST record of ingested file `number` found in a WAL at recovery.
-pub(crate) fn recovered_meta(vfs: &dyn Vfs, dir: &Path, number: u64, seq: u64) -> Result<FileMeta> {
-    let path = filenames::table(dir, number);
-    let t = Table::open_in(
-        vfs,
-        &path,
-        TableOptions {
-            global_seqno: Some(0),
-            ..TableOptions::default()
-        },
-    )?;
-    let mut it = t.iter();
-    it.seek_to_first();
-    let first = it.valid().then(|| key::user_key(it.key()).to_vec());
-    it.seek_to_last();
-    let last = it.valid().then(|| key::user_key(it.key()).to_vec());
-    it.status()?;
-    let Some((lo, hi, exclusive)) = bounds(first.zip(last), t.range_tombstones()) else {
-        return Err(Error::corruption(
-            path.display().to_string(),
-            0,
-            "ingested file holds no entries",
-        ));
-    };
-    let p = t.properties();
-    Ok(Prepared {
-        number,
-        size: t.file_size(),
-        smallest_user: lo,
-        largest_user: hi,
-        largest_exclusive: exclusive,
-        num_entries: p.num_entries.saturating_sub(p.num_range_deletions),
-        num_deletions: p.num_deletions.saturating_sub(p.num_range_deletions),
-        num_range_deletions: p.num_range_deletions,
-    }
-    .meta(seq))
 }

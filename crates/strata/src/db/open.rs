@@ -76,8 +76,36 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         .collect();
     wals.sort_unstable();
     let mut last_seq = versions.last_sequence();
+    let flushed_seq = versions.flushed_seq();
+    // Ingestions that were waiting in the immutable queue go back in
+    // sequence order among the replayed records: what was replayed before
+    // one is older, so it is written to L0 first, then the files.
+    let mut queued: VecDeque<(u64, Vec<FileMeta>)> = versions.queued_ingestions().into();
+    let mut placed_seq = None;
     let mut edit = VersionEdit::default();
     let mut mem = Arc::new(MemTable::new(0));
+    let mut place_queued_before = |seq: u64,
+                                   mem: &mut Arc<MemTable>,
+                                   edit: &mut VersionEdit,
+                                   versions: &VersionSet|
+     -> Result<()> {
+        while queued.front().is_some_and(|(s, _)| *s < seq) {
+            let Some((s, files)) = queued.pop_front() else {
+                break;
+            };
+            let m = std::mem::replace(mem, Arc::new(MemTable::new(0)));
+            if !m.is_empty() {
+                for f in write_table(vfs.as_ref(), dir, versions, &opts.sst, &m)? {
+                    edit.add_file(0, f);
+                }
+            }
+            for f in files {
+                edit.add_file(0, f);
+            }
+            placed_seq = Some(s);
+        }
+        Ok(())
+    };
     for (i, &w) in wals.iter().enumerate() {
         let path = filenames::wal(dir, w);
         let name = path.display().to_string();
@@ -88,32 +116,19 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         );
         while let Some(rec) = r.read_record()? {
             let off = r.last_record_offset();
-            if let Some(ing) = super::ingest::decode_record(&rec) {
-                // An ingestion that was waiting in the immutable queue: what
-                // was replayed before it is older, so it goes to L0 first,
-                // then the files, also in L0.
-                let (seq, numbers) = ing.map_err(|m| Error::corruption(&name, off, m))?;
-                last_seq = last_seq.max(seq);
-                // Already placed in the tree before the crash (the MANIFEST
-                // records the highest placed queued ingestion).
-                if seq <= versions.ingested_seq() {
-                    continue;
-                }
-                let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &m)? {
-                    edit.add_file(0, f);
-                }
-                for n in numbers {
-                    edit.add_file(0, super::ingest::recovered_meta(vfs.as_ref(), dir, n, seq)?);
-                }
-                last_seq = last_seq.max(seq);
+            let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
+            if b.count() == 0 {
                 continue;
             }
-            let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
-            apply(&mem, &b)?;
-            if b.count() > 0 {
-                last_seq = last_seq.max(b.sequence() + b.count() as u64 - 1);
+            let b_last = b.sequence() + b.count() as u64 - 1;
+            last_seq = last_seq.max(b_last);
+            // Already in a table: the WAL was shared with a memtable that
+            // was flushed before the crash.
+            if b_last <= flushed_seq {
+                continue;
             }
+            place_queued_before(b.sequence(), &mut mem, &mut edit, &versions)?;
+            apply(&mem, &b)?;
             if mem.approximate_memory_usage() >= opts.memtable_size {
                 let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
                 for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &m)? {
@@ -134,11 +149,17 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
             }
         }
     }
+    place_queued_before(u64::MAX, &mut mem, &mut edit, &versions)?;
+    if let Some(s) = placed_seq {
+        last_seq = last_seq.max(s);
+        edit.ingested_seq = Some(s);
+    }
     if !mem.is_empty() {
         for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &mem)? {
             edit.add_file(0, f);
         }
     }
+    edit.flushed_seq = Some(last_seq);
 
     // A fresh WAL; everything older is now in tables.
     let wal_number = versions.new_file_number();
@@ -179,14 +200,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         flush_done_cv: Condvar::new(),
-        commit: CommitPipeline::new(
-            last_seq,
-            Wal {
-                log,
-                number: wal_number,
-                dirty: false,
-            },
-        ),
+        commit: CommitPipeline::new(last_seq, Wal { log, dirty: false }),
         visible_seq: AtomicU64::new(last_seq),
         next_file,
         table_cache,

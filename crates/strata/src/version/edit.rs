@@ -10,8 +10,10 @@
 //! | 3 | next file number | varint64 |
 //! | 4 | last sequence | varint64 |
 //! | 6 | deleted file | varint32 level, varint64 number |
-//! | 8 | placed ingestion | varint64: the highest sequence number of an ingestion that went through the immutable queue and is now in the tree (its WAL record must not be replayed) |
 //! | 7 | new file | varint32 level, varint64 number, varint64 size, length-prefixed smallest and largest internal keys, varint64 smallest and largest sequence, then optional fields (varint32 tag, length-prefixed value) ended by tag 0 |
+//! | 8 | placed ingestion | varint64: the highest sequence number of an ingestion that went through the immutable queue and is now in the tree; every queued ingestion at or below it is placed |
+//! | 9 | queued ingested file | as tag 7 (level written as 0): a file of an ingestion waiting in the immutable queue, identified by its global sequence number; recovery puts it back in sequence order among the replayed WAL records |
+//! | 10 | flushed sequence | varint64: every WAL record at or below it is in a table (WALs may be shared by memtables, so this, not the log number alone, says what to replay) |
 //!
 //! New-file optional fields: 1 = global sequence number (varint64, ingested
 //! files), 2 = entries (varint64), 3 = deletions (varint64), 4 = range
@@ -27,6 +29,8 @@ const TAG_LAST_SEQUENCE: u32 = 4;
 const TAG_DELETED_FILE: u32 = 6;
 const TAG_NEW_FILE: u32 = 7;
 const TAG_INGESTED_SEQ: u32 = 8;
+const TAG_QUEUED_FILE: u32 = 9;
+const TAG_FLUSHED_SEQ: u32 = 10;
 
 const FIELD_END: u32 = 0;
 const FIELD_GLOBAL_SEQNO: u32 = 1;
@@ -101,8 +105,12 @@ pub struct VersionEdit {
     pub next_file_number: Option<u64>,
     pub last_sequence: Option<u64>,
     pub ingested_seq: Option<u64>,
+    pub flushed_seq: Option<u64>,
     pub deleted_files: Vec<(usize, u64)>,
     pub new_files: Vec<(usize, FileMeta)>,
+    /// Files of ingestions waiting in the immutable queue (each carries its
+    /// ingestion's sequence number as `global_seqno`).
+    pub queued_files: Vec<FileMeta>,
 }
 
 impl VersionEdit {
@@ -125,6 +133,7 @@ impl VersionEdit {
             (TAG_NEXT_FILE, self.next_file_number),
             (TAG_LAST_SEQUENCE, self.last_sequence),
             (TAG_INGESTED_SEQ, self.ingested_seq),
+            (TAG_FLUSHED_SEQ, self.flushed_seq),
         ] {
             if let Some(v) = v {
                 put_varint32(&mut b, tag);
@@ -138,28 +147,11 @@ impl VersionEdit {
         }
         for (level, f) in &self.new_files {
             put_varint32(&mut b, TAG_NEW_FILE);
-            put_varint32(&mut b, *level as u32);
-            put_varint64(&mut b, f.number);
-            put_varint64(&mut b, f.size);
-            put_length_prefixed(&mut b, &f.smallest);
-            put_length_prefixed(&mut b, &f.largest);
-            put_varint64(&mut b, f.smallest_seq);
-            put_varint64(&mut b, f.largest_seq);
-            let mut field = |tag: u32, v: u64| {
-                put_varint32(&mut b, tag);
-                let mut x = Vec::new();
-                put_varint64(&mut x, v);
-                put_length_prefixed(&mut b, &x);
-            };
-            if let Some(g) = f.global_seqno {
-                field(FIELD_GLOBAL_SEQNO, g);
-            }
-            field(FIELD_ENTRIES, f.num_entries);
-            field(FIELD_DELETIONS, f.num_deletions);
-            if f.num_range_deletions > 0 {
-                field(FIELD_RANGE_DELETIONS, f.num_range_deletions);
-            }
-            put_varint32(&mut b, FIELD_END);
+            encode_file(&mut b, *level, f);
+        }
+        for f in &self.queued_files {
+            put_varint32(&mut b, TAG_QUEUED_FILE);
+            encode_file(&mut b, 0, f);
         }
         b
     }
@@ -195,49 +187,88 @@ impl VersionEdit {
                     e.deleted_files.push((level, n));
                 }
                 TAG_NEW_FILE => {
-                    let bad = || short("new file");
-                    let level = r.varint32().ok_or_else(bad)? as usize;
-                    let mut f = FileMeta {
-                        number: r.varint64().ok_or_else(bad)?,
-                        size: r.varint64().ok_or_else(bad)?,
-                        smallest: r.length_prefixed().ok_or_else(bad)?.to_vec(),
-                        largest: r.length_prefixed().ok_or_else(bad)?.to_vec(),
-                        smallest_seq: r.varint64().ok_or_else(bad)?,
-                        largest_seq: r.varint64().ok_or_else(bad)?,
-                        global_seqno: None,
-                        num_entries: 0,
-                        num_deletions: 0,
-                        num_range_deletions: 0,
-                    };
-                    if f.smallest.len() < 8 || f.largest.len() < 8 {
-                        return Err("version edit: file bound shorter than an internal key".into());
-                    }
-                    loop {
-                        let t = r.varint32().ok_or_else(bad)?;
-                        if t == FIELD_END {
-                            break;
-                        }
-                        let v = r.length_prefixed().ok_or_else(bad)?;
-                        let n = crate::util::coding::get_varint64(v)
-                            .map(|(n, _)| n)
-                            .ok_or_else(bad)?;
-                        match t {
-                            FIELD_GLOBAL_SEQNO => f.global_seqno = Some(n),
-                            FIELD_ENTRIES => f.num_entries = n,
-                            FIELD_DELETIONS => f.num_deletions = n,
-                            FIELD_RANGE_DELETIONS => f.num_range_deletions = n,
-                            other => {
-                                return Err(format!("version edit: unknown file field {other}"))
-                            }
-                        }
-                    }
+                    let (level, f) = decode_file(&mut r)?;
                     e.new_files.push((level, f));
+                }
+                TAG_QUEUED_FILE => {
+                    let (_, f) = decode_file(&mut r)?;
+                    if f.global_seqno.is_none() {
+                        return Err("version edit: queued file without a sequence number".into());
+                    }
+                    e.queued_files.push(f);
+                }
+                TAG_FLUSHED_SEQ => {
+                    e.flushed_seq = Some(r.varint64().ok_or_else(|| short("flushed sequence"))?)
                 }
                 other => return Err(format!("version edit: unknown tag {other}")),
             }
         }
         Ok(e)
     }
+}
+
+fn encode_file(b: &mut Vec<u8>, level: usize, f: &FileMeta) {
+    put_varint32(b, level as u32);
+    put_varint64(b, f.number);
+    put_varint64(b, f.size);
+    put_length_prefixed(b, &f.smallest);
+    put_length_prefixed(b, &f.largest);
+    put_varint64(b, f.smallest_seq);
+    put_varint64(b, f.largest_seq);
+    let mut field = |tag: u32, v: u64| {
+        put_varint32(b, tag);
+        let mut x = Vec::new();
+        put_varint64(&mut x, v);
+        put_length_prefixed(b, &x);
+    };
+    if let Some(g) = f.global_seqno {
+        field(FIELD_GLOBAL_SEQNO, g);
+    }
+    field(FIELD_ENTRIES, f.num_entries);
+    field(FIELD_DELETIONS, f.num_deletions);
+    if f.num_range_deletions > 0 {
+        field(FIELD_RANGE_DELETIONS, f.num_range_deletions);
+    }
+    put_varint32(b, FIELD_END);
+}
+
+fn decode_file(r: &mut Reader<'_>) -> Result<(usize, FileMeta), String> {
+    let short = |what: &str| format!("version edit: truncated {what}");
+    let bad = || short("new file");
+    let level = r.varint32().ok_or_else(bad)? as usize;
+    let mut f = FileMeta {
+        number: r.varint64().ok_or_else(bad)?,
+        size: r.varint64().ok_or_else(bad)?,
+        smallest: r.length_prefixed().ok_or_else(bad)?.to_vec(),
+        largest: r.length_prefixed().ok_or_else(bad)?.to_vec(),
+        smallest_seq: r.varint64().ok_or_else(bad)?,
+        largest_seq: r.varint64().ok_or_else(bad)?,
+        global_seqno: None,
+        num_entries: 0,
+        num_deletions: 0,
+        num_range_deletions: 0,
+    };
+    if f.smallest.len() < 8 || f.largest.len() < 8 {
+        return Err("version edit: file bound shorter than an internal key".into());
+    }
+    loop {
+        let t = r.varint32().ok_or_else(bad)?;
+        if t == FIELD_END {
+            break;
+        }
+        let v = r.length_prefixed().ok_or_else(bad)?;
+        let n = crate::util::coding::get_varint64(v)
+            .map(|(n, _)| n)
+            .ok_or_else(bad)?;
+        match t {
+            FIELD_GLOBAL_SEQNO => f.global_seqno = Some(n),
+            FIELD_ENTRIES => f.num_entries = n,
+            FIELD_DELETIONS => f.num_deletions = n,
+            FIELD_RANGE_DELETIONS => f.num_range_deletions = n,
+            other => return Err(format!("version edit: unknown file field {other}")),
+        }
+    }
+    Ok((level, f))
 }
 
 #[cfg(test)]
@@ -268,8 +299,11 @@ mod tests {
             next_file_number: Some(40),
             last_sequence: Some(1 << 50),
             ingested_seq: Some(77),
+            flushed_seq: Some(70),
             ..Default::default()
         };
+        e.queued_files.push(file(30));
+        e.queued_files.push(file(32));
         e.delete_file(0, 7);
         e.delete_file(3, 9);
         e.add_file(0, file(20));

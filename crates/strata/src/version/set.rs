@@ -4,7 +4,12 @@
 //!
 //! Durability rule: an edit is applied to the in-memory version only after
 //! its MANIFEST record is synced, so what readers see never runs ahead of
-//! what recovery will rebuild. `CURRENT` names the live MANIFEST and is
+//! what recovery will rebuild. The one exception is an ingestion
+//! (`log_and_apply_unsynced`): its record is written to the operating system
+//! and applied at once so the commit pipeline need not wait for a disk
+//! sync, and the ingesting caller then syncs (`sync_manifest`) before it is
+//! told the ingestion succeeded; a synced write also syncs the MANIFEST
+//! first, so no acknowledged write outlives an ingestion it followed. `CURRENT` names the live MANIFEST and is
 //! replaced by writing a temporary file, syncing it and renaming it over
 //! `CURRENT` (atomic), then syncing the directory.
 //!
@@ -12,6 +17,7 @@
 //! version, and a MANIFEST that grows past `MAX_MANIFEST_BYTES` is replaced
 //! the same way, so recovery never replays an unbounded history.
 
+use super::edit::FileMeta;
 use super::edit::{VersionEdit, COMPARATOR};
 use super::version::Version;
 use crate::db::filenames;
@@ -19,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::vfs::{self, Vfs};
 use crate::wal::reader::{LogReader, TailPolicy};
 use crate::wal::writer::LogWriter;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -41,6 +47,12 @@ pub struct VersionSet {
     last_sequence: u64,
     /// Highest sequence number of a queued ingestion now in the tree.
     ingested_seq: u64,
+    /// Every WAL record at or below this sequence number is in a table.
+    flushed_seq: u64,
+    /// Ingestions waiting in the immutable queue, by sequence number.
+    queued: BTreeMap<u64, Vec<FileMeta>>,
+    /// A record was written without a sync.
+    unsynced: bool,
     /// Every version installed, to know which files readers may still use:
     /// a reader holds its version through an `Arc`, so a version whose
     /// weak reference still upgrades is in use.
@@ -68,6 +80,9 @@ impl VersionSet {
             log_number: 0,
             last_sequence: 0,
             ingested_seq: 0,
+            flushed_seq: 0,
+            queued: BTreeMap::new(),
+            unsynced: false,
             handed_out: Vec::new(),
         };
         let v = Arc::downgrade(&set.current);
@@ -102,6 +117,8 @@ impl VersionSet {
         let mut version = Version::new();
         let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
         let mut ingested_seq = 0;
+        let mut flushed_seq = 0;
+        let mut queued: BTreeMap<u64, Vec<FileMeta>> = BTreeMap::new();
         let mut saw_any = false;
         while let Some(rec) = reader.read_record()? {
             let off = reader.last_record_offset();
@@ -116,6 +133,9 @@ impl VersionSet {
             next_file = edit.next_file_number.or(next_file);
             last_seq = edit.last_sequence.or(last_seq);
             ingested_seq = ingested_seq.max(edit.ingested_seq.unwrap_or(0));
+            flushed_seq = flushed_seq.max(edit.flushed_seq.unwrap_or(0));
+            add_queued(&mut queued, &edit.queued_files);
+            queued.retain(|&s, _| s > ingested_seq);
             saw_any = true;
         }
         let missing = |what: &str| Error::corruption(&mname, 0, format!("MANIFEST has no {what}"));
@@ -137,6 +157,9 @@ impl VersionSet {
             log_number: log_number.unwrap_or(0),
             last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
             ingested_seq,
+            flushed_seq,
+            queued,
+            unsynced: false,
             handed_out: Vec::new(),
         };
         let v = Arc::downgrade(&set.current);
@@ -160,12 +183,15 @@ impl VersionSet {
         e.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
         e.last_sequence = Some(self.last_sequence);
         e.ingested_seq = Some(self.ingested_seq);
+        e.flushed_seq = Some(self.flushed_seq);
+        e.queued_files = self.queued.values().flatten().cloned().collect();
         w.add_record(&e.encode())?;
         w.sync()?;
         set_current(self.vfs.as_ref(), &self.dir, number)?;
         let old = self.manifest_number;
         self.manifest = Some(w);
         self.manifest_number = number;
+        self.unsynced = false;
         if old != 0 {
             let _ = self.vfs.remove(&filenames::manifest(&self.dir, old));
         }
@@ -205,6 +231,17 @@ impl VersionSet {
         self.ingested_seq
     }
 
+    /// WAL records with this sequence number or lower are in tables.
+    pub fn flushed_seq(&self) -> u64 {
+        self.flushed_seq
+    }
+
+    /// Ingestions recorded as waiting in the immutable queue and not yet
+    /// placed, oldest first: `(sequence number, files)`.
+    pub fn queued_ingestions(&self) -> Vec<(u64, Vec<FileMeta>)> {
+        self.queued.iter().map(|(&s, f)| (s, f.clone())).collect()
+    }
+
     pub fn manifest_number(&self) -> u64 {
         self.manifest_number
     }
@@ -212,10 +249,46 @@ impl VersionSet {
     /// Records `edit` durably, then makes the resulting version current.
     /// `last_sequence` is the highest sequence number whose data the new
     /// version (plus live WALs) holds.
-    pub fn log_and_apply(
+    pub fn log_and_apply(&mut self, edit: VersionEdit, last_sequence: u64) -> Result<Arc<Version>> {
+        self.log_and_maybe_sync(edit, last_sequence, true)
+    }
+
+    /// Like `log_and_apply`, but the record is only handed to the operating
+    /// system; the caller must call `sync_manifest` before acknowledging the
+    /// change to anyone. For ingestions, whose commit must not hold up the
+    /// writes queued behind them for a disk sync.
+    pub fn log_and_apply_unsynced(
+        &mut self,
+        edit: VersionEdit,
+        last_sequence: u64,
+    ) -> Result<Arc<Version>> {
+        self.log_and_maybe_sync(edit, last_sequence, false)
+    }
+
+    /// Makes every MANIFEST record written so far durable.
+    pub fn sync_manifest(&mut self) -> Result<()> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        let w = self
+            .manifest
+            .as_mut()
+            .ok_or_else(|| Error::invalid("version set has no MANIFEST open"))?;
+        w.sync()?;
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Whether some MANIFEST record is not yet durable.
+    pub fn has_unsynced(&self) -> bool {
+        self.unsynced
+    }
+
+    fn log_and_maybe_sync(
         &mut self,
         mut edit: VersionEdit,
         last_sequence: u64,
+        sync: bool,
     ) -> Result<Arc<Version>> {
         let mname = filenames::manifest(&self.dir, self.manifest_number)
             .display()
@@ -229,12 +302,24 @@ impl VersionSet {
             .as_mut()
             .ok_or_else(|| Error::invalid("version set has no MANIFEST open"))?;
         w.add_record(&edit.encode())?;
-        w.sync()?;
+        if sync {
+            w.sync()?;
+            self.unsynced = false;
+        } else {
+            w.flush()?;
+            self.unsynced = true;
+        }
         if let Some(l) = edit.log_number {
             self.log_number = self.log_number.max(l);
         }
+        add_queued(&mut self.queued, &edit.queued_files);
         if let Some(s) = edit.ingested_seq {
             self.ingested_seq = self.ingested_seq.max(s);
+            let placed = self.ingested_seq;
+            self.queued.retain(|&q, _| q > placed);
+        }
+        if let Some(s) = edit.flushed_seq {
+            self.flushed_seq = self.flushed_seq.max(s);
         }
         self.current = Arc::new(v);
         self.remember(Arc::downgrade(&self.current));
@@ -260,12 +345,22 @@ impl VersionSet {
     pub fn live_files(&mut self) -> HashSet<u64> {
         self.handed_out.retain(|w| w.strong_count() > 0);
         let mut live: HashSet<u64> = self.current.all_files().map(|(_, f)| f.number).collect();
+        live.extend(self.queued.values().flatten().map(|f| f.number));
         for w in &self.handed_out {
             if let Some(v) = w.upgrade() {
                 live.extend(v.all_files().map(|(_, f)| f.number));
             }
         }
         live
+    }
+}
+
+/// Groups queued files by their ingestion's sequence number.
+fn add_queued(queued: &mut BTreeMap<u64, Vec<FileMeta>>, files: &[FileMeta]) {
+    for f in files {
+        if let Some(s) = f.global_seqno {
+            queued.entry(s).or_default().push(f.clone());
+        }
     }
 }
 
