@@ -3,6 +3,7 @@
 //! compat helper is built) on RocksDB 7.8 in the same run, on the same
 //! input bytes.
 
+pub mod ingest_size;
 pub mod l0;
 pub mod w2;
 pub mod w3;
@@ -23,6 +24,8 @@ pub enum BenchCmd {
     W3(w3::W3Args),
     /// W4: foreground Put latency while ingesting.
     W4(w4::W4Args),
+    /// Ingest latency as a file vs. as a write batch, per file size.
+    IngestSize(ingest_size::IngestSizeArgs),
 }
 
 pub fn run(c: BenchCmd) -> Result<()> {
@@ -31,6 +34,7 @@ pub fn run(c: BenchCmd) -> Result<()> {
         BenchCmd::L0(a) => l0::run(a),
         BenchCmd::W3(a) => w3::run(a),
         BenchCmd::W4(a) => w4::run(a),
+        BenchCmd::IngestSize(a) => ingest_size::run(a),
     }
 }
 
