@@ -26,7 +26,7 @@ fn acknowledged_writes_survive_sigkill() {
     crash_rounds(false);
 }
 
-/// The same with an ingestion every 500 keys: after every kill, each
+/// The same with an ingestion every 100 keys: after every kill, each
 /// acknowledged ingestion is wholly present, and the one in flight is
 /// wholly present or wholly absent.
 #[test]
@@ -68,7 +68,7 @@ fn crash_rounds(ingest: bool) {
         cmd.args(["stress", "--sync", "--memtable-kib", "64", "--start"])
             .arg(next.to_string());
         if ingest {
-            cmd.args(["--ingest-every", "500", "--ingest-dir"])
+            cmd.args(["--ingest-every", "100", "--ingest-dir"])
                 .arg(dir.path().join(format!("ingest-{round}")));
         }
         let mut child = cmd

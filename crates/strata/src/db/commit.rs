@@ -465,7 +465,10 @@ impl CommitPipeline {
                 }));
                 db.install_super_version(&st);
                 drop(st);
-                db.bg_cv.notify_all();
+                // The flush thread is woken by the caller once it has left
+                // the commit slot: waking it here let it take the CPU
+                // while the writers behind this ingestion waited (about a
+                // millisecond on two cores, measured in W4).
                 db.stats.ingests_flushable.fetch_add(1, Ordering::Relaxed);
                 IngestResult {
                     sequence: seq,

@@ -384,6 +384,9 @@ impl Db {
                 self.inner
                     .commit
                     .commit(&self.inner, Job::Ingest(job), false)?;
+                // A queued ingestion needs the flush thread; woken only now
+                // that the commit queue has moved on.
+                self.inner.bg_cv.notify_all();
                 // The commit wrote the MANIFEST record without waiting for
                 // the disk, so the writes queued behind it could go on; the
                 // ingestion is durable, and may be reported, once it is
