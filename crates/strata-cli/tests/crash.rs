@@ -52,7 +52,15 @@ fn ingest_round(round: u64, near: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
+/// The two tests run one at a time: a child spawned by one test inherits,
+/// until it calls exec, the other test's open `LOCK` descriptor (an `flock`
+/// lock is shared through inherited descriptors), and on a loaded machine
+/// that window was long enough for the other test's next child to find the
+/// database locked.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn crash_rounds(ingest: bool) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rounds: usize = std::env::var("STRATA_CRASH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
