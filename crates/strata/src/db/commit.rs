@@ -333,6 +333,9 @@ impl CommitPipeline {
             }
             if queue_full {
                 stalled.get_or_insert_with(Instant::now);
+                // Ingestions need no room in the memtable: let them through
+                // while this group waits (the Pebble #4944 pitfall).
+                self.run_waiting_ingestions(db, q);
                 self.room_cv.wait_for(q, Duration::from_millis(100));
                 continue;
             }
@@ -342,6 +345,32 @@ impl CommitPipeline {
             db.record_stall("stop: memtable queue full", t.elapsed());
         }
         r
+    }
+
+    /// Runs the ingestions queued behind a stalled leader, ahead of it. They
+    /// take their sequence numbers now; the stalled group has none yet, so
+    /// order stays what the queue lock assigns. (A caller's own calls never
+    /// overtake each other: each waits for its previous call to return.)
+    fn run_waiting_ingestions(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>) {
+        let mut i = 1;
+        while i < q.writers.len() {
+            let is_ingest = matches!(*q.writers[i].job.lock(), Some(Job::Ingest(_)));
+            if !is_ingest {
+                i += 1;
+                continue;
+            }
+            let Some(w) = q.writers.remove(i) else {
+                break;
+            };
+            let job = w.job.lock().take();
+            let r = match job {
+                Some(Job::Ingest(j)) => self.ingest(db, q, j),
+                _ => Err(Error::invalid("writer has no job")),
+            };
+            *w.result.lock() = Some(r);
+            w.done.store(true, Ordering::Release);
+            w.cv.notify_one();
+        }
     }
 
     /// Starts a new WAL and memtable; the old memtable joins the immutable

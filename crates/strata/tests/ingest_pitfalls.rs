@@ -1,0 +1,274 @@
+//! The ingestion pitfalls other engines hit, each reproduced against
+//! Strata. A file system wrapper can hold back the creation of table files,
+//! which freezes flushes and compactions at a chosen moment:
+//!
+//! - Pebble #4944: an ingestion blocked for seconds while the memtable queue
+//!   was at its stop threshold. Here the queue is full and the flush is held,
+//!   and the ingestion must still return (and be readable) before the flush
+//!   is let go.
+//! - RocksDB #13091: a file overlapping only a running compaction's output
+//!   range was forced into L0. Here it must land just above the level that
+//!   compaction writes.
+//! - CockroachDB #80589: a file that merely touches a neighbour's boundary
+//!   (an exclusive range-tombstone end) was treated as overlapping. Here it
+//!   must go to the same level as the neighbour.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use strata::error::Result;
+use strata::sstable::{SstOptions, SstWriter};
+use strata::vfs::{MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use strata::{Db, IngestOptions, Options};
+
+/// MemVfs, except that a background job (a thread named `strata-...`)
+/// creating a `.sst` file waits while the gate is shut. Ingestions copy
+/// their files in from the caller's thread and pass.
+struct GateVfs {
+    inner: MemVfs,
+    shut: Mutex<bool>,
+    cv: Condvar,
+    /// Table creations waiting at the gate.
+    waiting: AtomicUsize,
+}
+
+impl GateVfs {
+    fn new() -> Arc<GateVfs> {
+        Arc::new(GateVfs {
+            inner: MemVfs::new(),
+            shut: Mutex::new(false),
+            cv: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+        })
+    }
+    fn set_shut(&self, shut: bool) {
+        *self.shut.lock().unwrap() = shut;
+        self.cv.notify_all();
+    }
+    /// Waits until some job is held at the gate.
+    fn wait_for_a_held_job(&self) {
+        for _ in 0..2000 {
+            if self.waiting.load(Ordering::SeqCst) > 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("no flush or compaction reached the gate");
+    }
+}
+
+impl Vfs for GateVfs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let background = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("strata-"));
+        if background && path.extension().is_some_and(|e| e == "sst") {
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            let mut shut = self.shut.lock().unwrap();
+            while *shut {
+                shut = self.cv.wait(shut).unwrap();
+            }
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.inner.create(path)
+    }
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_random(path)
+    }
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        self.inner.open_sequential(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.inner.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.link(from, to)
+    }
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
+        self.inner.lock(path)
+    }
+}
+
+fn open(vfs: &Arc<GateVfs>, memtable_size: usize) -> Db {
+    Db::open(
+        "/db",
+        Options {
+            vfs: Some(vfs.clone() as Arc<dyn Vfs>),
+            memtable_size,
+            max_immutable_memtables: 1,
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Writes an ingestible SST on the real file system (where callers' files
+/// live) with the given puts and range tombstones.
+fn sst(dir: &Path, name: &str, puts: &[&str], tombstones: &[(&str, &str)]) -> PathBuf {
+    let p = dir.join(name);
+    let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+    for (a, b) in tombstones {
+        w.delete_range(a.as_bytes(), b.as_bytes()).unwrap();
+    }
+    for k in puts {
+        w.put(k.as_bytes(), format!("ingested {k}").as_bytes())
+            .unwrap();
+    }
+    w.finish().unwrap();
+    p
+}
+
+fn files() -> IngestOptions {
+    IngestOptions {
+        small_file_bytes: 0,
+        ..IngestOptions::default()
+    }
+}
+
+#[test]
+fn a_full_memtable_queue_does_not_block_an_ingestion() {
+    let vfs = GateVfs::new();
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(open(&vfs, 4 << 10));
+    vfs.set_shut(true);
+    // A writer fills the memtable and the one-entry queue; the flush is
+    // held at the gate, so the writer stalls.
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for i in 0..400u32 {
+                db.put(format!("k{i:04}").as_bytes(), &[b'v'; 100]).unwrap();
+            }
+        })
+    };
+    vfs.wait_for_a_held_job();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!writer.is_finished(), "the writer should be stalled");
+    // An ingestion overlapping the memtable: it must not wait for room.
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let db = db.clone();
+        let p = sst(dir.path(), "a.sst", &["k0001", "k0002", "k9999"], &[]);
+        std::thread::spawn(move || {
+            let _ = tx.send(db.ingest(&[p], &files()));
+        });
+    }
+    let r = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the ingestion waited for the held flush")
+        .unwrap();
+    assert!(r.flushable, "it overlapped the memtable: {r:?}");
+    // Readable while the flush is still held.
+    assert_eq!(db.get(b"k9999").unwrap(), Some(b"ingested k9999".to_vec()));
+    assert!(
+        vfs.waiting.load(Ordering::SeqCst) > 0,
+        "the gate still holds"
+    );
+    vfs.set_shut(false);
+    writer.join().unwrap();
+    // Puts that came after the ingestion win over its keys.
+    assert_eq!(db.get(b"k0300").unwrap(), Some(vec![b'v'; 100]));
+    db.flush().unwrap();
+    assert_eq!(db.get(b"k9999").unwrap(), Some(b"ingested k9999".to_vec()));
+}
+
+#[test]
+fn a_running_compaction_does_not_force_a_file_into_l0() {
+    let vfs = GateVfs::new();
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(open(&vfs, 1 << 20));
+    // L6 gets [b] and [y]; then [a, c] and [x, z] overlap those and land in
+    // L5.
+    let r = db
+        .ingest(
+            &[
+                sst(dir.path(), "b.sst", &["b"], &[]),
+                sst(dir.path(), "y.sst", &["y"], &[]),
+            ],
+            &files(),
+        )
+        .unwrap();
+    assert_eq!(r.levels, vec![Some(6), Some(6)]);
+    let r = db
+        .ingest(
+            &[
+                sst(dir.path(), "ac.sst", &["a", "c"], &[]),
+                sst(dir.path(), "xz.sst", &["x", "z"], &[]),
+            ],
+            &files(),
+        )
+        .unwrap();
+    assert_eq!(r.levels, vec![Some(5), Some(5)]);
+    // Compacting [a, z] from L5 into L6 writes that whole range in L6; the
+    // gate holds it while it runs.
+    vfs.set_shut(true);
+    let compaction = {
+        let db = db.clone();
+        std::thread::Builder::new()
+            .name("strata-test-compact-range".into())
+            .spawn(move || db.compact_range(Some(b"a"), Some(b"z")))
+            .unwrap()
+    };
+    vfs.wait_for_a_held_job();
+    // [m, n] overlaps no file anywhere, only the running compaction's output
+    // range in L6: it goes to L5, not L0.
+    let r = db
+        .ingest(&[sst(dir.path(), "mn.sst", &["m", "n"], &[])], &files())
+        .unwrap();
+    assert_eq!(r.levels, vec![Some(5)], "just above the compaction's level");
+    vfs.set_shut(false);
+    compaction.join().unwrap().unwrap();
+    for k in ["a", "b", "c", "m", "n", "x", "y", "z"] {
+        assert_eq!(
+            db.get(k.as_bytes()).unwrap(),
+            Some(format!("ingested {k}").into_bytes()),
+            "{k}"
+        );
+    }
+}
+
+#[test]
+fn touching_a_boundary_is_not_overlapping() {
+    let vfs = GateVfs::new();
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&vfs, 1 << 20);
+    // [a, m) as a range tombstone with points before m: its end is exclusive.
+    let r = db
+        .ingest(
+            &[sst(dir.path(), "am.sst", &["a", "c"], &[("a", "m")])],
+            &files(),
+        )
+        .unwrap();
+    assert_eq!(r.levels, vec![Some(6)]);
+    // Starts exactly at m: touches [a, m) but shares no key with it.
+    let r = db
+        .ingest(&[sst(dir.path(), "mq.sst", &["m", "q"], &[])], &files())
+        .unwrap();
+    assert_eq!(r.levels, vec![Some(6)], "touching is not overlapping");
+    // Ends at a, which the first file holds: that does overlap.
+    let r = db
+        .ingest(&[sst(dir.path(), "0a.sst", &["0", "a"], &[])], &files())
+        .unwrap();
+    assert_eq!(r.levels, vec![Some(5)], "sharing key a overlaps");
+    assert_eq!(db.get(b"m").unwrap(), Some(b"ingested m".to_vec()));
+    assert_eq!(db.get(b"a").unwrap(), Some(b"ingested a".to_vec()));
+}
