@@ -48,6 +48,8 @@ pub(crate) enum Job {
 
 pub(crate) struct IngestJob {
     pub files: Vec<Prepared>,
+    /// The excise range; `files` then holds its range-tombstone file.
+    pub excise: Option<(Vec<u8>, Vec<u8>)>,
     pub allow_overlap: bool,
     pub result: Arc<Mutex<Option<IngestResult>>>,
 }
@@ -402,30 +404,54 @@ impl CommitPipeline {
         }
         let seq = q.last_seq + 1;
         q.last_seq = seq;
-        let bytes: u64 = job.files.iter().map(|f| f.size).sum();
+        let bytes: u64 = job
+            .files
+            .iter()
+            .filter(|f| !f.excise_tombstone)
+            .map(|f| f.size)
+            .sum();
         let r = MutexGuard::unlocked(q, || -> Result<IngestResult> {
-            let n = job.files.len();
+            let n = job.files.iter().filter(|f| !f.excise_tombstone).count();
             let result = if !overlap {
                 let mut st = db.state.lock();
+                // Held until the sequence number is published: a snapshot
+                // is either registered now (and seen here) or taken after
+                // the ingestion is visible, never older and unseen.
+                let snapshots = db.snapshots.lock();
+                let older_snapshot = snapshots.keys().next().is_some_and(|&s| s < seq);
+                let cut = job.excise.as_ref().filter(|_| !older_snapshot);
                 let v = st.versions.current();
-                let mut edit = crate::version::VersionEdit::default();
-                let mut levels = Vec::new();
-                for (f, l) in job
-                    .files
-                    .iter()
-                    .zip(ingest::place_all(&v, &job.files, &st.running))
-                {
-                    db.stats.record_ingested_file(l, f.size);
-                    edit.add_file(l, f.meta(seq));
-                    levels.push(Some(l));
+                let placed = ingest::placement(db, &v, &st.running, &job.files, seq, cut)?;
+                st.versions.log_and_apply_unsynced(placed.edit, seq)?;
+                if placed.excised.is_some() {
+                    // Readers without a snapshot must not read this version
+                    // below `seq` (see `read::read_seq`).
+                    st.excised_seq = seq;
                 }
-                st.versions.log_and_apply_unsynced(edit, seq)?;
                 db.install_super_version(&st);
+                db.visible_seq.store(seq, Ordering::Release);
+                drop(snapshots);
+                drop(st);
+                db.record_ingestion(
+                    seq,
+                    job.excise.as_ref(),
+                    placed.excised.as_ref(),
+                    &placed.added,
+                );
+                if placed.excised.is_some() {
+                    // The tombstone file is in no version and no MANIFEST
+                    // record: delete it now (a failure leaves it to the
+                    // obsolete-file pass).
+                    for f in job.files.iter().filter(|f| f.excise_tombstone) {
+                        let _ = db.vfs.remove(&filenames::table(&db.dir, f.number));
+                    }
+                }
                 IngestResult {
                     sequence: seq,
-                    levels,
+                    levels: placed.levels.into_iter().map(Some).collect(),
                     as_batch: false,
                     flushable: false,
+                    excised: placed.excised.is_some(),
                 }
             } else {
                 // Opened before taking the state lock: reads through the
@@ -462,8 +488,10 @@ impl CommitPipeline {
                     seq,
                     files: job.files,
                     tables,
+                    excise: job.excise,
                 }));
                 db.install_super_version(&st);
+                db.visible_seq.store(seq, Ordering::Release);
                 drop(st);
                 db.bg_cv.notify_all();
                 db.stats.ingests_flushable.fetch_add(1, Ordering::Relaxed);
@@ -472,9 +500,9 @@ impl CommitPipeline {
                     levels: vec![None; n],
                     as_batch: false,
                     flushable: true,
+                    excised: false,
                 }
             };
-            db.visible_seq.store(seq, Ordering::Release);
             Ok(result)
         });
         let result = match r {

@@ -27,7 +27,37 @@
 //! All files of one call appear together or not at all: one MANIFEST
 //! record. Files linked by an ingestion that never committed are
 //! unreferenced and deleted at the next open.
+//!
+//! **Ingest and excise** (`IngestOptions::excise`): everything the database
+//! held in `[start, end)` before the ingestion goes, without rewriting
+//! anything. Where the files are placed, in the same edit, `db::excise`
+//! deletes the files inside the range and replaces those reaching past it
+//! with virtual files; the ingested files are then placed against the cut
+//! version, so they can go to the bottom. Two things an excise cannot cut
+//! are handled by a *range-tombstone file* (one range tombstone
+//! `[start, end)` at the ingestion's sequence number, placed or queued with
+//! the ingestion; a tombstone deletes only older entries, so the ingested
+//! keys stay):
+//! - **memory**: memtables are not cut. The tombstone file is one of the
+//!   ingestion's files, so if a memtable or a queued entry overlaps the
+//!   range, the ingestion takes the flushable path and reads see the
+//!   tombstone while it waits in the queue. When the flush thread places it,
+//!   everything older is in the tree, so the range is excised then and the
+//!   tombstone file dropped. Recovery places a queued ingestion as it was
+//!   queued, tombstone file included (correct, just not cut).
+//! - **snapshots**: an ingestion's files have one sequence number, and a
+//!   snapshot older than it must still see the excised data. If any
+//!   registered snapshot is older than the ingestion when it is placed, the
+//!   tombstone file is placed instead of cutting (Pebble instead waits for
+//!   such snapshots or turns them into file-only snapshots). The check and
+//!   the publication of the sequence number happen under the snapshot lock,
+//!   so no snapshot older than the ingestion can appear after the check.
+//!
+//! `prepare` therefore writes the tombstone file for every excise, before
+//! it knows whether it will be needed (one tiny table; the commit, which
+//! decides, must not write files); an unused one is deleted at once.
 
+use super::excise::Excised;
 use super::filenames;
 use super::flushable::Flushable;
 use super::write_batch::WriteBatch;
@@ -39,7 +69,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::sstable::{Found, RangeTombstone, Table, TableOptions};
-use crate::version::{FileMeta, Version, NUM_LEVELS};
+use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 use crate::vfs::OsVfs;
 use crate::vfs::Vfs;
 use std::path::{Path, PathBuf};
@@ -63,9 +93,11 @@ pub struct IngestOptions {
     pub verify_checksums: bool,
     /// Ingest and excise: atomically delete every key in `[start, end)` that
     /// the database held before this ingestion (the ingested files' own keys
-    /// stay). Implemented as one extra file holding a single range tombstone
-    /// at the ingestion's sequence number, placed in the same MANIFEST edit
-    /// or queue entry; nothing outside the range is rewritten.
+    /// stay). Files inside the range leave the version and files reaching
+    /// past it are replaced by virtual files (no data is rewritten), in the
+    /// same MANIFEST edit as the ingested files, which can then go to the
+    /// bottom. Falls back to a range-tombstone file when memory or an older
+    /// snapshot sees the range (see the module documentation).
     pub excise: Option<(Vec<u8>, Vec<u8>)>,
 }
 
@@ -85,11 +117,17 @@ impl Default for IngestOptions {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngestResult {
     pub sequence: u64,
-    /// Level each file landed on (empty when applied as a batch; `None`
-    /// entries for files waiting in the flushable queue).
+    /// Level each of the caller's files landed on, in the caller's order
+    /// (empty when applied as a batch; `None` entries for files waiting in
+    /// the flushable queue).
     pub levels: Vec<Option<usize>>,
     pub as_batch: bool,
     pub flushable: bool,
+    /// The excise (if any) cut the tree in this call's MANIFEST edit; false
+    /// when it was left to a range-tombstone file (queued behind memory,
+    /// which the flush thread may still cut when it places the files, or
+    /// held back by an older snapshot).
+    pub excised: bool,
 }
 
 /// A prepared file: linked into the database, bounds known.
@@ -103,6 +141,9 @@ pub struct Prepared {
     pub num_entries: u64,
     pub num_deletions: u64,
     pub num_range_deletions: u64,
+    /// The range-tombstone file of an excise (written by `prepare`, not the
+    /// caller's): placed only when the range is not cut.
+    pub excise_tombstone: bool,
 }
 
 impl Prepared {
@@ -126,6 +167,7 @@ impl Prepared {
             num_entries: self.num_entries,
             num_deletions: self.num_deletions,
             num_range_deletions: self.num_range_deletions,
+            backing: None,
         }
     }
 }
@@ -297,6 +339,8 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     }
     let mut out = Vec::new();
     let mut tables = Vec::new();
+    // The range-tombstone file, in case the excise cannot cut the tree
+    // (memory or an older snapshot sees the range): see the module docs.
     if let Some((a, b)) = &opts.excise {
         let number = db.new_file_number();
         let path = filenames::table(&db.dir, number);
@@ -316,6 +360,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
             num_entries: 0,
             num_deletions: 0,
             num_range_deletions: 1,
+            excise_tombstone: true,
         });
     }
     for (p, (t, lo, hi, excl)) in paths.iter().zip(inspected) {
@@ -334,6 +379,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
                 .num_deletions
                 .saturating_sub(props.num_range_deletions),
             num_range_deletions: props.num_range_deletions,
+            excise_tombstone: false,
         });
         tables.push(t);
     }
@@ -377,12 +423,13 @@ pub(crate) fn place(v: &Version, f: &Prepared, running: &Running) -> usize {
 
 /// Places the files of one ingestion in order: each at the lowest level
 /// free of overlap with the version and with the files placed before it in
-/// this edit (an excise file and the data inside its range share a sequence
-/// number, so either may sit above the other, but never in one level).
-pub(crate) fn place_all(v: &Version, files: &[Prepared], running: &Running) -> Vec<usize> {
+/// this edit (a range-tombstone file and the data inside its range share a
+/// sequence number, so either may sit above the other, but never in one
+/// level).
+pub(crate) fn place_all(v: &Version, files: &[&Prepared], running: &Running) -> Vec<usize> {
     let mut placed: Vec<(usize, &Prepared)> = Vec::new();
     let mut out = Vec::new();
-    for f in files {
+    for &f in files {
         let mut best = place(v, f, running);
         for l in 1..=best {
             let hit = placed.iter().any(|(pl, p)| {
@@ -421,6 +468,70 @@ pub(crate) fn overlaps_memory(
     })
 }
 
+/// The one MANIFEST edit that puts an ingestion's files into the tree.
+pub(crate) struct Placement {
+    pub edit: VersionEdit,
+    /// Level of each of the caller's files (the tombstone file left out).
+    pub levels: Vec<usize>,
+    /// What the excise cut, if it cut the tree.
+    pub excised: Option<Excised>,
+    /// Every file the edit adds, with its level (for the event log).
+    pub added: Vec<(usize, FileMeta)>,
+}
+
+/// Builds the edit placing `files` (one ingestion, sequence `seq`) into `v`.
+/// With `excise`, the range is cut out of `v` first (`db::excise`) and the
+/// range-tombstone file is left out; the data files are then placed against
+/// the cut version, all in the same edit. Without it, every file (the
+/// tombstone file included, if any) is placed as it is.
+pub(crate) fn placement(
+    db: &DbInner,
+    v: &Version,
+    running: &Running,
+    files: &[Prepared],
+    seq: u64,
+    excise: Option<&(Vec<u8>, Vec<u8>)>,
+) -> Result<Placement> {
+    let mut edit = VersionEdit::default();
+    let mut added = Vec::new();
+    let (excised, cut) = match excise {
+        Some((a, b)) => {
+            let x = super::excise::excise(
+                v,
+                &db.table_cache,
+                a,
+                b,
+                &|| db.new_file_number(),
+                &mut edit,
+            )?;
+            added.extend(x.added.iter().cloned());
+            let cut = v.apply(&edit, "excise")?;
+            (Some(x), Some(cut))
+        }
+        None => (None, None),
+    };
+    let to_place: Vec<&Prepared> = files
+        .iter()
+        .filter(|f| excised.is_none() || !f.excise_tombstone)
+        .collect();
+    let levels = place_all(cut.as_ref().unwrap_or(v), &to_place, running);
+    let mut data_levels = Vec::new();
+    for (f, &l) in to_place.iter().zip(&levels) {
+        db.stats.record_ingested_file(l, f.size);
+        edit.add_file(l, f.meta(seq));
+        added.push((l, f.meta(seq)));
+        if !f.excise_tombstone {
+            data_levels.push(l);
+        }
+    }
+    Ok(Placement {
+        edit,
+        levels: data_levels,
+        excised,
+        added,
+    })
+}
+
 /// Ingested files waiting in the immutable queue (internal; public only
 /// because the `Flushable` trait names it).
 pub struct IngestedFlushable {
@@ -429,6 +540,11 @@ pub struct IngestedFlushable {
     pub seq: u64,
     pub files: Vec<Prepared>,
     pub tables: Vec<Arc<Table>>,
+    /// The excise range, if the ingestion has one: `files` then include its
+    /// range-tombstone file, which covers the range while the entry waits;
+    /// the flush thread cuts the range instead when it places the files, if
+    /// no older snapshot needs the data.
+    pub excise: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Flushable for IngestedFlushable {
