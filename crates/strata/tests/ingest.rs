@@ -259,6 +259,8 @@ fn ingest_and_excise_replaces_a_range() {
         };
         let r = db.ingest(&[f], &o).unwrap();
         assert_eq!(r.flushable, overlap_memtable);
+        // Over memory the range is cut only when the flush places the files.
+        assert_eq!(r.excised, !overlap_memtable);
         let want: Vec<(Vec<u8>, Vec<u8>)> = [
             (&b"a1"[..], &b"old"[..]),
             (b"b5", b"new"),
@@ -730,4 +732,36 @@ fn excise_over_memory_cuts_when_placed() {
     db.close().unwrap();
     let db = Db::open(&dir, excise_opts()).unwrap();
     assert_eq!(scan(&db), want, "after reopen");
+
+    // Queued behind memory with an older snapshot open: when placed, the
+    // tombstone file goes into the tree instead of a cut.
+    db.put(&key(41), b"in memory").unwrap();
+    let snap = db.snapshot();
+    let f = write_sst(&d.path().join("b.sst"), &[(&key(42), b"new")]);
+    let o = IngestOptions {
+        excise: Some((key(40), key(45))),
+        ..files_opts()
+    };
+    let r = db.ingest(&[f], &o).unwrap();
+    assert!(r.flushable, "{r:?}");
+    db.flush().unwrap();
+    let m = db.metrics();
+    assert_eq!(
+        (m.excises, m.excise_fallbacks),
+        (0, 1),
+        "after reopen, counters restart"
+    );
+    let at = ReadOptions {
+        snapshot: Some(snap.sequence()),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.get_opt(&key(41), &at).unwrap(),
+        Some(b"in memory".to_vec())
+    );
+    assert_eq!(db.get_opt(&key(43), &at).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(&key(41)).unwrap(), None);
+    assert_eq!(db.get(&key(43)).unwrap(), None);
+    assert_eq!(db.get(&key(42)).unwrap(), Some(b"new".to_vec()));
+    assert!(db.files().iter().any(|(_, f)| f.num_range_deletions > 0));
 }

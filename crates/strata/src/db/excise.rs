@@ -231,3 +231,223 @@ fn part(
         backing: Some(f.backing_number()),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::BlockCache;
+    use crate::db::filenames;
+    use crate::key::{user_key, ParsedKey};
+    use crate::sstable::{SstOptions, SstWriter};
+    use crate::vfs::{MemVfs, Vfs};
+    use std::cell::Cell;
+    use std::path::Path;
+
+    /// Table 1: a@5 b@6 b@3 d@4 f@2 h@7, tombstones [c,e)@8 and [g,i)@9.
+    fn setup() -> (TableCache, FileMeta) {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let dir = Path::new("/db");
+        let mut w = SstWriter::create_in(
+            vfs.as_ref(),
+            &filenames::table(dir, 1),
+            SstOptions::default(),
+        )
+        .unwrap();
+        for (k, s) in [("a", 5), ("b", 6), ("b", 3), ("d", 4), ("f", 2), ("h", 7)] {
+            w.add_entry(k.as_bytes(), s, ValueKind::Value, k.as_bytes())
+                .unwrap();
+        }
+        w.add_range_tombstone(b"c", b"e", 8).unwrap();
+        w.add_range_tombstone(b"g", b"i", 9).unwrap();
+        let info = w.finish().unwrap();
+        let f = FileMeta {
+            number: 1,
+            size: info.file_size,
+            smallest: info.smallest.unwrap(),
+            largest: info.largest.unwrap(),
+            smallest_seq: 2,
+            largest_seq: 9,
+            global_seqno: None,
+            num_entries: 6,
+            num_deletions: 0,
+            num_range_deletions: 2,
+            backing: None,
+        };
+        let cache = TableCache::new(
+            vfs,
+            dir.to_path_buf(),
+            10,
+            Arc::new(BlockCache::new(1 << 20)),
+        );
+        (cache, f)
+    }
+
+    fn cut(cache: &TableCache, f: &FileMeta, a: &str, b: &str) -> Vec<FileMeta> {
+        let next = Cell::new(100);
+        let n = || {
+            next.set(next.get() + 1);
+            next.get()
+        };
+        remainder(cache, f, a.as_bytes(), b.as_bytes(), &n).unwrap()
+    }
+
+    fn show(k: &[u8]) -> String {
+        let p = ParsedKey::parse(k).unwrap();
+        format!(
+            "{}@{}/{}",
+            String::from_utf8_lossy(p.user_key),
+            p.seq,
+            p.kind
+        )
+    }
+
+    fn bounds(f: &FileMeta) -> (String, String) {
+        (show(&f.smallest), show(&f.largest))
+    }
+
+    /// What a reader of `f` sees: point keys and tombstones.
+    fn contents(cache: &TableCache, f: &FileMeta) -> (Vec<String>, Vec<(String, String)>) {
+        let mut it = cache.iter(f).unwrap();
+        let mut keys = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            keys.push(show(it.key()));
+            it.next();
+        }
+        let ts = cache
+            .range_tombstones(f)
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    String::from_utf8_lossy(&t.start).into_owned(),
+                    String::from_utf8_lossy(&t.end).into_owned(),
+                )
+            })
+            .collect();
+        (keys, ts)
+    }
+
+    const MAX: u64 = MAX_SEQUENCE;
+
+    #[test]
+    fn parts_have_tight_bounds() {
+        let (cache, f) = setup();
+        // Both sides; the right one ends at a tombstone's exclusive end.
+        let p = cut(&cache, &f, "b", "g");
+        assert_eq!(p.len(), 2);
+        assert_eq!(bounds(&p[0]), ("a@5/1".into(), "a@5/1".into()));
+        assert_eq!(p[0].num_range_deletions, 0);
+        assert_eq!(bounds(&p[1]), ("g@9/15".into(), format!("i@{MAX}/15")));
+        assert!(p[1].largest_is_exclusive());
+        assert_eq!(p[1].num_range_deletions, 1);
+        assert!(p.iter().all(|x| x.backing == Some(1) && x.number > 100));
+        assert!(p.iter().all(|x| x.size >= 1 && x.size <= f.size));
+
+        // Inside a tombstone: the left part ends at the clipped tombstone's
+        // end (past the oldest version of b), the right part starts at the
+        // clipped tombstone's start (before d@4).
+        let p = cut(&cache, &f, "c0", "d");
+        assert_eq!(bounds(&p[0]), ("a@5/1".into(), format!("c0@{MAX}/15")));
+        assert_eq!(
+            contents(&cache, &p[0]),
+            (
+                vec!["a@5/1".into(), "b@6/1".into(), "b@3/1".into()],
+                vec![("c".into(), "c0".into())]
+            )
+        );
+        assert_eq!(bounds(&p[1]), ("d@8/15".into(), format!("i@{MAX}/15")));
+        assert_eq!(p[1].num_range_deletions, 2);
+        assert_eq!(
+            contents(&cache, &p[1]),
+            (
+                vec!["d@4/1".into(), "f@2/1".into(), "h@7/1".into()],
+                vec![("d".into(), "e".into()), ("g".into(), "i".into())]
+            )
+        );
+
+        // Nothing left, or one side only.
+        assert!(cut(&cache, &f, "a", "z").is_empty());
+        let p = cut(&cache, &f, "0", "b");
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].smallest_user_key(), b"b");
+        assert_eq!(show(&p[0].smallest), "b@6/1", "the newest version of b");
+        let p = cut(&cache, &f, "b0", "z");
+        assert_eq!(p.len(), 1);
+        assert_eq!(show(&p[0].largest), "b@3/1", "the oldest version of b");
+        // The exclusive end is outside the file: a cut ending at it leaves
+        // no right part, one ending just before it leaves only that key
+        // range of the tombstone.
+        assert_eq!(cut(&cache, &f, "h", "i").len(), 1);
+        let p = cut(&cache, &f, "a", "h0");
+        assert_eq!(p.len(), 1);
+        assert_eq!(
+            contents(&cache, &p[0]),
+            (vec![], vec![("h0".into(), "i".into())])
+        );
+    }
+
+    #[test]
+    fn a_virtual_file_is_cut_within_its_own_bounds() {
+        let (cache, f) = setup();
+        let right = cut(&cache, &f, "c0", "d").pop().unwrap(); // [d@8 .. i)
+        let p = cut(&cache, &right, "f", "g0");
+        assert_eq!(p.len(), 2);
+        assert!(p.iter().all(|x| x.backing == Some(1)), "the physical table");
+        assert_eq!(bounds(&p[0]), ("d@8/15".into(), format!("e@{MAX}/15")));
+        assert_eq!(
+            contents(&cache, &p[0]),
+            (vec!["d@4/1".into()], vec![("d".into(), "e".into())])
+        );
+        assert_eq!(bounds(&p[1]), ("g0@9/15".into(), format!("i@{MAX}/15")));
+        assert_eq!(
+            contents(&cache, &p[1]),
+            (vec!["h@7/1".into()], vec![("g0".into(), "i".into())])
+        );
+        // Nothing of the parent's left side (a, b) leaks into its parts.
+        let p = cut(&cache, &right, "e", "z");
+        assert_eq!(contents(&cache, &p[0]).0, vec!["d@4/1".to_string()]);
+        assert!(user_key(&p[0].smallest) >= b"d".as_slice());
+    }
+
+    #[test]
+    fn excise_deletes_and_replaces_across_levels() {
+        let (cache, f) = setup();
+        let mut inside = f.clone();
+        inside.number = 2;
+        inside.backing = Some(1);
+        inside.smallest = make_internal_key(b"d", 4, ValueKind::Value);
+        inside.largest = make_internal_key(b"f", 2, ValueKind::Value);
+        inside.num_range_deletions = 1;
+        let mut e = VersionEdit::default();
+        e.add_file(0, f.clone());
+        e.add_file(3, inside);
+        let v = Version::new().apply(&e, "test").unwrap();
+        let mut edit = VersionEdit::default();
+        let next = Cell::new(10);
+        let n = || {
+            next.set(next.get() + 1);
+            next.get()
+        };
+        let x = excise(&v, &cache, b"c", b"g", &n, &mut edit).unwrap();
+        assert_eq!(edit.deleted_files, vec![(0, 1), (3, 2)]);
+        assert_eq!(x.removed.len(), 2);
+        let added: Vec<(usize, String, String)> = edit
+            .new_files
+            .iter()
+            .map(|(l, f)| {
+                let (a, b) = bounds(f);
+                (*l, a, b)
+            })
+            .collect();
+        assert_eq!(
+            added,
+            vec![
+                (0, "a@5/1".into(), "b@3/1".into()),
+                (0, "g@9/15".into(), format!("i@{MAX}/15")),
+            ]
+        );
+        let cut = v.apply(&edit, "test").unwrap();
+        assert!(cut.all_files().all(|(_, f)| !overlaps_range(f, b"c", b"g")));
+    }
+}
