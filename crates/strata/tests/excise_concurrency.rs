@@ -166,7 +166,7 @@ fn excises_are_atomic_under_concurrent_work() {
 
     let mut gens = [0u64; WINDOWS];
     let mut cut = 0;
-    for round in 1..=300u64 {
+    for round in 1..=200u64 {
         let w = rng.gen_range(0..WINDOWS);
         gens[w] = round;
         let r = ingest(&db, &mut rng, w, round);
@@ -184,10 +184,10 @@ fn excises_are_atomic_under_concurrent_work() {
     }
     let m = db.metrics();
     eprintln!(
-        "scans {scans}, excises cut {cut} (metrics {} / fallbacks {}), compactions {} cancelled {}, virtual files {}",
-        m.excises, m.excise_fallbacks, m.compactions, m.compactions_cancelled, m.virtual_files
+        "scans {scans}, excises cut {cut} (metrics {} / fallbacks {} / retries {}), compactions {} cancelled {}, virtual files {}",
+        m.excises, m.excise_fallbacks, m.excise_retries, m.compactions, m.compactions_cancelled, m.virtual_files
     );
-    assert!(cut > 100, "most excises cut the tree: {cut}");
+    assert!(cut > 60, "most excises cut the tree: {cut}");
     assert!(m.excise_fallbacks > 0, "some fell back under a snapshot");
     assert!(m.compactions > 0);
 }

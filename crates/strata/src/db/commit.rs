@@ -48,10 +48,20 @@ pub(crate) enum Job {
 
 pub(crate) struct IngestJob {
     pub files: Vec<Prepared>,
-    /// The excise range; `files` then holds its range-tombstone file.
+    /// The excise range; `files` may hold its range-tombstone file.
     pub excise: Option<(Vec<u8>, Vec<u8>)>,
     pub allow_overlap: bool,
-    pub result: Arc<Mutex<Option<IngestResult>>>,
+    pub result: Arc<Mutex<Option<IngestOutcome>>>,
+}
+
+/// What an ingestion job hands back to its caller.
+pub(crate) enum IngestOutcome {
+    Done(IngestResult),
+    /// The excise cannot cut the tree (memory or a snapshot now sees the
+    /// range) and `prepare` wrote no range-tombstone file: nothing was
+    /// taken (no sequence number published, no record written); the files
+    /// come back for the caller to add one and commit again.
+    NeedTombstone(Vec<Prepared>),
 }
 
 struct Writer {
@@ -394,9 +404,19 @@ impl CommitPipeline {
         if let Some(e) = db.bg_error() {
             return Err(e);
         }
+        let has_tombstone = job.files.iter().any(|f| f.excise_tombstone);
         let sv = db.super_version();
+        // With its tombstone file among `files`, memory over the excise
+        // range counts as overlap; without, any overlap needs that file.
         let overlap = ingest::overlaps_memory(&sv.mem, &sv.imm, &job.files);
+        let need = job.excise.as_ref().is_some_and(|(a, b)| {
+            !has_tombstone && ingest::needs_tombstone(&sv.mem, &sv.imm, &job.files, a, b)
+        });
         drop(sv);
+        if need {
+            *job.result.lock() = Some(IngestOutcome::NeedTombstone(job.files));
+            return Ok(());
+        }
         if overlap && !job.allow_overlap {
             return Err(Error::invalid(
                 "the files overlap a memtable and allow_overlap_with_memtable is off",
@@ -410,7 +430,8 @@ impl CommitPipeline {
             .filter(|f| !f.excise_tombstone)
             .map(|f| f.size)
             .sum();
-        let r = MutexGuard::unlocked(q, || -> Result<IngestResult> {
+        let slot = Arc::clone(&job.result);
+        let r = MutexGuard::unlocked(q, || -> Result<IngestOutcome> {
             let n = job.files.iter().filter(|f| !f.excise_tombstone).count();
             let result = if !overlap {
                 let mut st = db.state.lock();
@@ -419,6 +440,12 @@ impl CommitPipeline {
                 // the ingestion is visible, never older and unseen.
                 let snapshots = db.snapshots.lock();
                 let older_snapshot = snapshots.keys().next().is_some_and(|&s| s < seq);
+                if older_snapshot && job.excise.is_some() && !has_tombstone {
+                    // The snapshot needs the tombstone file. Nothing is
+                    // applied: `seq` goes unused (the next commit publishes
+                    // past it), which no reader can tell.
+                    return Ok(IngestOutcome::NeedTombstone(job.files));
+                }
                 let cut = job.excise.as_ref().filter(|_| !older_snapshot);
                 let v = st.versions.current();
                 let placed = ingest::placement(db, &v, &st.running, &job.files, seq, cut)?;
@@ -503,18 +530,20 @@ impl CommitPipeline {
                     excised: false,
                 }
             };
-            Ok(result)
+            Ok(IngestOutcome::Done(result))
         });
-        let result = match r {
-            Ok(res) => res,
+        let outcome = match r {
+            Ok(o) => o,
             Err(e) => {
                 db.set_bg_error(e.clone());
                 return Err(e);
             }
         };
-        db.stats.ingests.fetch_add(1, Ordering::Relaxed);
-        db.stats.bytes_ingested.fetch_add(bytes, Ordering::Relaxed);
-        *job.result.lock() = Some(result);
+        if let IngestOutcome::Done(_) = outcome {
+            db.stats.ingests.fetch_add(1, Ordering::Relaxed);
+            db.stats.bytes_ingested.fetch_add(bytes, Ordering::Relaxed);
+        }
+        *slot.lock() = Some(outcome);
         Ok(())
     }
 }

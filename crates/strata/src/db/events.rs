@@ -1,5 +1,5 @@
-//! The event log: one JSON line per flush, compaction, ingestion and open in the file
-//! `EVENTS` of the database directory, kept across reopens. Each event
+//! The event log: one JSON line per flush, compaction, ingestion and open
+//! in the file `EVENTS` of the database directory, kept across reopens. Each event
 //! names the files it added and removed with their levels, sizes and user-key
 //! bounds, so the history of the tree can be replayed (the LSM visualiser
 //! reads it) and every byte a flush or compaction wrote is accounted for.

@@ -41,10 +41,12 @@
 //! - **memory**: memtables are not cut. The tombstone file is one of the
 //!   ingestion's files, so if a memtable or a queued entry overlaps the
 //!   range, the ingestion takes the flushable path and reads see the
-//!   tombstone while it waits in the queue. When the flush thread places it,
-//!   everything older is in the tree, so the range is excised then and the
-//!   tombstone file dropped. Recovery places a queued ingestion as it was
-//!   queued, tombstone file included (correct, just not cut).
+//!   tombstone while it waits in the queue (an ingestion queued because its
+//!   files overlap memory carries the tombstone file for the same reason).
+//!   When the flush thread places it, everything older is in the tree, so
+//!   the range is excised then and the tombstone file dropped. Recovery
+//!   places a queued ingestion as it was queued, tombstone file included
+//!   (correct, just not cut).
 //! - **snapshots**: an ingestion's files have one sequence number, and a
 //!   snapshot older than it must still see the excised data. If any
 //!   registered snapshot is older than the ingestion when it is placed, the
@@ -53,9 +55,15 @@
 //!   the publication of the sequence number happen under the snapshot lock,
 //!   so no snapshot older than the ingestion can appear after the check.
 //!
-//! `prepare` therefore writes the tombstone file for every excise, before
-//! it knows whether it will be needed (one tiny table; the commit, which
-//! decides, must not write files); an unused one is deleted at once.
+//! The commit decides, but must not write files (it holds the commit
+//! slot, and a file must be synced before a MANIFEST record names it). So
+//! `prepare` writes the tombstone file when memory overlaps the range or
+//! the files (the ingestion will queue), or any snapshot is registered
+//! (every registered snapshot is older than the ingestion to come);
+//! otherwise none is written, and if one of those appears before the
+//! commit, the commit takes nothing, returns the files, and the caller
+//! writes the tombstone file and commits again. A tombstone file the commit
+//! does not need (the range was cut after all) is deleted at once.
 
 use super::excise::Excised;
 use super::filenames;
@@ -87,8 +95,8 @@ pub struct IngestOptions {
     /// as a file (0.66 ms) than as a synced batch (2.3 ms); the crossover
     /// lies well below that.
     pub small_file_bytes: u64,
-    /// Files overlapping a memtable become a flushable entry (true) or make
-    /// the call fail (false).
+    /// Files (or an excise range) overlapping a memtable or a queued entry
+    /// become a flushable entry (true) or make the call fail (false).
     pub allow_overlap_with_memtable: bool,
     pub verify_checksums: bool,
     /// Ingest and excise: atomically delete every key in `[start, end)` that
@@ -339,30 +347,6 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     }
     let mut out = Vec::new();
     let mut tables = Vec::new();
-    // The range-tombstone file, in case the excise cannot cut the tree
-    // (memory or an older snapshot sees the range): see the module docs.
-    if let Some((a, b)) = &opts.excise {
-        let number = db.new_file_number();
-        let path = filenames::table(&db.dir, number);
-        let mut w = crate::sstable::SstWriter::create_in(
-            db.vfs.as_ref(),
-            &path,
-            crate::sstable::SstOptions::for_ingestion(),
-        )?;
-        w.delete_range(a, b)?;
-        let info = w.finish()?;
-        out.push(Prepared {
-            number,
-            size: info.file_size,
-            smallest_user: a.clone(),
-            largest_user: b.clone(),
-            largest_exclusive: true,
-            num_entries: 0,
-            num_deletions: 0,
-            num_range_deletions: 1,
-            excise_tombstone: true,
-        });
-    }
     for (p, (t, lo, hi, excl)) in paths.iter().zip(inspected) {
         let number = db.new_file_number();
         let dst = filenames::table(&db.dir, number);
@@ -383,8 +367,42 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
         });
         tables.push(t);
     }
+    // The range-tombstone file, if the excise looks unable to cut the tree
+    // at once (see the module docs); should that change before the commit,
+    // the commit asks for it (`NeedTombstone`).
+    if let Some((a, b)) = &opts.excise {
+        let sv = db.super_version();
+        if needs_tombstone(&sv.mem, &sv.imm, &out, a, b) || !db.snapshots.lock().is_empty() {
+            out.insert(0, write_excise_tombstone(db, a, b)?);
+        }
+    }
     db.vfs.sync_dir(&db.dir)?;
     Ok(Prepare::Files(out, tables))
+}
+
+/// Writes the range-tombstone file of an excise of `[a, b)` (synced; the
+/// caller syncs the directory).
+pub(crate) fn write_excise_tombstone(db: &DbInner, a: &[u8], b: &[u8]) -> Result<Prepared> {
+    let number = db.new_file_number();
+    let path = filenames::table(&db.dir, number);
+    let mut w = crate::sstable::SstWriter::create_in(
+        db.vfs.as_ref(),
+        &path,
+        crate::sstable::SstOptions::for_ingestion(),
+    )?;
+    w.delete_range(a, b)?;
+    let info = w.finish()?;
+    Ok(Prepared {
+        number,
+        size: info.file_size,
+        smallest_user: a.to_vec(),
+        largest_user: b.to_vec(),
+        largest_exclusive: true,
+        num_entries: 0,
+        num_deletions: 0,
+        num_range_deletions: 1,
+        excise_tombstone: true,
+    })
 }
 
 fn link_or_copy(vfs: &dyn Vfs, src: &Path, dst: &Path, link: bool) -> Result<()> {
@@ -452,6 +470,21 @@ pub(crate) fn place_all(v: &Version, files: &[&Prepared], running: &Running) -> 
         out.push(best);
     }
     out
+}
+
+/// Whether an excise of `[a, b)` with these files must bring its
+/// range-tombstone file, whatever the snapshots: memory holds data in the
+/// range (tested as `[a, b]`: erring towards a tombstone is safe), or the
+/// files overlap memory and so will wait in the queue, where only the
+/// tombstone can hide the range from readers.
+pub(crate) fn needs_tombstone(
+    mem: &MemTable,
+    imm: &[Arc<dyn Flushable>],
+    files: &[Prepared],
+    a: &[u8],
+    b: &[u8],
+) -> bool {
+    mem.overlaps(a, b) || imm.iter().any(|e| e.overlaps(a, b)) || overlaps_memory(mem, imm, files)
 }
 
 /// Whether the memtable or any queued flushable overlaps the files.
@@ -602,5 +635,98 @@ impl Flushable for IngestedFlushable {
     }
     fn ingested(&self) -> Option<&IngestedFlushable> {
         Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::commit::{IngestJob, IngestOutcome, Job};
+    use super::*;
+    use crate::db::{Db, Options};
+    use parking_lot::Mutex;
+
+    /// `prepare` writes no tombstone file when nothing needs one; if memory
+    /// comes to hold data in the range, or to overlap the files (they will
+    /// queue), or a snapshot is taken before the commit, the commit takes
+    /// nothing and hands the files back, and a second commit with the
+    /// tombstone file goes through.
+    #[test]
+    fn commit_asks_for_a_tombstone_that_prepare_did_not_write() {
+        for cause in ["memory", "files", "snapshot"] {
+            let d = tempfile::tempdir().unwrap();
+            let db = Db::open(d.path().join("db"), Options::default()).unwrap();
+            let inner = &db.inner;
+            inner.state.lock().pending_outputs.insert(0);
+            db.put(b"a", b"old").unwrap();
+            db.put(b"k4", b"old").unwrap();
+            db.flush().unwrap();
+            let p = d.path().join("f.sst");
+            let mut w =
+                crate::sstable::SstWriter::create(&p, crate::sstable::SstOptions::for_ingestion())
+                    .unwrap();
+            let new_key: &[u8] = if cause == "files" { b"m5" } else { b"k5" };
+            w.put(new_key, b"new").unwrap();
+            w.finish().unwrap();
+            let opts = IngestOptions {
+                small_file_bytes: 0,
+                excise: Some((b"k0".to_vec(), b"k9".to_vec())),
+                ..IngestOptions::default()
+            };
+            let Prepare::Files(files, _) = prepare(inner, &[p], &opts).unwrap() else {
+                panic!("files expected");
+            };
+            assert!(
+                files.iter().all(|f| !f.excise_tombstone),
+                "nothing needs one"
+            );
+            let snap = match cause {
+                "memory" => {
+                    db.put(b"k3", b"in memory").unwrap();
+                    None
+                }
+                "files" => {
+                    db.put(b"m5", b"in memory").unwrap();
+                    None
+                }
+                _ => Some(db.snapshot()),
+            };
+            let visible = db.latest_sequence();
+            let commit = |files: Vec<Prepared>| {
+                let slot = Arc::new(Mutex::new(None));
+                let job = IngestJob {
+                    files,
+                    excise: opts.excise.clone(),
+                    allow_overlap: true,
+                    result: Arc::clone(&slot),
+                };
+                inner.commit.commit(inner, Job::Ingest(job), false).unwrap();
+                let r = slot.lock().take();
+                r.unwrap()
+            };
+            let IngestOutcome::NeedTombstone(mut files) = commit(files) else {
+                panic!("{cause}: the commit must ask for the tombstone file");
+            };
+            assert_eq!(db.latest_sequence(), visible, "{cause}: nothing published");
+            assert_eq!(db.get(b"k4").unwrap(), Some(b"old".to_vec()));
+            files.insert(0, write_excise_tombstone(inner, b"k0", b"k9").unwrap());
+            let IngestOutcome::Done(r) = commit(files) else {
+                panic!("{cause}: the second commit goes through");
+            };
+            assert!(!r.excised, "{cause}: {r:?}");
+            assert_eq!(r.flushable, cause != "snapshot");
+            inner.state.lock().versions.sync_manifest().unwrap();
+            assert_eq!(db.get(b"k4").unwrap(), None, "{cause}: excised at once");
+            assert_eq!(db.get(b"k3").unwrap(), None);
+            assert_eq!(db.get(new_key).unwrap(), Some(b"new".to_vec()));
+            assert_eq!(db.get(b"a").unwrap(), Some(b"old".to_vec()));
+            if let Some(s) = snap {
+                let at = crate::db::ReadOptions {
+                    snapshot: Some(s.sequence()),
+                    ..Default::default()
+                };
+                assert_eq!(db.get_opt(b"k4", &at).unwrap(), Some(b"old".to_vec()));
+            }
+            inner.state.lock().pending_outputs.remove(&0);
+        }
     }
 }

@@ -109,6 +109,9 @@ pub(crate) struct Stats {
     /// Excises that cut the tree, and those left to a range-tombstone file.
     pub excises: AtomicU64,
     pub excise_fallbacks: AtomicU64,
+    /// Excising ingestions committed twice: memory or a snapshot came to
+    /// see the range after `prepare` decided no tombstone file was needed.
+    pub excise_retries: AtomicU64,
     /// Compactions dropped at install because an excise took an input.
     pub compactions_cancelled: AtomicU64,
     /// (files, bytes) ingested per level they landed on.
@@ -192,6 +195,9 @@ pub struct Metrics {
     /// snapshot needed the data).
     pub excises: u64,
     pub excise_fallbacks: u64,
+    /// Excising ingestions committed a second time, with a range-tombstone
+    /// file that memory or a snapshot came to need after `prepare`.
+    pub excise_retries: u64,
     /// Compactions dropped at install because an excise took an input.
     pub compactions_cancelled: u64,
     /// Virtual files in the current version, and the physical tables
@@ -431,7 +437,7 @@ impl Db {
                     excised: false,
                 })
             }
-            ingest::Prepare::Files(files, _tables) => {
+            ingest::Prepare::Files(mut files, _tables) => loop {
                 let slot = Arc::new(Mutex::new(None));
                 let job = commit::IngestJob {
                     files,
@@ -442,6 +448,27 @@ impl Db {
                 self.inner
                     .commit
                     .commit(&self.inner, Job::Ingest(job), false)?;
+                let outcome = slot.lock().take();
+                let r = match outcome {
+                    Some(commit::IngestOutcome::Done(r)) => r,
+                    Some(commit::IngestOutcome::NeedTombstone(back)) => {
+                        // Memory or a snapshot came to see the range after
+                        // `prepare` looked: add the tombstone file, retry.
+                        // The second commit never asks again.
+                        let Some((a, b)) = &opts.excise else {
+                            return Err(Error::invalid("tombstone asked for without an excise"));
+                        };
+                        files = back;
+                        files.insert(0, ingest::write_excise_tombstone(&self.inner, a, b)?);
+                        self.inner.vfs.sync_dir(&self.inner.dir)?;
+                        self.inner
+                            .stats
+                            .excise_retries
+                            .fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    None => return Err(Error::invalid("ingestion produced no result")),
+                };
                 // The commit wrote the MANIFEST record without waiting for
                 // the disk, so the writes queued behind it could go on; the
                 // ingestion is durable, and may be reported, once it is
@@ -455,9 +482,8 @@ impl Db {
                     .stats
                     .ingest_micros
                     .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-                let r = slot.lock().take();
-                r.ok_or_else(|| Error::invalid("ingestion produced no result"))
-            }
+                return Ok(r);
+            },
         }
     }
 
@@ -575,6 +601,7 @@ impl Db {
             ingest_micros: ld(&st.ingest_micros),
             excises: ld(&st.excises),
             excise_fallbacks: ld(&st.excise_fallbacks),
+            excise_retries: ld(&st.excise_retries),
             compactions_cancelled: ld(&st.compactions_cancelled),
             virtual_files: v.all_files().filter(|(_, f)| f.is_virtual()).count(),
             backing_tables: v
