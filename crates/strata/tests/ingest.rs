@@ -259,6 +259,8 @@ fn ingest_and_excise_replaces_a_range() {
         };
         let r = db.ingest(&[f], &o).unwrap();
         assert_eq!(r.flushable, overlap_memtable);
+        // Over memory the range is cut only when the flush places the files.
+        assert_eq!(r.excised, !overlap_memtable);
         let want: Vec<(Vec<u8>, Vec<u8>)> = [
             (&b"a1"[..], &b"old"[..]),
             (b"b5", b"new"),
@@ -287,4 +289,479 @@ fn ingest_and_excise_replaces_a_range() {
         db.compact_range(None, None).unwrap();
         assert_eq!(scan(&db), want, "after compaction");
     }
+}
+
+/// Table files on disk, by number.
+fn tables_on_disk(dir: &Path) -> Vec<u64> {
+    let mut v: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".sst")?.parse().ok()
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Whether a file's user-key range intersects `[a, b)`.
+fn intersects(f: &strata::version::FileMeta, a: &[u8], b: &[u8]) -> bool {
+    f.smallest_user_key() < b
+        && if f.largest_is_exclusive() {
+            a < f.largest_user_key()
+        } else {
+            a <= f.largest_user_key()
+        }
+}
+
+fn key(i: usize) -> Vec<u8> {
+    format!("k{i:04}").into_bytes()
+}
+
+/// A tree over `k0000..k0399` with several files in L6 (small target file
+/// size), and in L0 newer versions of a few keys plus two range tombstones
+/// that each cross one end of the range, then an ingestion of a file in
+/// `[k0150, k0250)` that excises that range. Returns the model of what the
+/// database must hold afterwards.
+fn excise_fixture(
+    db: &Db,
+    d: &Path,
+) -> (
+    std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    strata::IngestResult,
+) {
+    let mut model = std::collections::BTreeMap::new();
+    // Two overlapping flushes, so the compaction merges (rather than
+    // moves) them into several target-sized files.
+    for parity in 0..2 {
+        for i in (parity..400).step_by(2) {
+            let v = format!("base{i}").into_bytes();
+            db.put(&key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in (130..270).step_by(7) {
+        let v = format!("l0-{i}").into_bytes();
+        db.put(&key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    // The parts of these outside the range must keep deleting what they
+    // cover in L6 once the L0 file is cut.
+    for (a, b) in [(140, 160), (245, 255)] {
+        db.delete_range(&key(a), &key(b)).unwrap();
+        for i in a..b {
+            model.remove(&key(i));
+        }
+    }
+    db.flush().unwrap();
+    let files = db.files();
+    assert!(
+        files.iter().filter(|(l, _)| *l == 6).count() > 3,
+        "{files:?}"
+    );
+    assert!(files.iter().any(|(l, _)| *l == 0));
+    let ingested: Vec<(Vec<u8>, Vec<u8>)> = (150..250)
+        .step_by(3)
+        .map(|i| (key(i), format!("new{i}").into_bytes()))
+        .collect();
+    let kv: Vec<(&[u8], &[u8])> = ingested
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    let f = write_sst(&d.join("excise.sst"), &kv);
+    let o = IngestOptions {
+        excise: Some((key(150), key(250))),
+        ..files_opts()
+    };
+    let r = db.ingest(&[f], &o).unwrap();
+    for i in 150..250 {
+        model.remove(&key(i));
+    }
+    for (k, v) in ingested {
+        model.insert(k, v);
+    }
+    (model, r)
+}
+
+fn excise_opts() -> Options {
+    Options {
+        compaction: CompactionOptions {
+            l0_compaction_threshold: 100,
+            target_file_size: 2 << 10,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn check_model(db: &Db, model: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
+    let got: Vec<(Vec<u8>, Vec<u8>)> = scan(db);
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(got, want, "{what}: scan");
+    for i in 0..400 {
+        assert_eq!(
+            db.get(&key(i)).unwrap().as_ref(),
+            model.get(&key(i)),
+            "{what}: get {i}"
+        );
+    }
+    // Backward, with bounds that start and end inside virtual files.
+    let mut it = db
+        .iter(&ReadOptions {
+            lower: Some(key(120)),
+            upper: Some(key(280)),
+            ..ReadOptions::default()
+        })
+        .unwrap();
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push(it.key().to_vec());
+        it.prev();
+    }
+    let want: Vec<Vec<u8>> = model
+        .range(key(120)..key(280))
+        .rev()
+        .map(|(k, _)| k.clone())
+        .collect();
+    assert_eq!(back, want, "{what}: backward scan");
+}
+
+/// Ingest-and-excise with nothing in memory over the range cuts the tree:
+/// no file but the ingested one intersects the range, the ingested file
+/// goes to the bottom level, nothing is rewritten, and the data outside the
+/// range reads the same, after a reopen and after a full compaction too.
+#[test]
+fn excise_cuts_the_tree_with_virtual_files() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let db = Db::open(&dir, excise_opts()).unwrap();
+    let (model, r) = excise_fixture(&db, d.path());
+    assert!(r.excised && !r.flushable, "{r:?}");
+    assert_eq!(
+        r.levels,
+        vec![Some(6)],
+        "the cut range lets the file go to the bottom"
+    );
+    let m = db.metrics();
+    assert_eq!(m.excises, 1);
+    assert_eq!(m.excise_fallbacks, 0);
+    assert!(
+        m.virtual_files >= 2,
+        "files reaching past both ends were cut: {m:?}"
+    );
+    assert_eq!(m.compactions, 1, "only the fixture's own compaction ran");
+    assert_eq!(m.flushes, 3, "only the fixture's own flushes ran");
+    let (a, b) = (key(150), key(250));
+    let files = db.files();
+    let ingested: Vec<_> = files
+        .iter()
+        .filter(|(_, f)| f.global_seqno == Some(r.sequence))
+        .collect();
+    assert_eq!(ingested.len(), 1);
+    assert_eq!(ingested[0].0, 6);
+    for (l, f) in &files {
+        if f.global_seqno != Some(r.sequence) {
+            assert!(
+                !intersects(f, &a, &b),
+                "L{l} file {} intersects the range",
+                f.number
+            );
+        }
+    }
+    for (_, f) in files.iter().filter(|(_, f)| f.is_virtual()) {
+        assert!(f.size > 0 && f.size <= 64 << 10, "size estimate {}", f.size);
+    }
+    // Tight bounds in L0: the left part ends at the clipped tombstone's
+    // exclusive end (past its last point, k0144), the right part starts at
+    // the clipped tombstone's start (before its first point, k0256) and
+    // ends at its last point; each keeps exactly one tombstone.
+    let l0: Vec<_> = files
+        .iter()
+        .filter(|(l, _)| *l == 0)
+        .map(|(_, f)| f)
+        .collect();
+    let l = l0
+        .iter()
+        .filter(|f| f.largest_user_key() <= a.as_slice())
+        .max_by_key(|f| f.largest_user_key())
+        .expect("an L0 part left of the range");
+    let r0 = l0
+        .iter()
+        .filter(|f| f.smallest_user_key() >= b.as_slice())
+        .min_by_key(|f| f.smallest_user_key())
+        .expect("an L0 part right of the range");
+    assert!(l.is_virtual() && r0.is_virtual());
+    assert_eq!(l.largest_user_key(), a.as_slice());
+    assert!(l.largest_is_exclusive());
+    assert_eq!(r0.smallest_user_key(), b.as_slice());
+    assert!(l.num_range_deletions >= 1 && r0.num_range_deletions >= 1);
+    let last = l0.iter().map(|f| f.largest_user_key()).max();
+    assert_eq!(last, Some(key(263).as_slice()));
+    let left = files
+        .iter()
+        .filter(|(l, f)| *l == 6 && f.is_virtual() && f.largest_user_key() < a.as_slice())
+        .map(|(_, f)| f.largest_user_key().to_vec())
+        .max();
+    assert_eq!(
+        left,
+        Some(key(149)),
+        "left part ends at the last key before the range"
+    );
+    let right = files
+        .iter()
+        .filter(|(l, f)| *l == 6 && f.is_virtual() && f.smallest_user_key() >= b.as_slice())
+        .map(|(_, f)| f.smallest_user_key().to_vec())
+        .min();
+    assert_eq!(
+        right,
+        Some(key(250)),
+        "right part starts at the first key at the end"
+    );
+    check_model(&db, &model, "after the excise");
+
+    // The physical tables behind virtual files stay on disk although no
+    // version names them directly, across an obsolete-file pass.
+    let backing: Vec<u64> = files.iter().filter_map(|(_, f)| f.backing).collect();
+    db.put(b"zz", b"flush me").unwrap();
+    db.flush().unwrap();
+    let on_disk = tables_on_disk(&dir);
+    for b in &backing {
+        assert!(
+            on_disk.contains(b),
+            "backing table {b} deleted while referenced"
+        );
+        assert!(files.iter().all(|(_, f)| f.number != *b));
+    }
+    // Virtual numbers name no file.
+    for (_, f) in files.iter().filter(|(_, f)| f.is_virtual()) {
+        assert!(!on_disk.contains(&f.number));
+    }
+    let mut model = model;
+    model.insert(b"zz".to_vec(), b"flush me".to_vec());
+
+    db.close().unwrap();
+    let db = Db::open(&dir, excise_opts()).unwrap();
+    let reopened: Vec<(usize, u64, Option<u64>)> = db
+        .files()
+        .iter()
+        .map(|(l, f)| (*l, f.number, f.backing))
+        .collect();
+    assert!(
+        reopened.iter().any(|(_, _, b)| b.is_some()),
+        "virtual files recovered"
+    );
+    check_model(&db, &model, "after reopen");
+
+    // An iterator holding the current version keeps the backing tables
+    // alive through a compaction that rewrites every virtual file.
+    let mut held = db.iter(&ReadOptions::default()).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(
+        db.metrics().virtual_files,
+        0,
+        "compaction rewrote the virtual files"
+    );
+    let on_disk = tables_on_disk(&dir);
+    for b in &backing {
+        assert!(
+            on_disk.contains(b),
+            "backing table {b} deleted under a reader"
+        );
+    }
+    held.seek_to_first();
+    let mut n = 0;
+    while held.valid() {
+        n += 1;
+        held.next();
+    }
+    held.status().unwrap();
+    assert_eq!(
+        n,
+        model.len(),
+        "the held iterator reads the old version whole"
+    );
+    drop(held);
+    // The next obsolete-file pass deletes them.
+    db.put(b"zz", b"again").unwrap();
+    db.flush().unwrap();
+    model.insert(b"zz".to_vec(), b"again".to_vec());
+    let on_disk = tables_on_disk(&dir);
+    for b in &backing {
+        assert!(
+            !on_disk.contains(b),
+            "backing table {b} outlived its last reference"
+        );
+    }
+    check_model(&db, &model, "after compaction");
+    db.close().unwrap();
+    let db = Db::open(&dir, excise_opts()).unwrap();
+    check_model(&db, &model, "after compaction and reopen");
+}
+
+/// A snapshot older than the ingestion must keep seeing the excised data,
+/// so the excise falls back to a range-tombstone file; without one, the
+/// next excise cuts.
+#[test]
+fn excise_under_an_older_snapshot_uses_a_tombstone() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(d.path().join("db"), excise_opts()).unwrap();
+    for i in 0..50 {
+        db.put(&key(i), b"old").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let snap = db.snapshot();
+    let f = write_sst(&d.path().join("a.sst"), &[(&key(20), b"new")]);
+    let o = IngestOptions {
+        excise: Some((key(10), key(30))),
+        ..files_opts()
+    };
+    let r = db.ingest(&[f], &o).unwrap();
+    assert!(!r.excised && !r.flushable, "{r:?}");
+    assert_eq!(r.levels.len(), 1, "levels name the caller's files only");
+    assert_eq!(db.metrics().excise_fallbacks, 1);
+    assert_eq!(db.metrics().virtual_files, 0);
+    let at_snap = ReadOptions {
+        snapshot: Some(snap.sequence()),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.get_opt(&key(15), &at_snap).unwrap(),
+        Some(b"old".to_vec())
+    );
+    assert_eq!(
+        db.get_opt(&key(20), &at_snap).unwrap(),
+        Some(b"old".to_vec())
+    );
+    assert_eq!(db.get(&key(15)).unwrap(), None);
+    assert_eq!(db.get(&key(20)).unwrap(), Some(b"new".to_vec()));
+    drop(snap);
+    let f = write_sst(&d.path().join("b.sst"), &[(&key(40), b"newer")]);
+    let o = IngestOptions {
+        excise: Some((key(35), key(45))),
+        ..files_opts()
+    };
+    let r = db.ingest(&[f], &o).unwrap();
+    assert!(r.excised, "{r:?}");
+    assert_eq!(db.get(&key(36)).unwrap(), None);
+    assert_eq!(db.get(&key(34)).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(&key(45)).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(&key(40)).unwrap(), Some(b"newer".to_vec()));
+    assert_eq!(db.get(&key(15)).unwrap(), None);
+    // The tombstone file of the cut excise was never placed or kept.
+    let m = db.metrics();
+    assert_eq!((m.excises, m.excise_fallbacks), (1, 1));
+    let dir = d.path().join("db");
+    let referenced: std::collections::HashSet<u64> = db
+        .files()
+        .iter()
+        .map(|(_, f)| f.backing.unwrap_or(f.number))
+        .collect();
+    for n in tables_on_disk(&dir) {
+        assert!(
+            referenced.contains(&n),
+            "table {n} on disk is referenced by nothing"
+        );
+    }
+}
+
+/// Memory over the range: the ingestion waits in the queue with its
+/// tombstone file (reads see the range deleted at once), and the flush
+/// thread cuts the range when it places the files, dropping the tombstone
+/// file.
+#[test]
+fn excise_over_memory_cuts_when_placed() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let db = Db::open(&dir, excise_opts()).unwrap();
+    for i in 0..50 {
+        db.put(&key(i), b"old").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.put(&key(25), b"in memory").unwrap();
+    let f = write_sst(&d.path().join("a.sst"), &[(&key(20), b"new")]);
+    let o = IngestOptions {
+        excise: Some((key(10), key(30))),
+        ..files_opts()
+    };
+    let r = db.ingest(&[f], &o).unwrap();
+    assert!(r.flushable && !r.excised, "{r:?}");
+    assert_eq!(db.get(&key(25)).unwrap(), None, "memory is excised too");
+    assert_eq!(db.get(&key(15)).unwrap(), None);
+    db.flush().unwrap();
+    let m = db.metrics();
+    assert_eq!((m.excises, m.excise_fallbacks), (1, 0), "cut when placed");
+    let files = db.files();
+    let tomb = files
+        .iter()
+        .filter(|(_, f)| f.num_range_deletions > 0)
+        .count();
+    assert_eq!(tomb, 0, "the tombstone file was dropped");
+    for (_, f) in &files {
+        if f.global_seqno != Some(r.sequence) {
+            assert!(
+                !intersects(f, &key(10), &key(30)),
+                "file {} intersects",
+                f.number
+            );
+        }
+    }
+    let want: Vec<(Vec<u8>, Vec<u8>)> = (0..50)
+        .filter(|i| !(10..30).contains(i))
+        .map(|i| (key(i), b"old".to_vec()))
+        .chain(std::iter::once((key(20), b"new".to_vec())))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect();
+    assert_eq!(scan(&db), want);
+    let referenced: std::collections::HashSet<u64> = files
+        .iter()
+        .map(|(_, f)| f.backing.unwrap_or(f.number))
+        .collect();
+    for n in tables_on_disk(&dir) {
+        assert!(
+            referenced.contains(&n),
+            "table {n} on disk is referenced by nothing: {files:?} {:?}",
+            std::fs::read_to_string(dir.join("EVENTS")).unwrap()
+        );
+    }
+    db.close().unwrap();
+    let db = Db::open(&dir, excise_opts()).unwrap();
+    assert_eq!(scan(&db), want, "after reopen");
+
+    // Queued behind memory with an older snapshot open: when placed, the
+    // tombstone file goes into the tree instead of a cut.
+    db.put(&key(41), b"in memory").unwrap();
+    let snap = db.snapshot();
+    let f = write_sst(&d.path().join("b.sst"), &[(&key(42), b"new")]);
+    let o = IngestOptions {
+        excise: Some((key(40), key(45))),
+        ..files_opts()
+    };
+    let r = db.ingest(&[f], &o).unwrap();
+    assert!(r.flushable, "{r:?}");
+    db.flush().unwrap();
+    let m = db.metrics();
+    assert_eq!(
+        (m.excises, m.excise_fallbacks),
+        (0, 1),
+        "after reopen, counters restart"
+    );
+    let at = ReadOptions {
+        snapshot: Some(snap.sequence()),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.get_opt(&key(41), &at).unwrap(),
+        Some(b"in memory".to_vec())
+    );
+    assert_eq!(db.get_opt(&key(43), &at).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(&key(41)).unwrap(), None);
+    assert_eq!(db.get(&key(43)).unwrap(), None);
+    assert_eq!(db.get(&key(42)).unwrap(), Some(b"new".to_vec()));
+    assert!(db.files().iter().any(|(_, f)| f.num_range_deletions > 0));
 }

@@ -4,6 +4,13 @@
 //! and be recovered from the WAL. This is the test that found file numbers
 //! being reused after a reopen (an ingested file linked under a number the
 //! MANIFEST had not recorded yet was overwritten by a recovery flush).
+//!
+//! A third of the ingestions also excise a range, which cuts the tree into
+//! virtual files (or, over memory or an older snapshot, falls back to a
+//! range tombstone); the second test adds snapshots checked against copies
+//! of the model, full compactions, and point reads.
+//!
+//! `STRATA_MODEL_SEEDS=n` runs n seeds instead of the default.
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -12,10 +19,18 @@ use strata::sstable::{SstOptions, SstWriter};
 use strata::vfs::{MemVfs, Vfs};
 use strata::{Db, IngestOptions, Options, ReadOptions};
 
+fn seeds(default: u64) -> u64 {
+    std::env::var("STRATA_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 #[test]
 fn ingestion_matches_a_model_across_reopens() {
     let mut paths_taken = [0u32; 2];
-    for seed in 0..200u64 {
+    let mut cuts = 0;
+    for seed in 0..seeds(200) {
         let mut rng = StdRng::seed_from_u64(seed);
         let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
         let files = tempfile::tempdir().unwrap();
@@ -98,6 +113,7 @@ fn ingestion_matches_a_model_across_reopens() {
                     if std::env::var_os("STRATA_TRACE").is_some() {
                         eprintln!("seed {seed} step {step} reopen");
                     }
+                    cuts += db.metrics().excises;
                     db.close().unwrap();
                     db = Db::open("/db", o()).unwrap();
                 }
@@ -142,9 +158,191 @@ fn ingestion_matches_a_model_across_reopens() {
                 panic!("seed {seed} step {step}: mismatch {bad:?} levels {lv:?}");
             }
         }
+        cuts += db.metrics().excises;
     }
     assert!(
         paths_taken[0] > 50 && paths_taken[1] > 50,
         "both ingestion paths exercised: {paths_taken:?}"
+    );
+    assert!(cuts > 100, "excises cut the tree: {cuts}");
+}
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn dump(db: &Db, opts: &ReadOptions) -> Model {
+    let mut it = db.iter(opts).unwrap();
+    let mut got = BTreeMap::new();
+    it.seek_to_first();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    got
+}
+
+/// Excises against a model with snapshots (each checked against the model
+/// as it was when taken, so a cut that removed data an older snapshot still
+/// needed shows up), full compactions that rewrite virtual files, deletes
+/// and range deletes, backward scans and point reads, across reopens.
+#[test]
+fn excise_with_snapshots_and_compactions_matches_a_model() {
+    let mut totals = [0u64; 3];
+    for seed in 0..seeds(120) {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let files = tempfile::tempdir().unwrap();
+        let o = || Options {
+            vfs: Some(vfs.clone()),
+            memtable_size: 4 << 10,
+            max_immutable_memtables: 2,
+            compaction: strata::CompactionOptions {
+                target_file_size: 2 << 10,
+                l0_compaction_threshold: 2,
+                base_level_bytes: 8 << 10,
+                ..strata::CompactionOptions::default()
+            },
+            ..Options::default()
+        };
+        let mut db = Db::open("/db", o()).unwrap();
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut snaps: Vec<(strata::Snapshot, Model)> = Vec::new();
+        let k = |rng: &mut StdRng| format!("k{:03}", rng.gen_range(0..200)).into_bytes();
+        for step in 0..80 {
+            let what = rng.gen_range(0..20);
+            match what {
+                0..=7 => {
+                    let (key, v) = (k(&mut rng), vec![b'p'; rng.gen_range(0..100)]);
+                    db.put(&key, &v).unwrap();
+                    model.insert(key, v);
+                }
+                8 => {
+                    let key = k(&mut rng);
+                    db.delete(&key).unwrap();
+                    model.remove(&key);
+                }
+                9 => {
+                    let (a, b) = (k(&mut rng), k(&mut rng));
+                    let (a, b) = (a.clone().min(b.clone()), a.max(b));
+                    db.delete_range(&a, &b).unwrap();
+                    let doomed: Vec<_> = model.range(a..b).map(|(k, _)| k.clone()).collect();
+                    for d in doomed {
+                        model.remove(&d);
+                    }
+                }
+                10..=14 => {
+                    let mut kvs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.gen_range(1..40))
+                        .map(|_| (k(&mut rng), vec![b'i'; rng.gen_range(0..60)]))
+                        .collect();
+                    kvs.sort();
+                    kvs.dedup_by(|a, b| a.0 == b.0);
+                    let p = files.path().join(format!("{step}.sst"));
+                    let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+                    for (a, b) in &kvs {
+                        w.put(a, b).unwrap();
+                    }
+                    w.finish().unwrap();
+                    // Mostly an excise around the file, sometimes anywhere.
+                    let excise = if rng.gen_bool(0.8) {
+                        let (lo, hi) = (kvs[0].0.clone(), kvs[kvs.len() - 1].0.clone());
+                        let mut end = hi;
+                        end.push(rng.gen_range(0..3u8) * 100);
+                        let start = if rng.gen_bool(0.5) {
+                            lo
+                        } else {
+                            k(&mut rng).min(lo)
+                        };
+                        Some((start, end))
+                    } else {
+                        let (a, b) = (k(&mut rng), k(&mut rng));
+                        Some((a.clone().min(b.clone()), a.max(b))).filter(|(a, b)| a < b)
+                    };
+                    let r = db
+                        .ingest(
+                            &[p],
+                            &IngestOptions {
+                                small_file_bytes: 0,
+                                excise: excise.clone(),
+                                ..IngestOptions::default()
+                            },
+                        )
+                        .unwrap();
+                    if let Some((a, b)) = excise {
+                        let doomed: Vec<_> = model.range(a..b).map(|(k, _)| k.clone()).collect();
+                        for d in doomed {
+                            model.remove(&d);
+                        }
+                    }
+                    for (a, b) in kvs {
+                        model.insert(a, b);
+                    }
+                    let _ = r;
+                }
+                15 | 16 => {
+                    if snaps.len() < 3 {
+                        snaps.push((db.snapshot(), model.clone()));
+                    } else {
+                        snaps.remove(rng.gen_range(0..snaps.len()));
+                    }
+                }
+                17 => db.flush().unwrap(),
+                18 => db.compact_range(None, None).unwrap(),
+                _ => {
+                    let m = db.metrics();
+                    totals[0] += m.excises;
+                    totals[1] += m.excise_fallbacks;
+                    totals[2] += m.compactions_cancelled;
+                    snaps.clear();
+                    db.close().unwrap();
+                    db = Db::open("/db", o()).unwrap();
+                }
+            }
+            let ctx = || format!("seed {seed} step {step} op {what}");
+            assert_eq!(dump(&db, &ReadOptions::default()), model, "{}", ctx());
+            for _ in 0..5 {
+                let key = k(&mut rng);
+                assert_eq!(
+                    db.get(&key).unwrap().as_ref(),
+                    model.get(&key),
+                    "{} get",
+                    ctx()
+                );
+            }
+            // A bounded backward scan.
+            let (a, b) = (k(&mut rng), k(&mut rng));
+            let (a, b) = (a.clone().min(b.clone()), a.max(b));
+            let mut it = db
+                .iter(&ReadOptions {
+                    lower: Some(a.clone()),
+                    upper: Some(b.clone()),
+                    ..ReadOptions::default()
+                })
+                .unwrap();
+            it.seek_to_last();
+            let mut back = Vec::new();
+            while it.valid() {
+                back.push(it.key().to_vec());
+                it.prev();
+            }
+            let want: Vec<Vec<u8>> = model.range(a..b).rev().map(|(k, _)| k.clone()).collect();
+            assert_eq!(back, want, "{} backward", ctx());
+            for (s, m) in &snaps {
+                let at = ReadOptions {
+                    snapshot: Some(s.sequence()),
+                    ..ReadOptions::default()
+                };
+                assert_eq!(&dump(&db, &at), m, "{} snapshot {}", ctx(), s.sequence());
+            }
+        }
+        let m = db.metrics();
+        totals[0] += m.excises;
+        totals[1] += m.excise_fallbacks;
+        totals[2] += m.compactions_cancelled;
+        snaps.clear();
+    }
+    eprintln!("excises cut / fell back / compactions cancelled: {totals:?}");
+    assert!(
+        totals[0] > 100 && totals[1] > 20,
+        "both excise paths: {totals:?}"
     );
 }

@@ -112,6 +112,7 @@ fn parse_file(line: &str) -> Result<FileMeta, String> {
         num_entries: 1,
         num_deletions: 0,
         num_range_deletions: 0,
+        backing: None,
     };
     for w in words {
         let (k, v) = w.split_once('=').ok_or_else(|| format!("bad arg {w:?}"))?;

@@ -77,6 +77,7 @@ fn random_files(rng: &mut StdRng, n: usize, max_seq: u64) -> Vec<Arc<FileMeta>> 
                 num_entries: 1,
                 num_deletions: 0,
                 num_range_deletions: 0,
+                backing: None,
             })
         })
         .collect()
@@ -332,6 +333,7 @@ fn large_l0_timing() {
                 num_entries: 1,
                 num_deletions: 0,
                 num_range_deletions: 0,
+                backing: None,
             })
         })
         .collect();

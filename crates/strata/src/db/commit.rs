@@ -48,8 +48,20 @@ pub(crate) enum Job {
 
 pub(crate) struct IngestJob {
     pub files: Vec<Prepared>,
+    /// The excise range; `files` may hold its range-tombstone file.
+    pub excise: Option<(Vec<u8>, Vec<u8>)>,
     pub allow_overlap: bool,
-    pub result: Arc<Mutex<Option<IngestResult>>>,
+    pub result: Arc<Mutex<Option<IngestOutcome>>>,
+}
+
+/// What an ingestion job hands back to its caller.
+pub(crate) enum IngestOutcome {
+    Done(IngestResult),
+    /// The excise cannot cut the tree (memory or a snapshot now sees the
+    /// range) and `prepare` wrote no range-tombstone file: nothing was
+    /// taken (no sequence number published, no record written); the files
+    /// come back for the caller to add one and commit again.
+    NeedTombstone(Vec<Prepared>),
 }
 
 struct Writer {
@@ -421,9 +433,19 @@ impl CommitPipeline {
         if let Some(e) = db.bg_error() {
             return Err(e);
         }
+        let has_tombstone = job.files.iter().any(|f| f.excise_tombstone);
         let sv = db.super_version();
+        // With its tombstone file among `files`, memory over the excise
+        // range counts as overlap; without, any overlap needs that file.
         let overlap = ingest::overlaps_memory(&sv.mem, &sv.imm, &job.files);
+        let need = job.excise.as_ref().is_some_and(|(a, b)| {
+            !has_tombstone && ingest::needs_tombstone(&sv.mem, &sv.imm, &job.files, a, b)
+        });
         drop(sv);
+        if need {
+            *job.result.lock() = Some(IngestOutcome::NeedTombstone(job.files));
+            return Ok(());
+        }
         if overlap && !job.allow_overlap {
             return Err(Error::invalid(
                 "the files overlap a memtable and allow_overlap_with_memtable is off",
@@ -431,30 +453,61 @@ impl CommitPipeline {
         }
         let seq = q.last_seq + 1;
         q.last_seq = seq;
-        let bytes: u64 = job.files.iter().map(|f| f.size).sum();
-        let r = MutexGuard::unlocked(q, || -> Result<IngestResult> {
-            let n = job.files.len();
+        let bytes: u64 = job
+            .files
+            .iter()
+            .filter(|f| !f.excise_tombstone)
+            .map(|f| f.size)
+            .sum();
+        let slot = Arc::clone(&job.result);
+        let r = MutexGuard::unlocked(q, || -> Result<IngestOutcome> {
+            let n = job.files.iter().filter(|f| !f.excise_tombstone).count();
             let result = if !overlap {
                 let mut st = db.state.lock();
-                let v = st.versions.current();
-                let mut edit = crate::version::VersionEdit::default();
-                let mut levels = Vec::new();
-                for (f, l) in job
-                    .files
-                    .iter()
-                    .zip(ingest::place_all(&v, &job.files, &st.running))
-                {
-                    db.stats.record_ingested_file(l, f.size);
-                    edit.add_file(l, f.meta(seq));
-                    levels.push(Some(l));
+                // Held until the sequence number is published: a snapshot
+                // is either registered now (and seen here) or taken after
+                // the ingestion is visible, never older and unseen.
+                let snapshots = db.snapshots.lock();
+                let older_snapshot = snapshots.keys().next().is_some_and(|&s| s < seq);
+                if older_snapshot && job.excise.is_some() && !has_tombstone {
+                    // The snapshot needs the tombstone file. Nothing is
+                    // applied: `seq` goes unused (the next commit publishes
+                    // past it), which no reader can tell.
+                    return Ok(IngestOutcome::NeedTombstone(job.files));
                 }
-                st.versions.log_and_apply_unsynced(edit, seq)?;
+                let cut = job.excise.as_ref().filter(|_| !older_snapshot);
+                let v = st.versions.current();
+                let placed = ingest::placement(db, &v, &st.running, &job.files, seq, cut)?;
+                st.versions.log_and_apply_unsynced(placed.edit, seq)?;
+                if placed.excised.is_some() {
+                    // Readers without a snapshot must not read this version
+                    // below `seq` (see `read::read_seq`).
+                    st.excised_seq = seq;
+                }
                 db.install_super_version(&st);
+                db.visible_seq.store(seq, Ordering::Release);
+                drop(snapshots);
+                drop(st);
+                db.record_ingestion(
+                    seq,
+                    job.excise.as_ref(),
+                    placed.excised.as_ref(),
+                    &placed.added,
+                );
+                if placed.excised.is_some() {
+                    // The tombstone file is in no version and no MANIFEST
+                    // record: delete it now (a failure leaves it to the
+                    // obsolete-file pass).
+                    for f in job.files.iter().filter(|f| f.excise_tombstone) {
+                        let _ = db.vfs.remove(&filenames::table(&db.dir, f.number));
+                    }
+                }
                 IngestResult {
                     sequence: seq,
-                    levels,
+                    levels: placed.levels.into_iter().map(Some).collect(),
                     as_batch: false,
                     flushable: false,
+                    excised: placed.excised.is_some(),
                 }
             } else {
                 // Opened before taking the state lock: reads through the
@@ -491,8 +544,10 @@ impl CommitPipeline {
                     seq,
                     files: job.files,
                     tables,
+                    excise: job.excise,
                 }));
                 db.install_super_version(&st);
+                db.visible_seq.store(seq, Ordering::Release);
                 drop(st);
                 // The flush thread is woken by the caller once it has left
                 // the commit slot: waking it here let it take the CPU
@@ -504,21 +559,23 @@ impl CommitPipeline {
                     levels: vec![None; n],
                     as_batch: false,
                     flushable: true,
+                    excised: false,
                 }
             };
-            db.visible_seq.store(seq, Ordering::Release);
-            Ok(result)
+            Ok(IngestOutcome::Done(result))
         });
-        let result = match r {
-            Ok(res) => res,
+        let outcome = match r {
+            Ok(o) => o,
             Err(e) => {
                 db.set_bg_error(e.clone());
                 return Err(e);
             }
         };
-        db.stats.ingests.fetch_add(1, Ordering::Relaxed);
-        db.stats.bytes_ingested.fetch_add(bytes, Ordering::Relaxed);
-        *job.result.lock() = Some(result);
+        if let IngestOutcome::Done(_) = outcome {
+            db.stats.ingests.fetch_add(1, Ordering::Relaxed);
+            db.stats.bytes_ingested.fetch_add(bytes, Ordering::Relaxed);
+        }
+        *slot.lock() = Some(outcome);
         Ok(())
     }
 }

@@ -6,6 +6,16 @@
 //!
 //! A compaction of one file into a level where nothing overlaps it is a
 //! *move*: the edit relinks the file and no byte is rewritten.
+//!
+//! Inputs are read through the table cache, so a virtual input contributes
+//! only its bounded part (and its tombstones clipped to it), and the output
+//! replaces only the virtual file; its backing table lives on while other
+//! files use it. A running compaction pins the version it was picked from,
+//! which keeps its input tables on disk even if an ingest-and-excise removes
+//! them from the current version meanwhile (`db::excise`); such a compaction
+//! is then *cancelled* at install: its outputs could hold excised data, and
+//! the inputs it would delete are gone. Nothing else removes a compaction's
+//! inputs (the picker never gives one file to two compactions).
 
 use super::events::Event;
 use super::flush::delete_obsolete_files;
@@ -19,7 +29,7 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::sstable::RangeTombstone;
 use crate::version::sublevels::L0Sublevels;
-use crate::version::{VersionEdit, NUM_LEVELS};
+use crate::version::{Version, VersionEdit, NUM_LEVELS};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -40,13 +50,15 @@ pub(crate) fn compaction_loop(db: Arc<DbInner>) {
                         db.stats
                             .peak_running_compactions
                             .fetch_max(n, Ordering::Relaxed);
-                        break c;
+                        // The version `c` was picked from: the same lock.
+                        break (c, st.versions.current());
                     }
                 }
                 db.bg_cv.wait_for(&mut st, Duration::from_millis(200));
             }
         };
-        let r = run(&db, &c);
+        let (c, pinned) = c;
+        let r = run(&db, &c, pinned);
         {
             let mut st = db.state.lock();
             st.running.remove(&c);
@@ -67,8 +79,17 @@ fn pick(db: &DbInner, st: &MutexGuard<'_, DbState>) -> Option<Compaction> {
     picker::pick(&v, &sub, &st.running, &db.opts.compaction)
 }
 
-/// Runs one compaction and installs its result.
-pub(crate) fn run(db: &DbInner, c: &Compaction) -> Result<()> {
+/// Whether every input of `c` is still in the current version at its level
+/// (an excise may have removed or cut one while `c` ran).
+fn inputs_intact(v: &Version, c: &Compaction) -> bool {
+    c.all_inputs()
+        .all(|(l, f)| v.files(l).iter().any(|g| g.number == f.number))
+}
+
+/// Runs one compaction and installs its result. `pinned` is the version `c`
+/// was picked from; holding it keeps the input tables from the obsolete-file
+/// pass until the compaction is installed or cancelled.
+pub(crate) fn run(db: &DbInner, c: &Compaction, pinned: Arc<Version>) -> Result<()> {
     let start = Instant::now();
     if let Some(r) = try_move(db, c, start) {
         return r;
@@ -79,6 +100,16 @@ pub(crate) fn run(db: &DbInner, c: &Compaction) -> Result<()> {
     let mut st = db.state.lock();
     st.pending_outputs.remove(&floor);
     let outputs = r?;
+    if !inputs_intact(&st.versions.current(), c) {
+        // Cancelled by an excise: the outputs are in no version and go with
+        // the next obsolete-file pass (this one, once the pin is dropped).
+        db.stats
+            .compactions_cancelled
+            .fetch_add(1, Ordering::Relaxed);
+        drop(pinned);
+        delete_obsolete_files(db, &mut st);
+        return Ok(());
+    }
     let mut edit = VersionEdit::default();
     for (l, f) in c.all_inputs() {
         edit.delete_file(l, f.number);
@@ -109,6 +140,7 @@ pub(crate) fn run(db: &DbInner, c: &Compaction) -> Result<()> {
         false,
         start.elapsed(),
     ));
+    drop(pinned);
     delete_obsolete_files(db, &mut st);
     Ok(())
 }
@@ -129,6 +161,19 @@ fn try_move(db: &DbInner, c: &Compaction, start: Instant) -> Option<Result<()>> 
     edit.delete_file(c.start_level, f.number);
     edit.add_file(c.output_level, (**f).clone());
     let mut st = db.state.lock();
+    if !st
+        .versions
+        .current()
+        .files(c.start_level)
+        .iter()
+        .any(|g| g.number == f.number)
+    {
+        // An excise removed or cut the file since it was picked.
+        db.stats
+            .compactions_cancelled
+            .fetch_add(1, Ordering::Relaxed);
+        return Some(Ok(()));
+    }
     let seq = db.visible_seq.load(Ordering::Acquire);
     if let Err(e) = st.versions.log_and_apply(edit, seq) {
         return Some(Err(e));
@@ -152,14 +197,14 @@ fn write_outputs(db: &DbInner, c: &Compaction) -> Result<Vec<crate::version::Fil
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
     let mut collect = |f: &crate::version::FileMeta| -> Result<()> {
         if f.num_range_deletions > 0 {
-            tombstones.extend(db.table_cache.get(f)?.range_tombstones().iter().cloned());
+            tombstones.extend(db.table_cache.range_tombstones(f)?);
         }
         Ok(())
     };
     if c.start_level == 0 {
         for f in &c.inputs {
             collect(f)?;
-            children.push(Box::new(db.table_cache.get(f)?.iter()));
+            children.push(Box::new(db.table_cache.iter(f)?));
         }
     } else {
         for f in &c.inputs {
@@ -234,17 +279,22 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
     }
     let r = (|| {
         for level in 0..NUM_LEVELS - 1 {
+            // Picked and registered as running under one lock, so no
+            // ingestion is placed into its output range in between.
             let c = {
-                let st = db.state.lock();
+                let mut st = db.state.lock();
                 let v = st.versions.current();
                 let (all_lo, all_hi) = key_span(&v);
                 let lo = lo.map(<[u8]>::to_vec).unwrap_or(all_lo);
                 let hi = hi.map(<[u8]>::to_vec).unwrap_or(all_hi);
-                picker::manual(&v, level, &lo, &hi, &st.running, &db.opts.compaction)
+                let c = picker::manual(&v, level, &lo, &hi, &st.running, &db.opts.compaction);
+                if let Some(c) = &c {
+                    st.running.add(c);
+                }
+                c.map(|c| (c, v))
             };
-            if let Some(c) = c {
-                db.state.lock().running.add(&c);
-                let r = run(db, &c);
+            if let Some((c, pinned)) = c {
+                let r = run(db, &c, pinned);
                 db.state.lock().running.remove(&c);
                 r?;
             }

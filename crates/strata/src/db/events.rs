@@ -1,5 +1,5 @@
-//! The event log: one JSON line per flush, compaction and open in the file
-//! `EVENTS` of the database directory, kept across reopens. Each event
+//! The event log: one JSON line per flush, compaction, ingestion and open
+//! in the file `EVENTS` of the database directory, kept across reopens. Each event
 //! names the files it added and removed with their levels, sizes and user-key
 //! bounds, so the history of the tree can be replayed (the LSM visualiser
 //! reads it) and every byte a flush or compaction wrote is accounted for.
@@ -22,8 +22,12 @@ pub struct EventLog {
 pub struct Event(String);
 
 fn file_json(level: usize, f: &FileMeta) -> String {
+    let backing = match f.backing {
+        Some(b) => format!(",\"backing\":{b}"),
+        None => String::new(),
+    };
     format!(
-        "{{\"level\":{level},\"number\":{},\"size\":{},\"smallest\":\"{}\",\"largest\":\"{}\",\"smallest_seq\":{},\"largest_seq\":{}}}",
+        "{{\"level\":{level},\"number\":{},\"size\":{},\"smallest\":\"{}\",\"largest\":\"{}\",\"smallest_seq\":{},\"largest_seq\":{}{backing}}}",
         f.number,
         f.size,
         hex::encode(f.smallest_user_key()),
@@ -76,6 +80,32 @@ impl Event {
             added.join(","),
             removed.join(","),
             took.as_micros()
+        ))
+    }
+
+    /// An ingestion placed into the tree: the files it added (ingested ones
+    /// and an excise's virtual files) and those an excise removed.
+    pub fn ingest(
+        seq: u64,
+        excise: Option<&(Vec<u8>, Vec<u8>)>,
+        removed: &[(usize, &FileMeta)],
+        added: &[(usize, FileMeta)],
+    ) -> Event {
+        let removed: Vec<String> = removed.iter().map(|(l, f)| file_json(*l, f)).collect();
+        let added: Vec<String> = added.iter().map(|(l, f)| file_json(*l, f)).collect();
+        let excise = match excise {
+            Some((a, b)) => format!(
+                ",\"excise\":[\"{}\",\"{}\"]",
+                hex::encode(a),
+                hex::encode(b)
+            ),
+            None => String::new(),
+        };
+        Event(format!(
+            "{{\"time\":{:.6},\"event\":\"ingest\",\"sequence\":{seq}{excise},\"added\":[{}],\"removed\":[{}]}}",
+            now(),
+            added.join(","),
+            removed.join(",")
         ))
     }
 

@@ -91,23 +91,31 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
 }
 
 /// An ingestion reaching the front of the queue: every older entry is in the
-/// tree, so each file goes to its best level now.
+/// tree, so each file goes to its best level now. An excise is cut now too,
+/// dropping the range-tombstone file that covered the range while the
+/// ingestion waited, unless a registered snapshot older than the ingestion
+/// still needs the data (no such snapshot can appear any more: the
+/// ingestion's sequence number is already visible).
 fn place_ingested(
     db: &DbInner,
     imm: &Arc<dyn Flushable>,
     ing: &super::ingest::IngestedFlushable,
 ) -> Result<()> {
     let mut st = db.state.lock();
-    let v = st.versions.current();
-    let mut edit = VersionEdit::default();
-    for (f, l) in ing
-        .files
-        .iter()
-        .zip(super::ingest::place_all(&v, &ing.files, &st.running))
-    {
-        db.stats.record_ingested_file(l, f.size);
-        edit.add_file(l, f.meta(ing.seq));
-    }
+    let older_snapshot = db
+        .snapshots
+        .lock()
+        .keys()
+        .next()
+        .is_some_and(|&s| s < ing.seq);
+    let cut = ing.excise.as_ref().filter(|_| !older_snapshot);
+    // The version is not held past this: a live version keeps its files
+    // from the obsolete-file pass below.
+    let placed = {
+        let v = st.versions.current();
+        super::ingest::placement(db, &v, &st.running, &ing.files, ing.seq, cut)?
+    };
+    let mut edit = placed.edit;
     let next_wal = st.imm.get(1).map(|f| f.wal_number()).unwrap_or(st.mem_wal);
     edit.log_number = Some(next_wal);
     edit.ingested_seq = Some(ing.seq);
@@ -117,7 +125,15 @@ fn place_ingested(
     st.imm.pop_front();
     db.install_super_version(&st);
     db.stats.flushes.fetch_add(1, Ordering::Relaxed);
+    db.record_ingestion(
+        ing.seq,
+        ing.excise.as_ref(),
+        placed.excised.as_ref(),
+        &placed.added,
+    );
     let _ = imm;
+    // Deletes the tombstone file if the range was cut: it was recorded only
+    // as queued, and the edit just marked the ingestion placed.
     delete_obsolete_files(db, &mut st);
     Ok(())
 }
@@ -184,7 +200,19 @@ pub(crate) fn write_tables(
 /// Deletes WALs older than the MANIFEST's log number, old MANIFESTs, temp
 /// files, and tables that no live version references. Errors are ignored: a
 /// file left behind is deleted by a later pass or the next open.
+///
+/// A table counts as live if any live version names it directly or as the
+/// backing table of a virtual file (`VersionSet::live_files`); running
+/// compactions keep their inputs live by holding the version they were
+/// picked from. The table cache is keyed by physical number, so closing a
+/// deleted file's reader here affects nothing else.
 pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut super::DbState) {
+    // A file may leave the version through an ingestion's record, which is
+    // written without a sync: it is deleted only once that record is
+    // durable, or recovery could name a deleted file.
+    if st.versions.has_unsynced() && st.versions.sync_manifest().is_err() {
+        return;
+    }
     let mut live = st.versions.live_files();
     // Ingested files waiting in the immutable queue are in no version yet.
     for e in &st.imm {

@@ -27,7 +27,45 @@
 //! All files of one call appear together or not at all: one MANIFEST
 //! record. Files linked by an ingestion that never committed are
 //! unreferenced and deleted at the next open.
+//!
+//! **Ingest and excise** (`IngestOptions::excise`): everything the database
+//! held in `[start, end)` before the ingestion goes, without rewriting
+//! anything. Where the files are placed, in the same edit, `db::excise`
+//! deletes the files inside the range and replaces those reaching past it
+//! with virtual files; the ingested files are then placed against the cut
+//! version, so they can go to the bottom. Two things an excise cannot cut
+//! are handled by a *range-tombstone file* (one range tombstone
+//! `[start, end)` at the ingestion's sequence number, placed or queued with
+//! the ingestion; a tombstone deletes only older entries, so the ingested
+//! keys stay):
+//! - **memory**: memtables are not cut. The tombstone file is one of the
+//!   ingestion's files, so if a memtable or a queued entry overlaps the
+//!   range, the ingestion takes the flushable path and reads see the
+//!   tombstone while it waits in the queue (an ingestion queued because its
+//!   files overlap memory carries the tombstone file for the same reason).
+//!   When the flush thread places it, everything older is in the tree, so
+//!   the range is excised then and the tombstone file dropped. Recovery
+//!   places a queued ingestion as it was queued, tombstone file included
+//!   (correct, just not cut).
+//! - **snapshots**: an ingestion's files have one sequence number, and a
+//!   snapshot older than it must still see the excised data. If any
+//!   registered snapshot is older than the ingestion when it is placed, the
+//!   tombstone file is placed instead of cutting (Pebble instead waits for
+//!   such snapshots or turns them into file-only snapshots). The check and
+//!   the publication of the sequence number happen under the snapshot lock,
+//!   so no snapshot older than the ingestion can appear after the check.
+//!
+//! The commit decides, but must not write files (it holds the commit
+//! slot, and a file must be synced before a MANIFEST record names it). So
+//! `prepare` writes the tombstone file when memory overlaps the range or
+//! the files (the ingestion will queue), or any snapshot is registered
+//! (every registered snapshot is older than the ingestion to come);
+//! otherwise none is written, and if one of those appears before the
+//! commit, the commit takes nothing, returns the files, and the caller
+//! writes the tombstone file and commits again. A tombstone file the commit
+//! does not need (the range was cut after all) is deleted at once.
 
+use super::excise::Excised;
 use super::filenames;
 use super::flushable::Flushable;
 use super::write_batch::WriteBatch;
@@ -39,7 +77,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::sstable::{Found, RangeTombstone, Table, TableOptions};
-use crate::version::{FileMeta, Version, NUM_LEVELS};
+use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 use crate::vfs::OsVfs;
 use crate::vfs::Vfs;
 use std::path::{Path, PathBuf};
@@ -59,15 +97,17 @@ pub struct IngestOptions {
     /// 0.80x on an idle WAL, 0.82x to 1.02x behind 1,000 unsynced Puts),
     /// and it leaves no tiny file in the tree; at 118 KB it took 1.45x.
     pub small_file_bytes: u64,
-    /// Files overlapping a memtable become a flushable entry (true) or make
-    /// the call fail (false).
+    /// Files (or an excise range) overlapping a memtable or a queued entry
+    /// become a flushable entry (true) or make the call fail (false).
     pub allow_overlap_with_memtable: bool,
     pub verify_checksums: bool,
     /// Ingest and excise: atomically delete every key in `[start, end)` that
     /// the database held before this ingestion (the ingested files' own keys
-    /// stay). Implemented as one extra file holding a single range tombstone
-    /// at the ingestion's sequence number, placed in the same MANIFEST edit
-    /// or queue entry; nothing outside the range is rewritten.
+    /// stay). Files inside the range leave the version and files reaching
+    /// past it are replaced by virtual files (no data is rewritten), in the
+    /// same MANIFEST edit as the ingested files, which can then go to the
+    /// bottom. Falls back to a range-tombstone file when memory or an older
+    /// snapshot sees the range (see the module documentation).
     pub excise: Option<(Vec<u8>, Vec<u8>)>,
 }
 
@@ -87,11 +127,17 @@ impl Default for IngestOptions {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngestResult {
     pub sequence: u64,
-    /// Level each file landed on (empty when applied as a batch; `None`
-    /// entries for files waiting in the flushable queue).
+    /// Level each of the caller's files landed on, in the caller's order
+    /// (empty when applied as a batch; `None` entries for files waiting in
+    /// the flushable queue).
     pub levels: Vec<Option<usize>>,
     pub as_batch: bool,
     pub flushable: bool,
+    /// The excise (if any) cut the tree in this call's MANIFEST edit; false
+    /// when it was left to a range-tombstone file (queued behind memory,
+    /// which the flush thread may still cut when it places the files, or
+    /// held back by an older snapshot).
+    pub excised: bool,
 }
 
 /// A prepared file: linked into the database, bounds known.
@@ -105,6 +151,9 @@ pub struct Prepared {
     pub num_entries: u64,
     pub num_deletions: u64,
     pub num_range_deletions: u64,
+    /// The range-tombstone file of an excise (written by `prepare`, not the
+    /// caller's): placed only when the range is not cut.
+    pub excise_tombstone: bool,
 }
 
 impl Prepared {
@@ -128,6 +177,7 @@ impl Prepared {
             num_entries: self.num_entries,
             num_deletions: self.num_deletions,
             num_range_deletions: self.num_range_deletions,
+            backing: None,
         }
     }
 }
@@ -304,27 +354,6 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     }
     let mut out = Vec::new();
     let mut tables = Vec::new();
-    if let Some((a, b)) = &opts.excise {
-        let number = db.new_file_number();
-        let path = filenames::table(&db.dir, number);
-        let mut w = crate::sstable::SstWriter::create_in(
-            db.vfs.as_ref(),
-            &path,
-            crate::sstable::SstOptions::for_ingestion(),
-        )?;
-        w.delete_range(a, b)?;
-        let info = w.finish()?;
-        out.push(Prepared {
-            number,
-            size: info.file_size,
-            smallest_user: a.clone(),
-            largest_user: b.clone(),
-            largest_exclusive: true,
-            num_entries: 0,
-            num_deletions: 0,
-            num_range_deletions: 1,
-        });
-    }
     for (p, (t, lo, hi, excl)) in paths.iter().zip(inspected) {
         let number = db.new_file_number();
         let dst = filenames::table(&db.dir, number);
@@ -341,11 +370,46 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
                 .num_deletions
                 .saturating_sub(props.num_range_deletions),
             num_range_deletions: props.num_range_deletions,
+            excise_tombstone: false,
         });
         tables.push(t);
     }
+    // The range-tombstone file, if the excise looks unable to cut the tree
+    // at once (see the module docs); should that change before the commit,
+    // the commit asks for it (`NeedTombstone`).
+    if let Some((a, b)) = &opts.excise {
+        let sv = db.super_version();
+        if needs_tombstone(&sv.mem, &sv.imm, &out, a, b) || !db.snapshots.lock().is_empty() {
+            out.insert(0, write_excise_tombstone(db, a, b)?);
+        }
+    }
     db.vfs.sync_dir(&db.dir)?;
     Ok(Prepare::Files(out, tables))
+}
+
+/// Writes the range-tombstone file of an excise of `[a, b)` (synced; the
+/// caller syncs the directory).
+pub(crate) fn write_excise_tombstone(db: &DbInner, a: &[u8], b: &[u8]) -> Result<Prepared> {
+    let number = db.new_file_number();
+    let path = filenames::table(&db.dir, number);
+    let mut w = crate::sstable::SstWriter::create_in(
+        db.vfs.as_ref(),
+        &path,
+        crate::sstable::SstOptions::for_ingestion(),
+    )?;
+    w.delete_range(a, b)?;
+    let info = w.finish()?;
+    Ok(Prepared {
+        number,
+        size: info.file_size,
+        smallest_user: a.to_vec(),
+        largest_user: b.to_vec(),
+        largest_exclusive: true,
+        num_entries: 0,
+        num_deletions: 0,
+        num_range_deletions: 1,
+        excise_tombstone: true,
+    })
 }
 
 fn link_or_copy(vfs: &dyn Vfs, src: &Path, dst: &Path, link: bool) -> Result<()> {
@@ -384,12 +448,13 @@ pub(crate) fn place(v: &Version, f: &Prepared, running: &Running) -> usize {
 
 /// Places the files of one ingestion in order: each at the lowest level
 /// free of overlap with the version and with the files placed before it in
-/// this edit (an excise file and the data inside its range share a sequence
-/// number, so either may sit above the other, but never in one level).
-pub(crate) fn place_all(v: &Version, files: &[Prepared], running: &Running) -> Vec<usize> {
+/// this edit (a range-tombstone file and the data inside its range share a
+/// sequence number, so either may sit above the other, but never in one
+/// level).
+pub(crate) fn place_all(v: &Version, files: &[&Prepared], running: &Running) -> Vec<usize> {
     let mut placed: Vec<(usize, &Prepared)> = Vec::new();
     let mut out = Vec::new();
-    for f in files {
+    for &f in files {
         let mut best = place(v, f, running);
         for l in 1..=best {
             let hit = placed.iter().any(|(pl, p)| {
@@ -414,6 +479,21 @@ pub(crate) fn place_all(v: &Version, files: &[Prepared], running: &Running) -> V
     out
 }
 
+/// Whether an excise of `[a, b)` with these files must bring its
+/// range-tombstone file, whatever the snapshots: memory holds data in the
+/// range (tested as `[a, b]`: erring towards a tombstone is safe), or the
+/// files overlap memory and so will wait in the queue, where only the
+/// tombstone can hide the range from readers.
+pub(crate) fn needs_tombstone(
+    mem: &MemTable,
+    imm: &[Arc<dyn Flushable>],
+    files: &[Prepared],
+    a: &[u8],
+    b: &[u8],
+) -> bool {
+    mem.overlaps(a, b) || imm.iter().any(|e| e.overlaps(a, b)) || overlaps_memory(mem, imm, files)
+}
+
 /// Whether the memtable or any queued flushable overlaps the files.
 pub(crate) fn overlaps_memory(
     mem: &MemTable,
@@ -428,6 +508,70 @@ pub(crate) fn overlaps_memory(
     })
 }
 
+/// The one MANIFEST edit that puts an ingestion's files into the tree.
+pub(crate) struct Placement {
+    pub edit: VersionEdit,
+    /// Level of each of the caller's files (the tombstone file left out).
+    pub levels: Vec<usize>,
+    /// What the excise cut, if it cut the tree.
+    pub excised: Option<Excised>,
+    /// Every file the edit adds, with its level (for the event log).
+    pub added: Vec<(usize, FileMeta)>,
+}
+
+/// Builds the edit placing `files` (one ingestion, sequence `seq`) into `v`.
+/// With `excise`, the range is cut out of `v` first (`db::excise`) and the
+/// range-tombstone file is left out; the data files are then placed against
+/// the cut version, all in the same edit. Without it, every file (the
+/// tombstone file included, if any) is placed as it is.
+pub(crate) fn placement(
+    db: &DbInner,
+    v: &Version,
+    running: &Running,
+    files: &[Prepared],
+    seq: u64,
+    excise: Option<&(Vec<u8>, Vec<u8>)>,
+) -> Result<Placement> {
+    let mut edit = VersionEdit::default();
+    let mut added = Vec::new();
+    let (excised, cut) = match excise {
+        Some((a, b)) => {
+            let x = super::excise::excise(
+                v,
+                &db.table_cache,
+                a,
+                b,
+                &|| db.new_file_number(),
+                &mut edit,
+            )?;
+            added.extend(x.added.iter().cloned());
+            let cut = v.apply(&edit, "excise")?;
+            (Some(x), Some(cut))
+        }
+        None => (None, None),
+    };
+    let to_place: Vec<&Prepared> = files
+        .iter()
+        .filter(|f| excised.is_none() || !f.excise_tombstone)
+        .collect();
+    let levels = place_all(cut.as_ref().unwrap_or(v), &to_place, running);
+    let mut data_levels = Vec::new();
+    for (f, &l) in to_place.iter().zip(&levels) {
+        db.stats.record_ingested_file(l, f.size);
+        edit.add_file(l, f.meta(seq));
+        added.push((l, f.meta(seq)));
+        if !f.excise_tombstone {
+            data_levels.push(l);
+        }
+    }
+    Ok(Placement {
+        edit,
+        levels: data_levels,
+        excised,
+        added,
+    })
+}
+
 /// Ingested files waiting in the immutable queue (internal; public only
 /// because the `Flushable` trait names it).
 pub struct IngestedFlushable {
@@ -436,6 +580,11 @@ pub struct IngestedFlushable {
     pub seq: u64,
     pub files: Vec<Prepared>,
     pub tables: Vec<Arc<Table>>,
+    /// The excise range, if the ingestion has one: `files` then include its
+    /// range-tombstone file, which covers the range while the entry waits;
+    /// the flush thread cuts the range instead when it places the files, if
+    /// no older snapshot needs the data.
+    pub excise: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Flushable for IngestedFlushable {
@@ -493,5 +642,98 @@ impl Flushable for IngestedFlushable {
     }
     fn ingested(&self) -> Option<&IngestedFlushable> {
         Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::commit::{IngestJob, IngestOutcome, Job};
+    use super::*;
+    use crate::db::{Db, Options};
+    use parking_lot::Mutex;
+
+    /// `prepare` writes no tombstone file when nothing needs one; if memory
+    /// comes to hold data in the range, or to overlap the files (they will
+    /// queue), or a snapshot is taken before the commit, the commit takes
+    /// nothing and hands the files back, and a second commit with the
+    /// tombstone file goes through.
+    #[test]
+    fn commit_asks_for_a_tombstone_that_prepare_did_not_write() {
+        for cause in ["memory", "files", "snapshot"] {
+            let d = tempfile::tempdir().unwrap();
+            let db = Db::open(d.path().join("db"), Options::default()).unwrap();
+            let inner = &db.inner;
+            inner.state.lock().pending_outputs.insert(0);
+            db.put(b"a", b"old").unwrap();
+            db.put(b"k4", b"old").unwrap();
+            db.flush().unwrap();
+            let p = d.path().join("f.sst");
+            let mut w =
+                crate::sstable::SstWriter::create(&p, crate::sstable::SstOptions::for_ingestion())
+                    .unwrap();
+            let new_key: &[u8] = if cause == "files" { b"m5" } else { b"k5" };
+            w.put(new_key, b"new").unwrap();
+            w.finish().unwrap();
+            let opts = IngestOptions {
+                small_file_bytes: 0,
+                excise: Some((b"k0".to_vec(), b"k9".to_vec())),
+                ..IngestOptions::default()
+            };
+            let Prepare::Files(files, _) = prepare(inner, &[p], &opts).unwrap() else {
+                panic!("files expected");
+            };
+            assert!(
+                files.iter().all(|f| !f.excise_tombstone),
+                "nothing needs one"
+            );
+            let snap = match cause {
+                "memory" => {
+                    db.put(b"k3", b"in memory").unwrap();
+                    None
+                }
+                "files" => {
+                    db.put(b"m5", b"in memory").unwrap();
+                    None
+                }
+                _ => Some(db.snapshot()),
+            };
+            let visible = db.latest_sequence();
+            let commit = |files: Vec<Prepared>| {
+                let slot = Arc::new(Mutex::new(None));
+                let job = IngestJob {
+                    files,
+                    excise: opts.excise.clone(),
+                    allow_overlap: true,
+                    result: Arc::clone(&slot),
+                };
+                inner.commit.commit(inner, Job::Ingest(job), false).unwrap();
+                let r = slot.lock().take();
+                r.unwrap()
+            };
+            let IngestOutcome::NeedTombstone(mut files) = commit(files) else {
+                panic!("{cause}: the commit must ask for the tombstone file");
+            };
+            assert_eq!(db.latest_sequence(), visible, "{cause}: nothing published");
+            assert_eq!(db.get(b"k4").unwrap(), Some(b"old".to_vec()));
+            files.insert(0, write_excise_tombstone(inner, b"k0", b"k9").unwrap());
+            let IngestOutcome::Done(r) = commit(files) else {
+                panic!("{cause}: the second commit goes through");
+            };
+            assert!(!r.excised, "{cause}: {r:?}");
+            assert_eq!(r.flushable, cause != "snapshot");
+            inner.state.lock().versions.sync_manifest().unwrap();
+            assert_eq!(db.get(b"k4").unwrap(), None, "{cause}: excised at once");
+            assert_eq!(db.get(b"k3").unwrap(), None);
+            assert_eq!(db.get(new_key).unwrap(), Some(b"new".to_vec()));
+            assert_eq!(db.get(b"a").unwrap(), Some(b"old".to_vec()));
+            if let Some(s) = snap {
+                let at = crate::db::ReadOptions {
+                    snapshot: Some(s.sequence()),
+                    ..Default::default()
+                };
+                assert_eq!(db.get_opt(b"k4", &at).unwrap(), Some(b"old".to_vec()));
+            }
+            inner.state.lock().pending_outputs.remove(&0);
+        }
     }
 }

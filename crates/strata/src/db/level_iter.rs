@@ -1,12 +1,12 @@
 //! An iterator over one sorted level (L1 and below): the files in key order,
 //! opened lazily through the table cache, so a short scan touches only the
-//! files it needs.
+//! files it needs. Each file is read through `TableCache::iter`, so a
+//! virtual file yields only the keys within its bounds.
 
-use super::table_cache::TableCache;
+use super::table_cache::{FileIter, TableCache};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::compare_internal;
-use crate::sstable::TableIter;
 use crate::version::FileMeta;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ pub struct LevelIter {
     cache: Arc<TableCache>,
     /// Index of the file `cur` reads.
     idx: usize,
-    cur: Option<TableIter>,
+    cur: Option<FileIter>,
     err: Option<Error>,
 }
 
@@ -37,9 +37,9 @@ impl LevelIter {
         let Some(f) = self.files.get(idx) else {
             return false;
         };
-        match self.cache.get(f) {
-            Ok(t) => {
-                self.cur = Some(t.iter());
+        match self.cache.iter(f) {
+            Ok(it) => {
+                self.cur = Some(it);
                 true
             }
             Err(e) => {

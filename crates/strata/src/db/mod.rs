@@ -3,8 +3,9 @@
 //!
 //! Module map: `open` (recovery), `commit` (write path), `read` (point
 //! lookups and iterators), `flush` (immutable queue to L0), `flushable` (what
-//! the immutable queue holds), `table_cache`, `filenames`, `options`,
-//! `write_batch`.
+//! the immutable queue holds), `ingest` (external files), `excise` (cutting
+//! a key range out of a version with virtual files), `compact`,
+//! `level_iter`, `table_cache`, `filenames`, `options`, `write_batch`.
 //!
 //! Concurrency: the `SuperVersion` (memtable, immutable queue, `Version`) is
 //! an immutable snapshot swapped under a `RwLock`; a reader clones the `Arc`
@@ -19,6 +20,7 @@ pub mod write_batch;
 mod commit;
 mod compact;
 mod events;
+mod excise;
 mod flush;
 mod flushable;
 pub mod ingest;
@@ -55,6 +57,10 @@ pub(crate) struct SuperVersion {
     /// Oldest first.
     pub imm: Vec<Arc<dyn Flushable>>,
     pub version: Arc<Version>,
+    /// Sequence number of the latest ingestion that excised a range from
+    /// the tree (virtual files): reads without a snapshot read this version
+    /// at this sequence number or above (see `read::read_seq`).
+    pub excised_seq: u64,
 }
 
 pub(crate) struct DbState {
@@ -70,6 +76,9 @@ pub(crate) struct DbState {
     pub running: Running,
     /// Manual compactions in progress; automatic picking pauses meanwhile.
     pub manual_compactions: usize,
+    /// Sequence number of the latest excise that cut the tree before its
+    /// sequence number was visible (copied into every super version).
+    pub excised_seq: u64,
 }
 
 /// Counters kept as the database runs.
@@ -97,6 +106,14 @@ pub(crate) struct Stats {
     pub ingests_as_batch: AtomicU64,
     pub bytes_ingested: AtomicU64,
     pub ingest_micros: AtomicU64,
+    /// Excises that cut the tree, and those left to a range-tombstone file.
+    pub excises: AtomicU64,
+    pub excise_fallbacks: AtomicU64,
+    /// Excising ingestions committed twice: memory or a snapshot came to
+    /// see the range after `prepare` decided no tombstone file was needed.
+    pub excise_retries: AtomicU64,
+    /// Compactions dropped at install because an excise took an input.
+    pub compactions_cancelled: AtomicU64,
     /// (files, bytes) ingested per level they landed on.
     ingested_per_level: Mutex<[(u64, u64); NUM_LEVELS]>,
 }
@@ -173,6 +190,20 @@ pub struct Metrics {
     pub ingests_flushable: u64,
     pub ingests_as_batch: u64,
     pub ingest_micros: u64,
+    /// Ingest-and-excise calls whose range was cut out of the tree with
+    /// virtual files, and those left to a range-tombstone file (an older
+    /// snapshot needed the data).
+    pub excises: u64,
+    pub excise_fallbacks: u64,
+    /// Excising ingestions committed a second time, with a range-tombstone
+    /// file that memory or a snapshot came to need after `prepare`.
+    pub excise_retries: u64,
+    /// Compactions dropped at install because an excise took an input.
+    pub compactions_cancelled: u64,
+    /// Virtual files in the current version, and the physical tables
+    /// backing them.
+    pub virtual_files: usize,
+    pub backing_tables: usize,
     /// (files, bytes) ingested, by the level they landed on.
     pub ingested_per_level: Vec<(u64, u64)>,
     pub user_bytes: u64,
@@ -240,6 +271,7 @@ impl DbInner {
             mem: Arc::clone(&st.mem),
             imm: st.imm.iter().cloned().collect(),
             version,
+            excised_seq: st.excised_seq,
         };
         *self.sv.write() = Arc::new(sv);
         self.bg_cv.notify_all();
@@ -247,6 +279,30 @@ impl DbInner {
 
     pub fn new_file_number(&self) -> u64 {
         self.next_file.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Counts an ingestion's excise (cut or left to a tombstone) once it is
+    /// in the tree, and logs the files it added and removed.
+    pub(crate) fn record_ingestion(
+        &self,
+        seq: u64,
+        excise: Option<&(Vec<u8>, Vec<u8>)>,
+        excised: Option<&excise::Excised>,
+        added: &[(usize, crate::version::FileMeta)],
+    ) {
+        if excise.is_some() {
+            let c = if excised.is_some() {
+                &self.stats.excises
+            } else {
+                &self.stats.excise_fallbacks
+            };
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        let removed: Vec<(usize, &crate::version::FileMeta)> = excised
+            .map(|x| x.removed.iter().map(|(l, f)| (*l, f.as_ref())).collect())
+            .unwrap_or_default();
+        self.events
+            .record(&events::Event::ingest(seq, excise, &removed, added));
     }
 
     pub fn bg_error(&self) -> Option<Error> {
@@ -349,7 +405,13 @@ impl Db {
         let floor = self.inner.new_file_number();
         self.inner.state.lock().pending_outputs.insert(floor);
         let r = self.ingest_prepared(paths, opts, start);
-        self.inner.state.lock().pending_outputs.remove(&floor);
+        let mut st = self.inner.state.lock();
+        st.pending_outputs.remove(&floor);
+        if r.as_ref().is_ok_and(|r| r.excised) {
+            // Files the excise took out of the tree (its record is synced
+            // by now) are deleted at once rather than at the next flush.
+            flush::delete_obsolete_files(&self.inner, &mut st);
+        }
         r
     }
 
@@ -372,18 +434,41 @@ impl Db {
                     levels: Vec::new(),
                     as_batch: true,
                     flushable: false,
+                    excised: false,
                 })
             }
-            ingest::Prepare::Files(files, _tables) => {
+            ingest::Prepare::Files(mut files, _tables) => loop {
                 let slot = Arc::new(Mutex::new(None));
                 let job = commit::IngestJob {
                     files,
+                    excise: opts.excise.clone(),
                     allow_overlap: opts.allow_overlap_with_memtable,
                     result: Arc::clone(&slot),
                 };
                 self.inner
                     .commit
                     .commit(&self.inner, Job::Ingest(job), false)?;
+                let outcome = slot.lock().take();
+                let r = match outcome {
+                    Some(commit::IngestOutcome::Done(r)) => r,
+                    Some(commit::IngestOutcome::NeedTombstone(back)) => {
+                        // Memory or a snapshot came to see the range after
+                        // `prepare` looked: add the tombstone file, retry.
+                        // The second commit never asks again.
+                        let Some((a, b)) = &opts.excise else {
+                            return Err(Error::invalid("tombstone asked for without an excise"));
+                        };
+                        files = back;
+                        files.insert(0, ingest::write_excise_tombstone(&self.inner, a, b)?);
+                        self.inner.vfs.sync_dir(&self.inner.dir)?;
+                        self.inner
+                            .stats
+                            .excise_retries
+                            .fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    None => return Err(Error::invalid("ingestion produced no result")),
+                };
                 // A queued ingestion needs the flush thread; woken only now
                 // that the commit queue has moved on.
                 self.inner.bg_cv.notify_all();
@@ -400,9 +485,8 @@ impl Db {
                     .stats
                     .ingest_micros
                     .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-                let r = slot.lock().take();
-                r.ok_or_else(|| Error::invalid("ingestion produced no result"))
-            }
+                return Ok(r);
+            },
         }
     }
 
@@ -427,6 +511,18 @@ impl Db {
             seq,
             db: Arc::clone(&self.inner),
         }
+    }
+
+    /// Every file of the current version with its level, L0 first (newest
+    /// first within L0), then each level in key order. Virtual files carry
+    /// `backing: Some(physical table number)`.
+    pub fn files(&self) -> Vec<(usize, crate::version::FileMeta)> {
+        self.inner
+            .super_version()
+            .version
+            .all_files()
+            .map(|(l, f)| (l, (**f).clone()))
+            .collect()
     }
 
     /// The newest visible sequence number.
@@ -506,6 +602,16 @@ impl Db {
             ingests_flushable: ld(&st.ingests_flushable),
             ingests_as_batch: ld(&st.ingests_as_batch),
             ingest_micros: ld(&st.ingest_micros),
+            excises: ld(&st.excises),
+            excise_fallbacks: ld(&st.excise_fallbacks),
+            excise_retries: ld(&st.excise_retries),
+            compactions_cancelled: ld(&st.compactions_cancelled),
+            virtual_files: v.all_files().filter(|(_, f)| f.is_virtual()).count(),
+            backing_tables: v
+                .all_files()
+                .filter_map(|(_, f)| f.backing)
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
             ingested_per_level: st.ingested_per_level.lock().to_vec(),
             user_bytes: user,
             wal_bytes: ld(&st.wal_bytes),

@@ -185,11 +185,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         pending_outputs: BTreeSet::new(),
         running: Default::default(),
         manual_compactions: 0,
+        excised_seq: 0,
     };
     let sv = super::SuperVersion {
         mem: Arc::clone(&state.mem),
         imm: Vec::new(),
         version: state.versions.current(),
+        excised_seq: 0,
     };
     let vfs_for_events = Arc::clone(&vfs);
     let inner = Arc::new(DbInner {

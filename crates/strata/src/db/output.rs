@@ -204,5 +204,6 @@ fn meta(number: u64, info: SstInfo) -> Option<FileMeta> {
         num_entries: info.num_entries,
         num_deletions: info.properties.num_deletions,
         num_range_deletions: info.num_range_deletions,
+        backing: None,
     })
 }

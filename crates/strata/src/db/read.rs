@@ -6,6 +6,9 @@
 //! a tombstone can only delete entries older than itself, and every older
 //! entry lies in the same source or a later one, so the maximum tombstone
 //! sequence seen so far decides whether the entry found is deleted.
+//!
+//! Files are read through the table cache, which keeps every reader of a
+//! virtual file (an excise's leftover, see `db::excise`) inside its bounds.
 
 use super::level_iter::LevelIter;
 use super::{DbInner, SuperVersion};
@@ -42,11 +45,22 @@ fn resolve(f: Found, max_tombstone: u64) -> Result<Option<Vec<u8>>> {
     }
 }
 
-pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    let snapshot = opts
-        .snapshot
-        .unwrap_or_else(|| db.visible_seq.load(Ordering::Acquire));
+/// The sequence number a read without an explicit snapshot reads at: the
+/// visible sequence, loaded before the super version so the version holds
+/// everything up to it. A virtual excise removes data outright, so a version
+/// installed by one must not be read below the excise's sequence number (it
+/// would miss the excised data and the ingested files alike): reading at
+/// `sv.excised_seq` instead is safe, because an ingestion installs its
+/// version only once every lower sequence number is applied.
+fn read_seq(db: &DbInner, opts: &ReadOptions) -> (u64, Arc<SuperVersion>) {
+    let visible = db.visible_seq.load(Ordering::Acquire);
     let sv = db.super_version();
+    let seq = opts.snapshot.unwrap_or(visible.max(sv.excised_seq));
+    (seq, sv)
+}
+
+pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    let (snapshot, sv) = read_seq(db, opts);
     let mut max_tomb = sv.mem.max_covering_tombstone(key, snapshot);
     if let Some(f) = sv.mem.get(key, snapshot) {
         return resolve(f, max_tomb);
@@ -58,9 +72,9 @@ pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option
         }
     }
     for (_, meta) in sv.version.files_for_key(key) {
-        let t = db.table_cache.get(meta)?;
-        max_tomb = max_tomb.max(covering(t.range_tombstones(), key, snapshot));
-        if let Some(f) = t.get(key, snapshot)? {
+        let (tomb, found) = db.table_cache.point(meta, key, snapshot)?;
+        max_tomb = max_tomb.max(tomb);
+        if let Some(f) = found {
             return resolve(f, max_tomb);
         }
     }
@@ -115,10 +129,7 @@ fn overlaps_bounds(lo: &[u8], hi: &[u8], opts: &ReadOptions) -> bool {
 }
 
 pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> Result<DbIterator> {
-    let snapshot = opts
-        .snapshot
-        .unwrap_or_else(|| db.visible_seq.load(Ordering::Acquire));
-    let sv = db.super_version();
+    let (snapshot, sv) = read_seq(db, opts);
     let version = Arc::clone(&sv.version);
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
@@ -132,9 +143,8 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> Result<DbIterator> {
         if !overlaps_bounds(f.smallest_user_key(), f.largest_user_key(), opts) {
             continue;
         }
-        let t = db.table_cache.get(f)?;
-        tombstones.extend(t.range_tombstones().iter().cloned());
-        children.push(Box::new(t.iter()));
+        tombstones.extend(db.table_cache.range_tombstones(f)?);
+        children.push(Box::new(db.table_cache.iter(f)?));
     }
     for level in 1..crate::version::NUM_LEVELS {
         let files: Vec<_> = version
@@ -147,7 +157,7 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> Result<DbIterator> {
             continue;
         }
         for f in files.iter().filter(|f| f.num_range_deletions > 0) {
-            tombstones.extend(db.table_cache.get(f)?.range_tombstones().iter().cloned());
+            tombstones.extend(db.table_cache.range_tombstones(f)?);
         }
         children.push(Box::new(LevelIter::new(files, Arc::clone(&db.table_cache))));
     }

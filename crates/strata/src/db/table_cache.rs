@@ -1,21 +1,51 @@
-//! The table cache: open `Table` readers by file number, at most
+//! The table cache: open `Table` readers by *physical* file number, at most
 //! `max_open_files` of them (least recently used closed first). Every table
 //! shares the database's block cache.
+//!
+//! A virtual file (see `db::excise`) is read through its backing table: the
+//! cache opens and keys tables by `FileMeta::backing_number`, so all virtual
+//! files cut from one table share one reader. Every way of reading a file
+//! goes through here and sees only the file's own bounds: `iter` clamps the
+//! table iterator (`iter::BoundedIter`), `range_tombstones` clips the
+//! table's tombstones, `point` refuses keys outside. Closing a reader
+//! (eviction) never deletes anything; the obsolete-file pass deletes a
+//! physical file only when no live version references it directly or as a
+//! backing table (`VersionSet::live_files`).
 
 use crate::cache::{BlockCache, LruCache};
 use crate::db::filenames;
 use crate::error::Result;
-use crate::sstable::{Table, TableOptions};
+use crate::iter::{BoundedIter, KeyBounds};
+use crate::sstable::{Found, RangeTombstone, Table, TableIter, TableOptions};
 use crate::version::FileMeta;
 use crate::vfs::Vfs;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// An iterator over one file: its table's, clamped to the file's bounds
+/// when the file is virtual.
+pub type FileIter = BoundedIter<TableIter>;
 
 pub struct TableCache {
     vfs: Arc<dyn Vfs>,
     dir: PathBuf,
     tables: LruCache<Arc<Table>>,
     block_cache: Arc<BlockCache>,
+}
+
+/// The user-key bounds of `f`.
+pub fn file_bounds(f: &FileMeta) -> KeyBounds {
+    KeyBounds {
+        lower: f.smallest_user_key().to_vec(),
+        upper: f.largest_user_key().to_vec(),
+        upper_exclusive: f.largest_is_exclusive(),
+    }
+}
+
+/// The bounds readers must apply to `f`: its own for a virtual file; none
+/// for a physical one, whose table holds nothing outside them.
+pub fn read_bounds(f: &FileMeta) -> Option<KeyBounds> {
+    f.is_virtual().then(|| file_bounds(f))
 }
 
 impl TableCache {
@@ -34,8 +64,13 @@ impl TableCache {
         }
     }
 
+    /// The physical table behind `f` (the whole table: callers reading a
+    /// virtual file go through `iter`, `range_tombstones` or `point`). Every
+    /// file cut from one table carries the table's global sequence number,
+    /// so whichever opens it first opens it right for all.
     pub fn get(&self, f: &FileMeta) -> Result<Arc<Table>> {
-        if let Some(t) = self.tables.get((0, f.number)) {
+        let number = f.backing_number();
+        if let Some(t) = self.tables.get((0, number)) {
             return Ok(t);
         }
         let opts = TableOptions {
@@ -45,11 +80,48 @@ impl TableCache {
         };
         let t = Table::open_in(
             self.vfs.as_ref(),
-            &filenames::table(&self.dir, f.number),
+            &filenames::table(&self.dir, number),
             opts,
         )?;
-        self.tables.insert((0, f.number), Arc::clone(&t), 1);
+        self.tables.insert((0, number), Arc::clone(&t), 1);
         Ok(t)
+    }
+
+    /// An iterator over `f`'s point entries, within its bounds.
+    pub fn iter(&self, f: &FileMeta) -> Result<FileIter> {
+        Ok(BoundedIter::new(self.get(f)?.iter(), read_bounds(f)))
+    }
+
+    /// `f`'s range tombstones, clipped to its bounds.
+    pub fn range_tombstones(&self, f: &FileMeta) -> Result<Vec<RangeTombstone>> {
+        let t = self.get(f)?;
+        Ok(match read_bounds(f) {
+            None => t.range_tombstones().to_vec(),
+            Some(b) => t
+                .range_tombstones()
+                .iter()
+                .filter_map(|r| b.clip(r))
+                .collect(),
+        })
+    }
+
+    /// A point lookup in `f`: the newest sequence number (at most
+    /// `snapshot`) of a range tombstone of `f` covering `user_key`, and the
+    /// newest point entry visible at `snapshot`. A key outside `f`'s bounds
+    /// finds nothing; for a key inside, clipping the tombstones to the
+    /// bounds would not change which cover it, so they are not copied.
+    pub fn point(
+        &self,
+        f: &FileMeta,
+        user_key: &[u8],
+        snapshot: u64,
+    ) -> Result<(u64, Option<Found>)> {
+        if !f.contains_user_key(user_key) {
+            return Ok((0, None));
+        }
+        let t = self.get(f)?;
+        let tomb = super::read::covering(t.range_tombstones(), user_key, snapshot);
+        Ok((tomb, t.get(user_key, snapshot)?))
     }
 
     /// Closes a table (its file is being deleted).

@@ -9,15 +9,18 @@
 //! [`DbIter`] turns the merged stream of versions into the user keys visible
 //! at a snapshot, hiding deleted keys, including those covered by range
 //! tombstones (flattened by [`RangeDelAggregator`]). [`VecIter`] is an
-//! in-memory source.
+//! in-memory source; [`BoundedIter`] clamps a source to a user-key range
+//! (how virtual files are read).
 
 use crate::error::Result;
 
+pub mod bounded;
 pub mod db_iter;
 pub mod merging;
 pub mod range_del;
 pub mod vec_iter;
 
+pub use bounded::{BoundedIter, KeyBounds};
 pub use db_iter::DbIter;
 pub use merging::MergingIterator;
 pub use range_del::RangeDelAggregator;

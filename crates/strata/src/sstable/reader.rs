@@ -386,6 +386,39 @@ impl Table {
         )
     }
 
+    /// Approximate bytes of data blocks holding internal keys in
+    /// `[smallest, largest]`: from the start of the block that holds
+    /// `smallest` to the end of the block that holds `largest`, so whole
+    /// blocks at either end count. Reads only the pinned index block.
+    pub fn approximate_span(&self, smallest: &[u8], largest: &[u8]) -> u64 {
+        let Some(first) = self.block_for(smallest) else {
+            return 0;
+        };
+        let end = match self.block_for(largest) {
+            Some(h) => h.end(),
+            None => {
+                // Past the last block's last key: up to the end of data.
+                let mut idx = self.index_iter();
+                idx.seek_to_last();
+                match idx.valid().then(|| idx.handle()).flatten() {
+                    Some(h) => h.end(),
+                    None => first.end(),
+                }
+            }
+        };
+        end.saturating_sub(first.offset)
+    }
+
+    /// The data block that would hold internal key `ikey`, if any does.
+    fn block_for(&self, ikey: &[u8]) -> Option<BlockHandle> {
+        let mut idx = self.index_iter();
+        match self.index_mode.order {
+            KeyOrder::Bytewise => idx.seek(key::user_key(ikey)),
+            KeyOrder::Internal => idx.seek(ikey),
+        }
+        idx.valid().then(|| idx.handle()).flatten()
+    }
+
     fn index_iter(&self) -> BlockIter {
         BlockIter::new(Arc::clone(&self.index), self.index_mode)
     }

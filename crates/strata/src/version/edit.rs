@@ -15,10 +15,19 @@
 //! | 9 | queued ingested file | as tag 7 (level written as 0): a file of an ingestion waiting in the immutable queue, identified by its global sequence number; recovery puts it back in sequence order among the replayed WAL records |
 //! | 10 | flushed sequence | varint64: every WAL record at or below it is in a table (WALs may be shared by memtables, so this, not the log number alone, says what to replay) |
 //!
-//! New-file optional fields: 1 = global sequence number (varint64, ingested
-//! files), 2 = entries (varint64), 3 = deletions (varint64), 4 = range
-//! tombstones (varint64, omitted when 0). An unknown tag is
-//! corruption: a MANIFEST written by a newer Strata is refused, not misread.
+//! New-file optional fields:
+//!
+//! | field | value |
+//! |---|---|
+//! | 1 | global sequence number (varint64, ingested files) |
+//! | 2 | entries (varint64) |
+//! | 3 | deletions (varint64) |
+//! | 4 | range tombstones (varint64, omitted when 0) |
+//! | 5 | backing table number (varint64, virtual files only): the file is a key range of that physical table, which it reads through; its own number names no file on disk |
+//!
+//! An unknown tag or field is corruption: a MANIFEST written by a newer
+//! Strata is refused, not misread. A virtual file's entries, deletions and
+//! size are estimates (see `db::excise`); its bounds are exact.
 
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Reader};
 
@@ -37,6 +46,7 @@ const FIELD_GLOBAL_SEQNO: u32 = 1;
 const FIELD_ENTRIES: u32 = 2;
 const FIELD_DELETIONS: u32 = 3;
 const FIELD_RANGE_DELETIONS: u32 = 4;
+const FIELD_BACKING: u32 = 5;
 
 pub const COMPARATOR: &str = "leveldb.BytewiseComparator";
 
@@ -57,9 +67,24 @@ pub struct FileMeta {
     /// Range tombstones in the file: readers open only files that have some
     /// to collect tombstones.
     pub num_range_deletions: u64,
+    /// For a *virtual* file (a key range of a physical table, made by an
+    /// excise), the number of the physical table it reads; `None` when the
+    /// file is its own table. Every reader of a virtual file sees only keys
+    /// (and tombstone fragments) within `[smallest, largest]`.
+    pub backing: Option<u64>,
 }
 
 impl FileMeta {
+    /// The number of the table file on disk that holds this file's data.
+    pub fn backing_number(&self) -> u64 {
+        self.backing.unwrap_or(self.number)
+    }
+
+    /// Whether this file is a key range of another physical table.
+    pub fn is_virtual(&self) -> bool {
+        self.backing.is_some()
+    }
+
     pub fn smallest_user_key(&self) -> &[u8] {
         crate::key::user_key(&self.smallest)
     }
@@ -229,6 +254,9 @@ fn encode_file(b: &mut Vec<u8>, level: usize, f: &FileMeta) {
     if f.num_range_deletions > 0 {
         field(FIELD_RANGE_DELETIONS, f.num_range_deletions);
     }
+    if let Some(n) = f.backing {
+        field(FIELD_BACKING, n);
+    }
     put_varint32(b, FIELD_END);
 }
 
@@ -247,6 +275,7 @@ fn decode_file(r: &mut Reader<'_>) -> Result<(usize, FileMeta), String> {
         num_entries: 0,
         num_deletions: 0,
         num_range_deletions: 0,
+        backing: None,
     };
     if f.smallest.len() < 8 || f.largest.len() < 8 {
         return Err("version edit: file bound shorter than an internal key".into());
@@ -265,6 +294,14 @@ fn decode_file(r: &mut Reader<'_>) -> Result<(usize, FileMeta), String> {
             FIELD_ENTRIES => f.num_entries = n,
             FIELD_DELETIONS => f.num_deletions = n,
             FIELD_RANGE_DELETIONS => f.num_range_deletions = n,
+            FIELD_BACKING => {
+                if n == f.number {
+                    return Err(format!(
+                        "version edit: file {n} names itself as its backing table"
+                    ));
+                }
+                f.backing = Some(n)
+            }
             other => return Err(format!("version edit: unknown file field {other}")),
         }
     }
@@ -288,6 +325,7 @@ mod tests {
             num_entries: 17,
             num_deletions: 2,
             num_range_deletions: n % 3,
+            backing: n.is_multiple_of(3).then_some(n / 3),
         }
     }
 
@@ -318,5 +356,59 @@ mod tests {
             }
         }
         assert!(VersionEdit::decode(&[99]).is_err());
+    }
+
+    /// The backing field survives a round trip, is written only for virtual
+    /// files, and a file naming itself as its backing, an unknown field or a
+    /// truncated backing value is refused.
+    #[test]
+    fn backing_field() {
+        let mut virt = file(21);
+        virt.backing = Some(7);
+        let mut phys = file(21);
+        phys.number = 22;
+        phys.backing = None;
+        let mut e = VersionEdit::default();
+        e.add_file(3, virt.clone());
+        e.add_file(3, phys.clone());
+        e.queued_files.push(FileMeta {
+            global_seqno: Some(5),
+            ..virt.clone()
+        });
+        let enc = e.encode();
+        let d = VersionEdit::decode(&enc).unwrap();
+        assert_eq!(d, e);
+        assert_eq!(d.new_files[0].1.backing_number(), 7);
+        assert!(d.new_files[0].1.is_virtual());
+        assert_eq!(d.new_files[1].1.backing_number(), 22);
+        assert!(!d.new_files[1].1.is_virtual());
+
+        // Field 5 appears only in the virtual file's record.
+        let one = |f: &FileMeta| {
+            let mut e = VersionEdit::default();
+            e.add_file(1, f.clone());
+            e.encode()
+        };
+        let (ev, ep) = (one(&virt), one(&phys));
+        assert_eq!(ev.len(), ep.len() + 3, "tag, length, one-byte value");
+
+        // Self-backed: corruption, not a silently physical file.
+        let mut selfish = virt.clone();
+        selfish.backing = Some(selfish.number);
+        let err = VersionEdit::decode(&one(&selfish)).unwrap_err();
+        assert!(err.contains("itself"), "{err}");
+
+        // An unknown field (6) where field 5 would be.
+        let mut bad = ev.clone();
+        let at = bad.len() - 4; // tag 5, len 1, value 7, end 0
+        assert_eq!(&bad[at..], &[5, 1, 7, 0]);
+        bad[at] = 6;
+        assert!(VersionEdit::decode(&bad)
+            .unwrap_err()
+            .contains("unknown file field"));
+        // A backing value whose varint is cut short.
+        let mut cut = ev[..at].to_vec();
+        cut.extend_from_slice(&[5, 1, 0x80, 0]);
+        assert!(VersionEdit::decode(&cut).is_err());
     }
 }

@@ -145,7 +145,7 @@ impl VersionSet {
         let next_file = next_file.ok_or_else(|| missing("next file number"))?;
         let mut max_file = number;
         for (_, f) in version.all_files() {
-            max_file = max_file.max(f.number);
+            max_file = max_file.max(f.number).max(f.backing_number());
         }
         let mut set = VersionSet {
             dir: dir.to_path_buf(),
@@ -340,15 +340,21 @@ impl VersionSet {
         self.handed_out.push(v);
     }
 
-    /// Numbers of every table file that the current version or any version
-    /// still held by a reader refers to.
+    /// Numbers of every physical table file that the current version or any
+    /// version still held by a reader refers to, directly or as the backing
+    /// table of a virtual file: a physical table stays while any virtual
+    /// file cut from it is live anywhere.
     pub fn live_files(&mut self) -> HashSet<u64> {
         self.handed_out.retain(|w| w.strong_count() > 0);
-        let mut live: HashSet<u64> = self.current.all_files().map(|(_, f)| f.number).collect();
-        live.extend(self.queued.values().flatten().map(|f| f.number));
+        let mut live: HashSet<u64> = self
+            .current
+            .all_files()
+            .map(|(_, f)| f.backing_number())
+            .collect();
+        live.extend(self.queued.values().flatten().map(|f| f.backing_number()));
         for w in &self.handed_out {
             if let Some(v) = w.upgrade() {
-                live.extend(v.all_files().map(|(_, f)| f.number));
+                live.extend(v.all_files().map(|(_, f)| f.backing_number()));
             }
         }
         live
@@ -398,6 +404,7 @@ mod tests {
             num_entries: 1,
             num_deletions: 0,
             num_range_deletions: 0,
+            backing: None,
         }
     }
 
