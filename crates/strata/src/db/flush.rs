@@ -46,6 +46,8 @@ pub(crate) fn flush_loop(db: Arc<DbInner>) {
             let _st = db.state.lock();
             db.flush_done_cv.notify_all();
         }
+        // A flush may make a compaction worth running.
+        db.bg_cv.notify_all();
         db.commit.notify_room();
     }
 }
