@@ -134,8 +134,15 @@ impl CommitPipeline {
             done: AtomicBool::new(false),
             result: Mutex::new(None),
         });
+        let is_ingest = matches!(*w.job.lock(), Some(Job::Ingest(_)));
         let mut q = self.q.lock();
         q.writers.push_back(Arc::clone(&w));
+        if is_ingest {
+            // A leader stalled on a full memtable queue runs ingestions
+            // ahead of itself; wake it so this one does not wait out its
+            // timeout.
+            self.room_cv.notify_all();
+        }
         loop {
             if w.done.load(Ordering::Acquire) {
                 return w.result.lock().take().unwrap_or(Ok(()));
