@@ -26,6 +26,31 @@ fn seeds(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Writes an ingestible SST at `path` of 1 to `max_keys - 1` random keys
+/// `k000`..`k099` (sorted, no duplicates) with values of up to
+/// `max_value` bytes, and returns its entries.
+fn random_sst(
+    rng: &mut StdRng,
+    path: &std::path::Path,
+    max_keys: usize,
+    max_value: usize,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut kvs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.gen_range(1..max_keys))
+        .map(|_| {
+            let k = format!("k{:03}", rng.gen_range(0..100)).into_bytes();
+            (k, vec![b'i'; rng.gen_range(0..max_value)])
+        })
+        .collect();
+    kvs.sort();
+    kvs.dedup_by(|a, b| a.0 == b.0);
+    let mut w = SstWriter::create(path, SstOptions::for_ingestion()).unwrap();
+    for (a, b) in &kvs {
+        w.put(a, b).unwrap();
+    }
+    w.finish().unwrap();
+    kvs
+}
+
 #[test]
 fn ingestion_matches_a_model_across_reopens() {
     let mut paths_taken = [0u32; 2];
@@ -51,17 +76,8 @@ fn ingestion_matches_a_model_across_reopens() {
                     model.insert(key, v);
                 }
                 6 | 7 => {
-                    let mut kvs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.gen_range(1..30))
-                        .map(|_| (k(&mut rng), vec![b'i'; rng.gen_range(0..50)]))
-                        .collect();
-                    kvs.sort();
-                    kvs.dedup_by(|a, b| a.0 == b.0);
                     let p = files.path().join(format!("{step}.sst"));
-                    let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
-                    for (a, b) in &kvs {
-                        w.put(a, b).unwrap();
-                    }
-                    w.finish().unwrap();
+                    let kvs = random_sst(&mut rng, &p, 30, 50);
                     // Sometimes excise a range as well (ingest and excise).
                     let excise = if rng.gen_bool(0.3) {
                         let a = format!("k{:03}", rng.gen_range(0..100)).into_bytes();
@@ -231,17 +247,8 @@ fn excise_with_snapshots_and_compactions_matches_a_model() {
                     }
                 }
                 10..=14 => {
-                    let mut kvs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.gen_range(1..40))
-                        .map(|_| (k(&mut rng), vec![b'i'; rng.gen_range(0..60)]))
-                        .collect();
-                    kvs.sort();
-                    kvs.dedup_by(|a, b| a.0 == b.0);
                     let p = files.path().join(format!("{step}.sst"));
-                    let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
-                    for (a, b) in &kvs {
-                        w.put(a, b).unwrap();
-                    }
-                    w.finish().unwrap();
+                    let kvs = random_sst(&mut rng, &p, 40, 60);
                     // Mostly an excise around the file, sometimes anywhere.
                     let excise = if rng.gen_bool(0.8) {
                         let (lo, hi) = (kvs[0].0.clone(), kvs[kvs.len() - 1].0.clone());
