@@ -20,7 +20,6 @@
 //!   ask for: an ingestion writes its MANIFEST record, publishes and leaves
 //!   the slot, and its own caller syncs afterwards (see `version::set`).
 
-use super::flushable::ImmutableMemTable;
 use super::{filenames, DbInner};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
@@ -275,10 +274,12 @@ impl CommitPipeline {
                 wal.dirty = true;
             }
         }
-        if sync {
+        if sync && db.manifest_unsynced.load(Ordering::Acquire) {
             // An ingestion ahead of this group may not have synced its
             // MANIFEST record yet; an acknowledged synced write must not
-            // survive a crash that the ingestion before it does not.
+            // survive a crash that the ingestion before it does not. (The
+            // flag is read without the state lock, which flushes and
+            // compactions hold across their own MANIFEST syncs.)
             let mut st = db.state.lock();
             if st.versions.has_unsynced() {
                 st.versions.sync_manifest()?;
@@ -416,13 +417,7 @@ impl CommitPipeline {
             *wal = Wal { log, dirty: false };
         }
         let mut st = db.state.lock();
-        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
-        let old_wal = std::mem::replace(&mut st.mem_wal, number);
-        st.imm.push_back(Arc::new(ImmutableMemTable {
-            mem: old,
-            wal_number: old_wal,
-            last_seq,
-        }));
+        st.seal_memtable(Arc::new(MemTable::new(number)), number, last_seq);
         db.install_super_version(&st);
         drop(st);
         db.bg_cv.notify_all();
@@ -533,12 +528,7 @@ impl CommitPipeline {
                 let wal_number = st.mem_wal;
                 if !st.mem.is_empty() {
                     let fresh = Arc::new(MemTable::new(db.new_file_number()));
-                    let old = std::mem::replace(&mut st.mem, fresh);
-                    st.imm.push_back(Arc::new(ImmutableMemTable {
-                        mem: old,
-                        wal_number,
-                        last_seq: seq - 1,
-                    }));
+                    st.seal_memtable(fresh, wal_number, seq - 1);
                 }
                 let edit = crate::version::VersionEdit {
                     queued_files: job.files.iter().map(|f| f.meta(seq)).collect(),

@@ -81,6 +81,22 @@ pub(crate) struct DbState {
     pub excised_seq: u64,
 }
 
+impl DbState {
+    /// Moves the active memtable (with the WAL it writes to) onto the
+    /// immutable queue and makes `next`, writing to WAL `next_wal`, active.
+    /// `last_seq` is the highest sequence number assigned so far: nothing in
+    /// the sealed memtable is above it.
+    pub fn seal_memtable(&mut self, next: Arc<MemTable>, next_wal: u64, last_seq: u64) {
+        let mem = std::mem::replace(&mut self.mem, next);
+        let wal_number = std::mem::replace(&mut self.mem_wal, next_wal);
+        self.imm.push_back(Arc::new(flushable::ImmutableMemTable {
+            mem,
+            wal_number,
+            last_seq,
+        }));
+    }
+}
+
 /// Counters kept as the database runs.
 #[derive(Default)]
 pub(crate) struct Stats {
@@ -231,6 +247,9 @@ pub(crate) struct DbInner {
     /// Every sequence number up to this one is readable.
     pub visible_seq: AtomicU64,
     next_file: Arc<AtomicU64>,
+    /// `VersionSet::has_unsynced`, readable without the state lock (a synced
+    /// write checks it on every commit).
+    pub manifest_unsynced: Arc<std::sync::atomic::AtomicBool>,
     pub table_cache: Arc<TableCache>,
     pub shutting_down: AtomicBool,
     bg_error: Mutex<Option<Error>>,

@@ -176,6 +176,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         block_cache,
     ));
     let next_file = versions.file_number_allocator();
+    let manifest_unsynced = versions.unsynced_flag();
     let mem = Arc::new(MemTable::new(wal_number));
     let state = DbState {
         versions,
@@ -205,6 +206,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         commit: CommitPipeline::new(last_seq, Wal { log, dirty: false }),
         visible_seq: AtomicU64::new(last_seq),
         next_file,
+        manifest_unsynced,
         table_cache,
         shutting_down: AtomicBool::new(false),
         bg_error: Mutex::new(None),

@@ -9,9 +9,11 @@
 //! and applied at once so the commit pipeline need not wait for a disk
 //! sync, and the ingesting caller then syncs (`sync_manifest`) before it is
 //! told the ingestion succeeded; a synced write also syncs the MANIFEST
-//! first, so no acknowledged write outlives an ingestion it followed. `CURRENT` names the live MANIFEST and is
-//! replaced by writing a temporary file, syncing it and renaming it over
-//! `CURRENT` (atomic), then syncing the directory.
+//! first, so no acknowledged write outlives an ingestion it followed.
+//!
+//! `CURRENT` names the live MANIFEST and is replaced by writing a temporary
+//! file, syncing it and renaming it over `CURRENT` (atomic), then syncing
+//! the directory.
 //!
 //! Every open starts a new MANIFEST holding one snapshot of the recovered
 //! version, and a MANIFEST that grows past `MAX_MANIFEST_BYTES` is replaced
@@ -27,7 +29,7 @@ use crate::wal::reader::{LogReader, TailPolicy};
 use crate::wal::writer::LogWriter;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 const MAX_MANIFEST_BYTES: u64 = 8 << 20;
@@ -51,8 +53,9 @@ pub struct VersionSet {
     flushed_seq: u64,
     /// Ingestions waiting in the immutable queue, by sequence number.
     queued: BTreeMap<u64, Vec<FileMeta>>,
-    /// A record was written without a sync.
-    unsynced: bool,
+    /// A record was written without a sync. Shared (`unsynced_flag`) so the
+    /// synced-write path can check it without the lock guarding the set.
+    unsynced: Arc<AtomicBool>,
     /// Every version installed, to know which files readers may still use:
     /// a reader holds its version through an `Arc`, so a version whose
     /// weak reference still upgrades is in use.
@@ -82,7 +85,7 @@ impl VersionSet {
             ingested_seq: 0,
             flushed_seq: 0,
             queued: BTreeMap::new(),
-            unsynced: false,
+            unsynced: Arc::new(AtomicBool::new(false)),
             handed_out: Vec::new(),
         };
         let v = Arc::downgrade(&set.current);
@@ -159,7 +162,7 @@ impl VersionSet {
             ingested_seq,
             flushed_seq,
             queued,
-            unsynced: false,
+            unsynced: Arc::new(AtomicBool::new(false)),
             handed_out: Vec::new(),
         };
         let v = Arc::downgrade(&set.current);
@@ -191,7 +194,7 @@ impl VersionSet {
         let old = self.manifest_number;
         self.manifest = Some(w);
         self.manifest_number = number;
-        self.unsynced = false;
+        self.unsynced.store(false, Ordering::Release);
         if old != 0 {
             let _ = self.vfs.remove(&filenames::manifest(&self.dir, old));
         }
@@ -267,7 +270,7 @@ impl VersionSet {
 
     /// Makes every MANIFEST record written so far durable.
     pub fn sync_manifest(&mut self) -> Result<()> {
-        if !self.unsynced {
+        if !self.has_unsynced() {
             return Ok(());
         }
         let w = self
@@ -275,13 +278,18 @@ impl VersionSet {
             .as_mut()
             .ok_or_else(|| Error::invalid("version set has no MANIFEST open"))?;
         w.sync()?;
-        self.unsynced = false;
+        self.unsynced.store(false, Ordering::Release);
         Ok(())
     }
 
     /// Whether some MANIFEST record is not yet durable.
     pub fn has_unsynced(&self) -> bool {
-        self.unsynced
+        self.unsynced.load(Ordering::Acquire)
+    }
+
+    /// The flag behind `has_unsynced`, for readers without the lock.
+    pub fn unsynced_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.unsynced)
     }
 
     fn log_and_maybe_sync(
@@ -304,10 +312,10 @@ impl VersionSet {
         w.add_record(&edit.encode())?;
         if sync {
             w.sync()?;
-            self.unsynced = false;
+            self.unsynced.store(false, Ordering::Release);
         } else {
             w.flush()?;
-            self.unsynced = true;
+            self.unsynced.store(true, Ordering::Release);
         }
         if let Some(l) = edit.log_number {
             self.log_number = self.log_number.max(l);
