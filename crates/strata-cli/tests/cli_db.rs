@@ -141,6 +141,12 @@ fn read_commands_create_and_change_nothing() {
     std::fs::write(other.join("000123.log"), b"log-like").unwrap();
     std::fs::write(other.join("000007.sst"), b"sst-like").unwrap();
     let before = snapshot(&other);
+    let (ok, _, err) = strata(&["repair", other.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("not a Strata database"),
+        "repair: {err}"
+    );
+    assert_eq!(snapshot(&other), before, "repair changed the directory");
     for cmd in ["dump", "lsm", "put"] {
         let mut args = vec![cmd, other.to_str().unwrap()];
         if cmd == "put" {

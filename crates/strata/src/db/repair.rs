@@ -75,6 +75,18 @@ pub(crate) fn repair(dir: &Path, opts: Options) -> Result<RepairReport> {
     }
     let mut report = RepairReport::default();
     let names = vfs.list(dir)?;
+    // Not even a MANIFEST: nothing here is Strata's, so nothing (not even
+    // LOCK) is created.
+    if !names.iter().any(|n| {
+        matches!(
+            filenames::parse(n),
+            Some(FileKind::Current) | Some(FileKind::Manifest(_))
+        )
+    }) {
+        return Err(Error::invalid(format!(
+            "{shown} has no CURRENT and no MANIFEST: not a Strata database, nothing to repair"
+        )));
+    }
     let manifest = {
         let _lock = vfs.lock(&filenames::lock(dir))?;
         repair_locked(&vfs, dir, &names, &mut report)?
