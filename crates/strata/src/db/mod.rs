@@ -1,7 +1,9 @@
 //! The database: `Db::open`, writes through the commit pipeline, reads over
 //! memtables and levels, background flushes, recovery.
 //!
-//! Module map: `open` (recovery), `commit` (write path), `read` (point
+//! Module map: `open` (recovery, read-write and read-only),
+//! `recovery_checks` (what recovery verifies and may delete), `repair`
+//! (salvage with a report), `commit` (write path), `read` (point
 //! lookups and iterators), `flush` (immutable queue to L0), `flushable` (what
 //! the immutable queue holds), `ingest` (external files), `excise` (cutting
 //! a key range out of a version with virtual files), `compact`,

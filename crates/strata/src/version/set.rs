@@ -15,9 +15,14 @@
 //! file, syncing it and renaming it over `CURRENT` (atomic), then syncing
 //! the directory.
 //!
-//! Every open starts a new MANIFEST holding one snapshot of the recovered
-//! version, and a MANIFEST that grows past `MAX_MANIFEST_BYTES` is replaced
-//! the same way, so recovery never replays an unbounded history.
+//! Recovery (`recover`) only reads: CURRENT must name an existing MANIFEST
+//! exactly, and damage in the MANIFEST is corruption unless
+//! `wal::tail::judge` accepts it as an unfinished last write; `salvage`
+//! (for repair) keeps the edits before the damage instead. A read-write
+//! open then starts a new MANIFEST (`start_manifest`) holding one snapshot
+//! of the recovered version, once its checks passed; a MANIFEST that grows
+//! past `MAX_MANIFEST_BYTES` is replaced the same way, so recovery never
+//! replays an unbounded history.
 
 use super::edit::FileMeta;
 use super::edit::{VersionEdit, COMPARATOR};
