@@ -738,12 +738,13 @@ fn read_only_open_changes_nothing() {
     w.close().unwrap();
 }
 
-/// Damage inside the last MANIFEST record where no cross-check could see
-/// it: the last operation was an ingestion, with nothing written after.
-/// Dropping the record would lose the ingestion with nothing to show for
-/// it but a file in `lost/`; the tail rule refuses every flipped byte of
-/// that record instead (a short read at end of file is the one damage it
-/// must accept: see the known limits in docs/architecture.md).
+/// Damage to the last MANIFEST record when the last operation was an
+/// ingestion, with no write after it: no table or WAL record shows the
+/// edit is missing. Dropping the record would lose the ingestion with
+/// nothing to show for it but a file in `lost/`. The tail rule refuses
+/// every flipped byte of the record, and the ingestion's marker in the WAL
+/// catches the record cut away (a short read at end of file, which the
+/// tail rule must accept as an unfinished write).
 #[test]
 fn flipped_bytes_in_the_last_record_are_refused_where_no_cross_check_helps() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
@@ -794,6 +795,24 @@ fn flipped_bytes_in_the_last_record_are_refused_where_no_cross_check_helps() {
         cases += 1;
     }
     assert!(cases > 20, "{cases}");
+    // Cut away whole, or cut inside (which looks like an unfinished
+    // write), the record is still missed: the ingestion's marker in the
+    // WAL names the sequence number nothing records.
+    for cut in [last as usize, last as usize + 10, manifest.len() - 1] {
+        let v = copy_db(vfs.as_ref(), dir);
+        vfs::write_all(v.as_ref(), &mpath, &manifest[..cut]).unwrap();
+        let case = format!("MANIFEST cut at {cut}");
+        assert_eq!(
+            judge(Arc::clone(&v), dir, &model, &case),
+            Kind::Refused,
+            "{case}"
+        );
+        let e = Db::open_read_only(dir, options(v)).err().unwrap();
+        assert!(
+            e.to_string().contains(".log") && e.to_string().contains("ingestion"),
+            "{case}: {e}"
+        );
+    }
 }
 
 /// `Db::repair` over every damaged MANIFEST of the sweep: when it reports

@@ -30,9 +30,11 @@
 //!    in the MANIFEST as queued, and placed at their own best level when the
 //!    queue reaches them.
 //! 4. **Sync**: either way the commit writes one MANIFEST record without
-//!    waiting for the disk, publishes the sequence number and lets the
-//!    writes behind it go; the ingesting caller then syncs the MANIFEST
-//!    before it returns. Writes queued behind an ingestion therefore never
+//!    waiting for the disk and publishes the sequence number, then appends
+//!    a marker to the WAL (an empty batch at the ingestion's sequence
+//!    number, so recovery can tell if that record is ever lost) before it
+//!    lets the writes behind it go; the ingesting caller then syncs the
+//!    MANIFEST before it returns. Writes queued behind an ingestion therefore never
 //!    wait for its sync.
 //!
 //! All files of one call appear together or not at all: one MANIFEST

@@ -352,6 +352,24 @@ fn replay_wals(
             let off = r.last_record_offset();
             let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
             if b.count() == 0 {
+                // An ingestion's marker (see `commit`): its sequence number
+                // must be one the MANIFEST accounts for.
+                let s = b.sequence();
+                if s > flushed_seq && s > manifest_last {
+                    return Err(Error::corruption(
+                        &name,
+                        off,
+                        format!(
+                            "an ingestion at sequence number {s} was committed before this \
+                             point, but the MANIFEST (last sequence {manifest_last}) has no \
+                             record of it: a MANIFEST record is missing"
+                        ),
+                    ));
+                }
+                if s > flushed_seq {
+                    ranges.add(s, s);
+                    expect = expect.max(s + 1);
+                }
                 continue;
             }
             let b_last = b.sequence() + b.count() as u64 - 1;

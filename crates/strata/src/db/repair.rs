@@ -207,6 +207,8 @@ fn repair_locked(
     // WAL sequence numbers, to tell what unreferenced tables hold that
     // nothing else does, and to find gaps.
     let mut wal_ranges: Vec<(u64, u64)> = Vec::new();
+    // Sequence numbers of ingestions, from their WAL markers.
+    let mut markers: Vec<u64> = Vec::new();
     let mut wals: Vec<u64> = names
         .iter()
         .filter_map(|n| match filenames::parse(n) {
@@ -228,6 +230,8 @@ fn repair_locked(
                     if let Ok(b) = WriteBatch::from_bytes(rec) {
                         if b.count() > 0 {
                             wal_ranges.push((b.sequence(), b.sequence() + b.count() as u64 - 1));
+                        } else {
+                            markers.push(b.sequence());
                         }
                     }
                 }
@@ -296,11 +300,13 @@ fn repair_locked(
     // Gaps in the WAL's sequence numbers past the MANIFEST's last one.
     wal_ranges.sort_unstable();
     let mut expect = flushed + 1;
+    let mut gaps = Vec::new();
     for &(a, b) in &wal_ranges {
         if b <= flushed {
             continue;
         }
         if a > expect && a - 1 > top {
+            gaps.push((expect.max(top + 1), a - 1));
             report.lost.push(format!(
                 "sequence numbers {}..={}: in no WAL record, past every surviving MANIFEST \
                  record (an ingestion whose record was lost)",
@@ -310,8 +316,21 @@ fn repair_locked(
         }
         expect = expect.max(b + 1);
     }
+    for &s in &markers {
+        let in_gap = gaps.iter().any(|&(a, b)| a <= s && s <= b);
+        if s > top && s > flushed && !in_gap {
+            report.lost.push(format!(
+                "the ingestion at sequence number {s}: its WAL marker survives but its \
+                 MANIFEST record does not (an ingested file no record places is kept in \
+                 lost/)"
+            ));
+        }
+    }
     if let Some(&(_, b)) = wal_ranges.last() {
         top = top.max(b);
+    }
+    if let Some(&m) = markers.iter().max() {
+        top = top.max(m);
     }
 
     set.repair_version(&edit, &drop_queued)?;
