@@ -148,6 +148,13 @@ impl EventLog {
         }
     }
 
+    /// A log that records nothing (a read-only database writes no file).
+    pub fn disabled() -> EventLog {
+        EventLog {
+            file: Mutex::new(None),
+        }
+    }
+
     /// Appends an event. The log is for people and tools, not recovery, so a
     /// failure to write it disables it rather than failing the database.
     pub fn record(&self, e: &Event) {
