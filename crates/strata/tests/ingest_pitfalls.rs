@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use strata::error::Result;
 use strata::sstable::{SstOptions, SstWriter};
 use strata::vfs::{MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use strata::Result;
 use strata::{Db, IngestOptions, Options};
 
 /// MemVfs, except that a background job (a thread named `strata-...`)

@@ -97,6 +97,9 @@ pub struct Compaction {
     pub largest: Vec<u8>,
     /// No level below the output holds data in the range.
     pub bottommost: bool,
+    /// The score that chose this compaction (no reader yet; kept for the
+    /// compaction's event record).
+    #[allow(dead_code)]
     pub score: f64,
 }
 

@@ -622,12 +622,6 @@ impl Flushable for IngestedFlushable {
                 .collect(),
         ))
     }
-    fn memory_bytes(&self) -> usize {
-        0
-    }
-    fn memtable(&self) -> Option<&Arc<MemTable>> {
-        None
-    }
     fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
         self.files.iter().any(|f| {
             overlaps(

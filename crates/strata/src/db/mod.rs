@@ -541,6 +541,10 @@ impl Db {
     /// Every file of the current version with its level, L0 first (newest
     /// first within L0), then each level in key order. Virtual files carry
     /// `backing: Some(physical table number)`.
+    ///
+    /// Internal (the `strata` tool and tests use it): `FileMeta` is not part
+    /// of the public API.
+    #[doc(hidden)]
     pub fn files(&self) -> Vec<(usize, crate::version::FileMeta)> {
         self.inner
             .super_version()

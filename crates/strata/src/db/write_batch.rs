@@ -112,11 +112,11 @@ impl WriteBatch {
         self.count() == 0
     }
 
-    pub fn sequence(&self) -> u64 {
+    pub(crate) fn sequence(&self) -> u64 {
         decode_fixed64(&self.rep[..8])
     }
 
-    pub fn set_sequence(&mut self, seq: u64) {
+    pub(crate) fn set_sequence(&mut self, seq: u64) {
         self.rep[..8].copy_from_slice(&seq.to_le_bytes());
     }
 
@@ -134,7 +134,7 @@ impl WriteBatch {
         self.rep.len()
     }
 
-    pub fn iter(&self) -> BatchIter<'_> {
+    pub(crate) fn iter(&self) -> BatchIter<'_> {
         BatchIter {
             r: Reader::new(&self.rep[HEADER..]),
         }
