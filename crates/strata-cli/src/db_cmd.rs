@@ -190,7 +190,7 @@ pub fn scan(a: ScanArgs) -> Result<()> {
         upper: a.to.as_deref().map(|s| parse(s, a.hex)).transpose()?,
         ..ReadOptions::default()
     };
-    let mut it = db.iter(&opts)?;
+    let mut it = db.raw_iter(&opts)?;
     it.seek_to_first();
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
@@ -199,8 +199,8 @@ pub fn scan(a: ScanArgs) -> Result<()> {
         writeln!(
             out,
             "{} : {}",
-            show(it.key(), a.hex),
-            show(it.value(), a.hex)
+            show(it.key().unwrap_or_default(), a.hex),
+            show(it.value().unwrap_or_default(), a.hex)
         )?;
         n += 1;
         it.next();
@@ -212,7 +212,7 @@ pub fn scan(a: ScanArgs) -> Result<()> {
 
 pub fn dump(a: DumpArgs) -> Result<()> {
     let db = open(&a.db)?;
-    let mut it = db.iter(&ReadOptions::default())?;
+    let mut it = db.raw_iter(&ReadOptions::default())?;
     it.seek_to_first();
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
@@ -220,8 +220,8 @@ pub fn dump(a: DumpArgs) -> Result<()> {
         writeln!(
             out,
             "{} ==> {}",
-            show(it.key(), a.hex),
-            show(it.value(), a.hex)
+            show(it.key().unwrap_or_default(), a.hex),
+            show(it.value().unwrap_or_default(), a.hex)
         )?;
         it.next();
     }
@@ -345,7 +345,7 @@ pub fn stress(a: StressArgs) -> Result<()> {
         let mut b = WriteBatch::new();
         let n = if i.is_multiple_of(10) { 3 } else { 1 };
         for j in i..i + n {
-            b.put(&stress_key(j), &stress_value(j));
+            b.put(stress_key(j), stress_value(j));
         }
         db.write(b, &WriteOptions { sync: a.sync })?;
         if a.sync {

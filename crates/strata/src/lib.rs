@@ -47,8 +47,8 @@ pub mod wal;
 
 pub use db::{
     ingest::{IngestOptions, IngestResult},
-    CompactionOptions, Db, DbIterator, LevelMetrics, Metrics, Options, ReadOptions, Snapshot,
-    StallMetrics, WriteBatch, WriteOptions,
+    CompactionOptions, Db, DbIterator, KvPair, LevelMetrics, Metrics, Options, RawIterator,
+    ReadOptions, Snapshot, StallMetrics, WriteBatch, WriteOptions,
 };
 pub use error::{Error, Result};
 pub use sstable::{CompressionType, SstInfo, SstOptions, SstWriter};

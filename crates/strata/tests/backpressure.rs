@@ -33,7 +33,7 @@ fn stalls_are_recorded_by_cause_and_nothing_is_lost() {
         for &i in chunk {
             // Scattered keys, so every flush overlaps the ones before it.
             let k = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes();
-            b.put(&k, &i.to_le_bytes());
+            b.put(k, i.to_le_bytes());
         }
         db.write(b, &WriteOptions::default()).unwrap();
     }
@@ -60,6 +60,6 @@ fn stalls_are_recorded_by_cause_and_nothing_is_lost() {
     );
     for i in (0..n).step_by(101) {
         let k = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes();
-        assert_eq!(db.get(&k).unwrap(), Some(i.to_le_bytes().to_vec()));
+        assert_eq!(db.get(k).unwrap(), Some(i.to_le_bytes().to_vec()));
     }
 }

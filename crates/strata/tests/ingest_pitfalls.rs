@@ -156,7 +156,7 @@ fn a_full_memtable_queue_does_not_block_an_ingestion() {
         let db = db.clone();
         std::thread::spawn(move || {
             for i in 0..400u32 {
-                db.put(format!("k{i:04}").as_bytes(), &[b'v'; 100]).unwrap();
+                db.put(format!("k{i:04}").as_bytes(), [b'v'; 100]).unwrap();
             }
         })
     };

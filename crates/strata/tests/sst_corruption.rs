@@ -33,7 +33,7 @@ fn build() -> (MemVfs, Vec<u8>) {
     };
     let mut w = SstWriter::create_in(&vfs, Path::new("/good.sst"), opts).unwrap();
     for i in 0..N {
-        w.put(&key(i), &value(i)).unwrap();
+        w.put(key(i), value(i)).unwrap();
     }
     w.finish().unwrap();
     let bytes = vfs::read_all(&vfs, Path::new("/good.sst")).unwrap();

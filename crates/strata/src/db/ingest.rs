@@ -722,7 +722,7 @@ mod tests {
             assert_eq!(db.get(b"a").unwrap(), Some(b"old".to_vec()));
             if let Some(s) = snap {
                 let at = crate::db::ReadOptions {
-                    snapshot: Some(s.sequence()),
+                    snapshot: Some(&s),
                     ..Default::default()
                 };
                 assert_eq!(db.get_opt(b"k4", &at).unwrap(), Some(b"old".to_vec()));

@@ -24,15 +24,19 @@ mod excise;
 mod flush;
 mod flushable;
 pub mod ingest;
+mod iterator;
 mod level_iter;
+mod locate;
 mod open;
 mod output;
 mod read;
+mod snapshot;
 mod table_cache;
 
 pub use flushable::Flushable;
+pub use iterator::{DbIterator, KvPair, RawIterator};
 pub use options::{CompactionOptions, Options, ReadOptions, WriteOptions};
-pub use read::DbIterator;
+pub use snapshot::Snapshot;
 pub use write_batch::WriteBatch;
 
 use crate::compaction::picker::{self, Running};
@@ -351,31 +355,6 @@ impl DbInner {
     }
 }
 
-/// A consistent view of the database as of one sequence number, kept until
-/// dropped.
-pub struct Snapshot {
-    seq: u64,
-    db: Arc<DbInner>,
-}
-
-impl Snapshot {
-    pub fn sequence(&self) -> u64 {
-        self.seq
-    }
-}
-
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        let mut s = self.db.snapshots.lock();
-        if let Some(n) = s.get_mut(&self.seq) {
-            *n -= 1;
-            if *n == 0 {
-                s.remove(&self.seq);
-            }
-        }
-    }
-}
-
 /// An open database.
 pub struct Db {
     inner: Arc<DbInner>,
@@ -383,30 +362,88 @@ pub struct Db {
 }
 
 impl Db {
+    /// Opens the database in directory `path`, creating it if
+    /// `opts.create_if_missing` (the default) allows. Recovery replays the
+    /// WAL, so every acknowledged write is there (see [`WriteOptions`] for
+    /// what a crash can lose).
+    ///
+    /// One `Db` per directory: a second open, in this process or another,
+    /// fails with [`Error::Busy`].
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// db.put("k", "v")?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open::open(path.as_ref(), opts)
     }
 
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Opens (or creates) the database in `path` with default options.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open_default(dir.path())?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn open_default(path: impl AsRef<Path>) -> Result<Db> {
+        Db::open(path, Options::default())
+    }
+
+    /// Sets `key` to `value` (not synced: see [`WriteOptions::sync`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("user:1", "ada")?;
+    /// db.put(b"\x00binary", vec![1, 2, 3])?;
+    /// assert_eq!(db.get("user:1")?, Some(b"ada".to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
         self.write(b, &WriteOptions::default())
     }
 
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    /// Removes `key` (a no-op if it is absent).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// db.delete("k")?;
+    /// assert_eq!(db.get("k")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
         self.write(b, &WriteOptions::default())
     }
 
-    /// Deletes every key in `[begin, end)`.
-    pub fn delete_range(&self, begin: &[u8], end: &[u8]) -> Result<()> {
+    /// Deletes every key in `[begin, end)` with one range tombstone.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// for k in ["a", "b", "c"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// db.delete_range("a", "c")?;
+    /// assert_eq!(db.iter().count(), 1); // only "c" is left
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete_range(begin, end);
         self.write(b, &WriteOptions::default())
     }
 
-    /// Applies a batch atomically.
+    /// Applies a batch atomically: after a crash either all of it is there
+    /// or none. See [`WriteBatch`] for an example.
     pub fn write(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
@@ -416,14 +453,37 @@ impl Db {
             .commit(&self.inner, Job::Batch(batch), opts.sync)
     }
 
-    /// Ingests SST files (written with `SstOptions::for_ingestion` or by
-    /// RocksDB's SstFileWriter): see `db::ingest` for how they are placed.
-    /// The files are hard-linked (or copied) and never modified.
-    pub fn ingest(
+    /// Ingests SST files written with [`SstOptions::for_ingestion`]
+    /// (crate::SstOptions::for_ingestion) or by RocksDB's `SstFileWriter`:
+    /// their keys become visible at once, atomically, without passing
+    /// through the WAL and memtable. Each file is placed at the lowest level
+    /// it fits; files overlapping the memtable wait behind it. The files
+    /// are hard-linked (or copied, see [`IngestOptions`](crate::IngestOptions))
+    /// and never modified.
+    ///
+    /// ```
+    /// use strata::{Db, IngestOptions, SstOptions, SstWriter};
+    /// # let dir = tempfile::tempdir()?;
+    /// let sst = dir.path().join("bulk.sst");
+    /// let mut w = SstWriter::create(&sst, SstOptions::for_ingestion())?;
+    /// for i in 0..1000u32 {
+    ///     w.put(format!("key{i:05}"), i.to_le_bytes())?; // increasing keys
+    /// }
+    /// w.finish()?;
+    ///
+    /// let db = Db::open_default(dir.path().join("db"))?;
+    /// let r = db.ingest(&[&sst], &IngestOptions::default())?;
+    /// assert!(r.sequence > 0);
+    /// assert_eq!(db.get("key00042")?, Some(42u32.to_le_bytes().to_vec()));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn ingest<P: AsRef<Path>>(
         &self,
-        paths: &[PathBuf],
+        paths: &[P],
         opts: &ingest::IngestOptions,
     ) -> Result<ingest::IngestResult> {
+        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        let paths = paths.as_slice();
         let start = std::time::Instant::now();
         // Files linked by `prepare` are in no version until the commit
         // places them; the floor keeps the obsolete-file pass off them.
@@ -481,7 +541,7 @@ impl Db {
                         // `prepare` looked: add the tombstone file, retry.
                         // The second commit never asks again.
                         let Some((a, b)) = &opts.excise else {
-                            return Err(Error::invalid("tombstone asked for without an excise"));
+                            return Err(Error::internal("tombstone asked for without an excise"));
                         };
                         files = back;
                         files.insert(0, ingest::write_excise_tombstone(&self.inner, a, b)?);
@@ -492,7 +552,7 @@ impl Db {
                             .fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
-                    None => return Err(Error::invalid("ingestion produced no result")),
+                    None => return Err(Error::internal("ingestion produced no result")),
                 };
                 // A queued ingestion needs the flush thread; woken only now
                 // that the commit queue has moved on.
@@ -515,19 +575,121 @@ impl Db {
         }
     }
 
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_opt(key, &ReadOptions::default())
+    /// The value of `key`, or `None` if it is absent.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// assert_eq!(db.get("k")?.as_deref(), Some(&b"v"[..]));
+    /// assert_eq!(db.get("missing")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        read::get(&self.inner, key.as_ref(), None)
     }
 
-    pub fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key, opts)
+    /// The value of `key` as `opts` says (at its snapshot, if any; bounds
+    /// do not apply to point reads). A snapshot of another database is
+    /// [`Error::InvalidArgument`].
+    pub fn get_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions<'_>,
+    ) -> Result<Option<Vec<u8>>> {
+        let seq = self.snapshot_seq(opts)?;
+        read::get(&self.inner, key.as_ref(), seq)
     }
 
-    /// An iterator over user keys (bounded and at a snapshot if `opts` says).
-    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
-        read::iter(&self.inner, opts)
+    fn snapshot_seq(&self, opts: &ReadOptions<'_>) -> Result<Option<u64>> {
+        opts.snapshot
+            .map(|s| s.sequence_for(&self.inner))
+            .transpose()
     }
 
+    /// Every key and value, in key order (`.rev()` for descending). The
+    /// iterator reads the data as it was when it was created.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("b", "2")?;
+    /// db.put("a", "1")?;
+    /// for kv in db.iter() {
+    ///     let (key, value) = kv?;
+    ///     println!("{key:?} = {value:?}");
+    /// }
+    /// let last = db.iter().next_back().transpose()?;
+    /// assert_eq!(last, Some((b"b".to_vec(), b"2".to_vec())));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn iter(&self) -> DbIterator {
+        self.iter_opt(&ReadOptions::default())
+    }
+
+    /// The keys and values `opts` selects (its snapshot and bounds).
+    pub fn iter_opt(&self, opts: &ReadOptions<'_>) -> DbIterator {
+        DbIterator::new(self.raw_iter(opts))
+    }
+
+    /// The keys in `range`, in key order; any `RangeBounds` over byte
+    /// strings works (`"a".."m"`, `k1..=k2`, `"x"..`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// let keys: Vec<_> = db.range("b"..="c").map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+    /// assert_eq!(db.range("b"..).rev().count(), 3);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
+        let (lower, upper) = iterator::range_to_bounds(&range);
+        self.iter_opt(&ReadOptions {
+            lower,
+            upper,
+            ..ReadOptions::default()
+        })
+    }
+
+    /// The keys starting with `prefix`, in key order.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("user:1", "ada")?;
+    /// db.put("user:2", "grace")?;
+    /// db.put("video:1", "...")?;
+    /// assert_eq!(db.prefix("user:").count(), 2);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let (lower, upper) = iterator::prefix_to_bounds(prefix.as_ref());
+        self.iter_opt(&ReadOptions {
+            lower,
+            upper,
+            ..ReadOptions::default()
+        })
+    }
+
+    /// A positional cursor (seek, next, prev) over what `opts` selects;
+    /// see [`RawIterator`].
+    pub fn raw_iter(&self, opts: &ReadOptions<'_>) -> Result<RawIterator> {
+        let snapshot = self.snapshot_seq(opts)?;
+        read::iter(
+            &self.inner,
+            read::IterSpec {
+                snapshot,
+                lower: opts.lower.clone(),
+                upper: opts.upper.clone(),
+            },
+        )
+    }
+
+    /// A consistent view of the database as it is now; see [`Snapshot`].
     pub fn snapshot(&self) -> Snapshot {
         let mut s = self.inner.snapshots.lock();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);

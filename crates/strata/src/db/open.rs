@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
+    super::locate::check_database_dir(vfs.as_ref(), dir, opts.create_if_missing)?;
     vfs.create_dir_all(dir)?;
     let lock = vfs.lock(&filenames::lock(dir))?;
     let exists = vfs.exists(&filenames::current(dir));
@@ -47,10 +48,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     } else if opts.create_if_missing {
         VersionSet::create(Arc::clone(&vfs), dir)?
     } else {
-        return Err(Error::invalid(format!(
-            "{} is not a database (no CURRENT) and create_if_missing is off",
-            dir.display()
-        )));
+        // `check_database_dir` saw a CURRENT file; it went away since.
+        return Err(Error::NotADatabase {
+            path: dir.display().to_string(),
+            reason: "its CURRENT file disappeared while opening".into(),
+        });
     };
 
     // Every numbered file in the directory counts as used: a WAL, or a file
@@ -116,7 +118,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         );
         while let Some(rec) = r.read_record()? {
             let off = r.last_record_offset();
-            let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
+            let b = WriteBatch::decode(rec).map_err(|(_, m)| Error::corruption(&name, off, m))?;
             if b.count() == 0 {
                 continue;
             }

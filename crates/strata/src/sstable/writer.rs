@@ -131,6 +131,7 @@ pub struct SstWriter {
 
 impl SstWriter {
     /// Starts a table on an already created file; `name` is used in errors.
+    #[doc(hidden)]
     pub fn new(
         file: Box<dyn WritableFile>,
         name: impl Into<String>,
@@ -169,10 +170,11 @@ impl SstWriter {
     }
 
     /// Creates `path` on the OS file system and starts a table in it.
-    pub fn create(path: &Path, opts: SstOptions) -> Result<SstWriter> {
-        Self::create_in(&OsVfs, path, opts)
+    pub fn create(path: impl AsRef<Path>, opts: SstOptions) -> Result<SstWriter> {
+        Self::create_in(&OsVfs, path.as_ref(), opts)
     }
 
+    /// Creates `path` on `vfs` and starts a table in it.
     pub fn create_in(vfs: &dyn Vfs, path: &Path, opts: SstOptions) -> Result<SstWriter> {
         if !opts.compression.can_write() {
             return Err(Error::NotSupported(format!(
@@ -196,20 +198,23 @@ impl SstWriter {
     }
 
     /// Adds a value at sequence number 0 (files for ingestion).
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.add_entry(key, 0, ValueKind::Value, value)
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.add_entry(key.as_ref(), 0, ValueKind::Value, value.as_ref())
     }
 
     /// Adds a point deletion at sequence number 0.
-    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.add_entry(key, 0, ValueKind::Deletion, b"")
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.add_entry(key.as_ref(), 0, ValueKind::Deletion, b"")
     }
 
     /// Adds a range tombstone `[start, end)` at sequence number 0.
-    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> Result<()> {
-        self.add_range_tombstone(start, end, 0)
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.add_range_tombstone(start.as_ref(), end.as_ref(), 0)
     }
 
+    /// Adds an entry of any kind at any sequence number (flushes,
+    /// compactions, tests). Internal: the kinds are the engine's.
+    #[doc(hidden)]
     pub fn add_entry(
         &mut self,
         user_key: &[u8],
@@ -232,7 +237,8 @@ impl SstWriter {
 
     /// Adds an entry by internal key. Keys must strictly increase in
     /// internal-key order; range tombstones go through
-    /// [`add_range_tombstone`](Self::add_range_tombstone).
+    /// [`add_range_tombstone`](Self::add_range_tombstone). Internal.
+    #[doc(hidden)]
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         let p = ParsedKey::parse(ikey).ok_or_else(|| {
             Error::invalid(format!("{}: internal key shorter than 8 bytes", self.name))
@@ -310,6 +316,8 @@ impl SstWriter {
 
     /// Adds a range tombstone deleting user keys in `[start, end)` at `seq`.
     /// Tombstones may be added in any order, before or after point entries.
+    /// Internal.
+    #[doc(hidden)]
     pub fn add_range_tombstone(&mut self, start: &[u8], end: &[u8], seq: u64) -> Result<()> {
         if start >= end {
             return Err(Error::invalid(format!(

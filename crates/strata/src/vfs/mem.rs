@@ -177,10 +177,10 @@ impl Vfs for MemVfs {
     }
     fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
         if !self.locks.lock().insert(path.to_path_buf()) {
-            return Err(Error::io(
-                path.display().to_string(),
-                io::Error::new(io::ErrorKind::WouldBlock, "the database is already open"),
-            ));
+            return Err(Error::Busy {
+                path: path.parent().unwrap_or(path).display().to_string(),
+                msg: "it is already open on this in-memory file system".into(),
+            });
         }
         Ok(Box::new(MemLock {
             path: path.to_path_buf(),
