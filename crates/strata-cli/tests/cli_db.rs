@@ -2,6 +2,8 @@
 //! load/dump round trips in `ldb`'s line format, and clear errors for bad
 //! input with nothing written.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::process::Command;
 
 fn strata(args: &[&str]) -> (bool, String, String) {
