@@ -200,8 +200,9 @@ fn scan_options() {
 
 /// `load` streams: loading an input twice the size of the bound keeps the
 /// process's peak RSS under it. The bound: the memtables (2 MiB each, at
-/// most 1 + 4 queued), the load's 8 MiB block cache, and 64 MiB for the
-/// binary, table readers, compaction buffers and the allocator. The old
+/// most 1 + 4 queued), the load's 8 MiB block cache, and 40 MiB for the
+/// binary, table readers, compaction buffers and the allocator (measured:
+/// 39 MiB here; a 1 GB input, outside CI, peaked at 65 MiB). The old
 /// load read the whole input first (163 MB RSS for a 29 MB file). The
 /// loaded database is flushed, and `lsm` in a new process reports the
 /// flush from EVENTS.
@@ -237,7 +238,7 @@ fn load_streams_in_bounded_memory_and_flushes() {
         .find_map(|l| l.strip_prefix("peak RSS "))
         .and_then(|s| s.trim_end_matches(" kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("no peak RSS in {err:?}"));
-    let bound_kib = (5 * 2 + 8 + 64) << 10;
+    let bound_kib = (5 * 2 + 8 + 40) << 10;
     eprintln!("load of {size} bytes: peak RSS {kib} KiB (bound {bound_kib} KiB)");
     assert!(kib < bound_kib, "peak RSS {kib} KiB over {bound_kib} KiB");
     assert!(
