@@ -265,3 +265,16 @@ fn load_streams_in_bounded_memory_and_flushes() {
         .unwrap_or_else(|| panic!("no flush count in {out}"));
     assert!(flushes >= 1, "{out}");
 }
+
+/// `stress` (a test tool) is not in the user's command list but still runs.
+#[test]
+fn stress_is_hidden() {
+    let (ok, help, _) = strata(&["--help"]);
+    assert!(ok);
+    assert!(help.contains("dump") && help.contains("lsm"), "{help}");
+    assert!(!help.contains("stress"), "{help}");
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let (ok, _, err) = strata(&["stress", "--keys", "20", db.to_str().unwrap()]);
+    assert!(ok, "{err}");
+}

@@ -26,6 +26,18 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 /// How levels are sized and compactions are picked (part of
 /// [`Options`](crate::Options)).
+///
+/// ```
+/// use strata::{CompactionOptions, Options};
+/// let opts = Options {
+///     compaction: CompactionOptions {
+///         target_file_size: 64 << 20,
+///         ..CompactionOptions::default()
+///     },
+///     ..Options::default()
+/// };
+/// # let _ = opts;
+/// ```
 pub struct CompactionOptions {
     /// L0 depth (sublevels) at which L0 scores 1.
     pub l0_compaction_threshold: usize,

@@ -83,7 +83,20 @@ use crate::vfs::Vfs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// How to ingest.
+/// How [`Db::ingest`](crate::Db::ingest) treats its files.
+///
+/// ```
+/// use strata::IngestOptions;
+/// // Copy instead of hard-linking, always enter the tree as files, and
+/// // replace whatever the database held in ["user:", "user;").
+/// let opts = IngestOptions {
+///     move_files: false,
+///     small_file_bytes: 0,
+///     excise: Some((b"user:".to_vec(), b"user;".to_vec())),
+///     ..IngestOptions::default()
+/// };
+/// assert!(opts.allow_overlap_with_memtable);
+/// ```
 #[derive(Clone, Debug)]
 pub struct IngestOptions {
     /// Hard-link the files (they must not be modified afterwards); false
@@ -124,7 +137,8 @@ impl Default for IngestOptions {
     }
 }
 
-/// What an ingestion did.
+/// What an ingestion did: returned by [`Db::ingest`](crate::Db::ingest),
+/// whose example reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngestResult {
     /// The sequence number the ingested keys are visible at.

@@ -189,7 +189,8 @@ pub struct LevelMetrics {
     pub score: f64,
 }
 
-/// Everything `Db::metrics` reports.
+/// Everything [`Db::metrics`] reports (its example reads some fields).
+/// Counters are since this `Db` was opened; the shape of the tree is now.
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
     /// Figures per level, L0 first.

@@ -36,6 +36,17 @@ pub const RANGE_DEL_BLOCK_NAME: &str = "rocksdb.range_del";
 const UNKNOWN_COLUMN_FAMILY: u64 = 0x7fff_ffff;
 
 /// Options for building a table.
+///
+/// ```
+/// use strata::{ChecksumType, CompressionType, SstOptions};
+/// let opts = SstOptions {
+///     compression: CompressionType::Zstd,
+///     checksum: ChecksumType::Xxh3,
+///     bloom_bits_per_key: Some(16.0),
+///     ..SstOptions::for_ingestion()
+/// };
+/// assert!(opts.external);
+/// ```
 #[derive(Clone, Debug)]
 pub struct SstOptions {
     /// Target uncompressed size of a data block.

@@ -13,6 +13,20 @@ use std::sync::Arc;
 type Data = Arc<RwLock<Vec<u8>>>;
 
 /// [`Vfs`] whose files live in a map. Clones share the same files.
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata::vfs::{MemVfs, Vfs};
+/// use strata::{Db, Options};
+///
+/// let vfs = MemVfs::new();
+/// let opts = Options { vfs: Some(Arc::new(vfs.clone())), ..Options::default() };
+/// let db = Db::open("/db", opts)?; // nothing touches the disk
+/// db.put("k", "v")?;
+/// db.close()?;
+/// assert!(vfs.list(std::path::Path::new("/db"))?.contains(&"CURRENT".to_string()));
+/// # Ok::<(), strata::Error>(())
+/// ```
 #[derive(Clone, Default)]
 pub struct MemVfs {
     files: Arc<Mutex<BTreeMap<PathBuf, Data>>>,
