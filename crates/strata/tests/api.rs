@@ -284,6 +284,9 @@ fn not_a_database_creates_nothing() {
     let e = Db::open(&file, opts()).err().unwrap();
     assert!(matches!(e, Error::NotADatabase { .. }), "{e}");
     assert!(e.to_string().contains("file"), "{e}");
+    // Not even with create_if_missing.
+    let e = Db::open_default(&file).err().unwrap();
+    assert!(matches!(e, Error::NotADatabase { .. }), "{e}");
     assert_eq!(std::fs::read(&file).unwrap(), b"hello");
 
     let other = root.path().join("other");
