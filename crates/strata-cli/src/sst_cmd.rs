@@ -220,7 +220,7 @@ fn write(a: WriteArgs) -> Result<()> {
     let mut w = SstWriter::create(&a.out, opts)?;
     let mut rng = gen::rng(a.seed);
     for i in 0..a.keys {
-        w.put(&gen::key(i), &gen::value(&mut rng, a.value_size))?;
+        w.put(gen::key(i), gen::value(&mut rng, a.value_size))?;
     }
     let info = w.finish()?;
     let secs = start.elapsed().as_secs_f64();

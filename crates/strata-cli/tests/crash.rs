@@ -4,6 +4,8 @@
 //! every acknowledged key with the right value. Repeated many times on one
 //! database, so recovery also runs over the leftovers of earlier crashes.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{Rng, SeedableRng};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -128,7 +130,7 @@ fn crash_rounds(ingest: bool) {
             .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
         for &i in &acked {
             assert_eq!(
-                db.get(&stress_key(i)).unwrap(),
+                db.get(stress_key(i)).unwrap(),
                 Some(stress_value(i)),
                 "round {round}: acknowledged key {i} lost"
             );
@@ -144,11 +146,11 @@ fn crash_rounds(ingest: bool) {
         }
         if ingest {
             // Any ingestion present at all is present whole.
-            let mut it = db.iter(&strata::ReadOptions::default()).unwrap();
+            let mut it = db.raw_iter(&strata::ReadOptions::default()).unwrap();
             it.seek_to_first();
             let mut per_round: std::collections::BTreeMap<u64, usize> = Default::default();
             while it.valid() {
-                let k = String::from_utf8_lossy(it.key()).into_owned();
+                let k = String::from_utf8_lossy(it.key().unwrap()).into_owned();
                 if let Some(pos) = k.find("ingest-") {
                     let r: u64 = k[pos + 7..].split('-').next().unwrap().parse().unwrap();
                     *per_round.entry(r).or_default() += 1;

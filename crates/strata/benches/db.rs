@@ -4,6 +4,8 @@
 //!
 //! Run: `cargo bench -p strata --bench db`.
 
+#![allow(clippy::unwrap_used, missing_docs)] // benchmarks may unwrap; criterion generates undocumented fns
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
@@ -27,7 +29,7 @@ fn bench_puts(c: &mut Criterion) {
         let dir = tempfile::tempdir().unwrap();
         let db = open(dir.path());
         let mut rng = StdRng::seed_from_u64(1);
-        b.iter(|| db.put(&key(&mut rng), &value).unwrap());
+        b.iter(|| db.put(key(&mut rng), value).unwrap());
     });
     g.bench_function("4-threads", |b| {
         let dir = tempfile::tempdir().unwrap();
@@ -43,7 +45,7 @@ fn bench_puts(c: &mut Criterion) {
                     std::thread::spawn(move || {
                         let mut rng = StdRng::seed_from_u64(t + 10);
                         for _ in 0..per {
-                            db.put(&key(&mut rng), &value).unwrap();
+                            db.put(key(&mut rng), value).unwrap();
                         }
                     })
                 })
@@ -69,13 +71,13 @@ fn bench_gets(c: &mut Criterion) {
     let mut rng = StdRng::seed_from_u64(3);
     let keys: Vec<[u8; 16]> = (0..n).map(|_| key(&mut rng)).collect();
     for k in &keys {
-        db.put(k, &value).unwrap();
+        db.put(k, value).unwrap();
     }
     g.bench_function("memtable", |b| {
         let mut i = 0usize;
         b.iter(|| {
             i = (i + 7919) % n;
-            assert!(db.get(&keys[i]).unwrap().is_some());
+            assert!(db.get(keys[i]).unwrap().is_some());
         });
     });
     db.flush().unwrap();
@@ -83,7 +85,7 @@ fn bench_gets(c: &mut Criterion) {
         let mut i = 0usize;
         b.iter(|| {
             i = (i + 7919) % n;
-            assert!(db.get(&keys[i]).unwrap().is_some());
+            assert!(db.get(keys[i]).unwrap().is_some());
         });
     });
     g.finish();

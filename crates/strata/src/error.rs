@@ -3,33 +3,94 @@
 //! Every failure that a caller can act on is an [`Error`]. Corruption always
 //! names the file and byte offset where it was found, so an operator can tell
 //! which file to look at; it is never a panic and never a wrong answer.
+//!
+//! Each variant says its message once: [`Error::Io`] prints the operating
+//! system's error in its own `Display` and therefore does not also return it
+//! from [`std::error::Error::source`] (a reporter walking the chain, such as
+//! `anyhow`'s `{:#}`, would print it twice). [`Error::io_error`] gives
+//! access to it.
 
 use std::fmt;
 use std::io;
 
-/// The result type used across the engine.
+/// The result type of every fallible Strata call.
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// What went wrong.
+///
+/// New variants may be added in minor releases, so a `match` needs a
+/// wildcard arm. The predicates ([`Error::is_corruption`],
+/// [`Error::is_busy`], ...) are the stable way to classify an error.
+///
+/// ```
+/// use strata::{Db, Error, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let missing = dir.path().join("no-such-db");
+/// let opts = Options { create_if_missing: false, ..Options::default() };
+/// match Db::open(&missing, opts) {
+///     Err(Error::NotFound { path }) => assert!(path.ends_with("no-such-db")),
+///     other => panic!("expected NotFound, got {:?}", other.map(|_| ())),
+/// }
+/// // Nothing was created.
+/// assert!(!missing.exists());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O error, with the path it happened on.
-    Io { path: String, source: io::Error },
+    Io {
+        /// The file or directory the operation was on.
+        path: String,
+        /// What the operating system said.
+        source: io::Error,
+    },
     /// Bytes on disk are not what the format says they must be.
     Corruption {
+        /// The file holding the bad bytes.
         file: String,
+        /// Byte offset in `file` where the problem was found.
         offset: u64,
+        /// What is wrong there.
         msg: String,
     },
-    /// The caller asked for something that cannot be done (bad option, keys out
-    /// of order, ...).
+    /// The caller asked for something that cannot be done (a bad option,
+    /// keys out of order, a snapshot of another database, ...).
     InvalidArgument(String),
     /// The file uses a feature Strata does not implement (an unknown
-    /// compression type, a newer format version, ...).
+    /// compression type, a newer format version, a merge operand, ...).
     NotSupported(String),
+    /// The database is in use: opened by another `Db` in this process or
+    /// locked by another process. Retrying after the other user closes it
+    /// succeeds.
+    Busy {
+        /// The database directory.
+        path: String,
+        /// Who holds it.
+        msg: String,
+    },
+    /// There is no database at this path (nothing exists there) and the
+    /// options do not allow creating one.
+    NotFound {
+        /// The path that was opened.
+        path: String,
+    },
+    /// Something exists at this path but it is not a Strata database (a
+    /// plain file, or a directory without a `CURRENT` file).
+    NotADatabase {
+        /// The path that was opened.
+        path: String,
+        /// What was found there instead.
+        reason: String,
+    },
+    /// A bug in Strata: an internal invariant did not hold. Please report
+    /// it; the operation was abandoned before it could give a wrong answer.
+    Internal(String),
 }
 
 impl Error {
+    /// A [`Error::Corruption`] in `file` at byte `offset`.
     pub fn corruption(file: impl Into<String>, offset: u64, msg: impl Into<String>) -> Error {
         Error::Corruption {
             file: file.into(),
@@ -38,6 +99,7 @@ impl Error {
         }
     }
 
+    /// An [`Error::Io`] on `path`.
     pub fn io(path: impl Into<String>, source: io::Error) -> Error {
         Error::Io {
             path: path.into(),
@@ -45,12 +107,38 @@ impl Error {
         }
     }
 
+    /// An [`Error::InvalidArgument`].
     pub fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
     }
 
+    /// An [`Error::Internal`]: a broken invariant, not the caller's fault.
+    pub fn internal(msg: impl Into<String>) -> Error {
+        Error::Internal(msg.into())
+    }
+
+    /// Whether stored data was found damaged.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
+    }
+
+    /// Whether the database is open elsewhere ([`Error::Busy`]).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Error::Busy { .. })
+    }
+
+    /// Whether the path holds no database ([`Error::NotFound`] or
+    /// [`Error::NotADatabase`]).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::NotFound { .. } | Error::NotADatabase { .. })
+    }
+
+    /// The operating system's error behind an [`Error::Io`].
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
     }
 }
 
@@ -68,6 +156,16 @@ impl Clone for Error {
             },
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::NotSupported(m) => Error::NotSupported(m.clone()),
+            Error::Busy { path, msg } => Error::Busy {
+                path: path.clone(),
+                msg: msg.clone(),
+            },
+            Error::NotFound { path } => Error::NotFound { path: path.clone() },
+            Error::NotADatabase { path, reason } => Error::NotADatabase {
+                path: path.clone(),
+                reason: reason.clone(),
+            },
+            Error::Internal(m) => Error::Internal(m.clone()),
         }
     }
 }
@@ -81,15 +179,56 @@ impl fmt::Display for Error {
             }
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             Error::NotSupported(m) => write!(f, "not supported: {m}"),
+            Error::Busy { path, msg } => write!(f, "database {path} is busy: {msg}"),
+            Error::NotFound { path } => write!(f, "no database at {path}: nothing exists there"),
+            Error::NotADatabase { path, reason } => {
+                write!(f, "{path} is not a Strata database: {reason}")
+            }
+            Error::Internal(m) => write!(f, "internal error (a bug in Strata): {m}"),
         }
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source),
-            _ => None,
+/// No variant has a `source`: each prints its cause itself (see the module
+/// documentation).
+impl std::error::Error for Error {}
+
+impl From<Error> for io::Error {
+    /// For code that works in `io::Result`: the kind follows the variant.
+    fn from(e: Error) -> io::Error {
+        let kind = match &e {
+            Error::Io { source, .. } => source.kind(),
+            Error::Corruption { .. } => io::ErrorKind::InvalidData,
+            Error::InvalidArgument(_) => io::ErrorKind::InvalidInput,
+            Error::NotSupported(_) => io::ErrorKind::Unsupported,
+            Error::Busy { .. } => io::ErrorKind::WouldBlock,
+            Error::NotFound { .. } => io::ErrorKind::NotFound,
+            Error::NotADatabase { .. } => io::ErrorKind::InvalidInput,
+            Error::Internal(_) => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    /// The OS error appears once in a printed chain.
+    #[test]
+    fn io_error_is_said_once() {
+        let e = Error::io("/x", io::Error::new(io::ErrorKind::NotFound, "gone away"));
+        let mut chain = e.to_string();
+        let mut src = e.source();
+        while let Some(s) = src {
+            chain.push_str(&format!(": {s}"));
+            src = s.source();
         }
+        assert_eq!(chain.matches("gone away").count(), 1, "{chain}");
+        assert_eq!(
+            e.io_error().map(|s| s.kind()),
+            Some(io::ErrorKind::NotFound)
+        );
     }
 }

@@ -1,38 +1,56 @@
 //! Strata: an embedded LSM key-value storage engine built for bulk loading.
 //!
-//! The crate is organised the way data moves through it:
-//! - [`db`]: the database ([`Db`]): the commit pipeline (write path), the
-//!   read path, flushes, recovery;
-//! - [`memtable`]: the concurrent arena skiplist that takes writes first;
-//! - [`wal`]: the log-file record format of the write-ahead log and the
-//!   MANIFEST, with its torn-tail rule;
-//! - [`version`]: which table files make up the database, by level, and the
-//!   MANIFEST that records it;
-//! - [`sstable`]: the immutable sorted files (RocksDB block-based table
-//!   format), their writer ([`sstable::SstWriter`]) and reader
-//!   ([`sstable::Table`]);
-//! - [`iter`]: merging, range-deletion and user-facing iterators;
-//! - [`cache`]: the block cache shared by all table readers;
-//! - [`vfs`]: the file-system boundary (OS and in-memory);
-//! - [`key`]: internal keys (user key + sequence number + kind);
-//! - [`util`]: integer coding, checksums and hashes.
+//! Keys and values are byte strings; a [`Db`] keeps them sorted by key, so
+//! besides point reads it serves ordered scans, ranges and prefixes. Data
+//! can be written one key at a time, in atomic [`WriteBatch`]es, or built
+//! offline into sorted files with an [`SstWriter`] and ingested whole with
+//! [`Db::ingest`] (the fast path for bulk loads). Table files use RocksDB's
+//! block-based format, so RocksDB's `sst_dump` reads them and RocksDB's
+//! `SstFileWriter` output can be ingested.
+//!
+//! # The public API
+//!
+//! Everything a program needs is re-exported at the crate root: [`Db`] and
+//! its [`Options`], [`WriteOptions`], [`ReadOptions`], [`WriteBatch`],
+//! [`Snapshot`], the iterators, [`SstWriter`] with [`SstOptions`], ingestion
+//! ([`IngestOptions`], [`IngestResult`]), [`Metrics`] and [`Error`]. The
+//! [`sstable`] module holds the table-file types, [`vfs`] the file-system
+//! boundary (an in-memory [`vfs::MemVfs`] makes tests fast).
+//!
+//! The modules `cache`, `iter`, `key`, `memtable`, `util`, `version` and
+//! `wal`, and the items marked hidden in `sstable`, are the engine's
+//! internals. They are `pub` only because the `strata` command line tool,
+//! the integration tests and the benchmarks exercise them directly; they
+//! are `#[doc(hidden)]`, are not part of the API and change without notice.
+//! `docs/architecture.md` describes them.
 
+mod compaction;
+mod db;
+mod error;
+
+#[doc(hidden)]
 pub mod cache;
-pub mod compaction;
-pub mod db;
-pub mod error;
+#[doc(hidden)]
 pub mod iter;
+#[doc(hidden)]
 pub mod key;
+#[doc(hidden)]
 pub mod memtable;
 pub mod sstable;
+#[doc(hidden)]
 pub mod util;
+#[doc(hidden)]
 pub mod version;
 pub mod vfs;
+#[doc(hidden)]
 pub mod wal;
 
 pub use db::{
     ingest::{IngestOptions, IngestResult},
-    CompactionOptions, Db, LevelMetrics, Metrics, Options, ReadOptions, Snapshot, StallMetrics,
-    WriteBatch, WriteOptions,
+    repair::RepairReport,
+    CompactionOptions, Db, DbIterator, KvPair, LevelMetrics, Metrics, Options, RawIterator,
+    ReadOptions, Snapshot, StallMetrics, WriteBatch, WriteOptions,
 };
 pub use error::{Error, Result};
+pub use sstable::{CompressionType, SstInfo, SstOptions, SstWriter};
+pub use util::checksum::ChecksumType;

@@ -2,6 +2,8 @@
 //! slowed and stopped while compactions catch up; every stall is recorded
 //! with its cause and duration, and no write is lost.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::sync::Arc;
 use strata::vfs::{MemVfs, Vfs};
 use strata::{CompactionOptions, Db, Options, WriteBatch, WriteOptions};
@@ -33,7 +35,7 @@ fn stalls_are_recorded_by_cause_and_nothing_is_lost() {
         for &i in chunk {
             // Scattered keys, so every flush overlaps the ones before it.
             let k = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes();
-            b.put(&k, &i.to_le_bytes());
+            b.put(k, i.to_le_bytes());
         }
         db.write(b, &WriteOptions::default()).unwrap();
     }
@@ -60,6 +62,6 @@ fn stalls_are_recorded_by_cause_and_nothing_is_lost() {
     );
     for i in (0..n).step_by(101) {
         let k = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes();
-        assert_eq!(db.get(&k).unwrap(), Some(i.to_le_bytes().to_vec()));
+        assert_eq!(db.get(k).unwrap(), Some(i.to_le_bytes().to_vec()));
     }
 }

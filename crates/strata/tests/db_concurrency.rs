@@ -2,6 +2,8 @@
 //! each writer's sequence of keys (no gaps, never going back), while
 //! memtables rotate and flush underneath.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use strata::sstable::SstOptions;
@@ -39,7 +41,7 @@ fn readers_see_prefixes_of_every_writer() {
                 if i % 7 == 0 && i + 3 <= PER_WRITER {
                     let mut b = WriteBatch::new();
                     for j in i..i + 3 {
-                        b.put(&key(w, j), &j.to_le_bytes());
+                        b.put(key(w, j), j.to_le_bytes());
                     }
                     db.write(
                         b,
@@ -50,7 +52,7 @@ fn readers_see_prefixes_of_every_writer() {
                     .unwrap();
                     i += 3;
                 } else {
-                    db.put(&key(w, i), &i.to_le_bytes()).unwrap();
+                    db.put(key(w, i), i.to_le_bytes()).unwrap();
                     i += 1;
                 }
             }
@@ -72,7 +74,7 @@ fn readers_see_prefixes_of_every_writer() {
                         upper: Some(format!("w{w}.").into_bytes()),
                         ..ReadOptions::default()
                     };
-                    let mut it = db.iter(&opts).unwrap();
+                    let mut it = db.raw_iter(&opts).unwrap();
                     if r == 0 {
                         it.seek_to_first();
                     } else {
@@ -81,9 +83,9 @@ fn readers_see_prefixes_of_every_writer() {
                     let mut n = 0u64;
                     let mut keys = Vec::new();
                     while it.valid() {
-                        keys.push(it.key().to_vec());
-                        let v = u64::from_le_bytes(it.value().try_into().unwrap());
-                        assert_eq!(it.key(), key(w, v).as_slice(), "value matches key");
+                        keys.push(it.key().unwrap().to_vec());
+                        let v = u64::from_le_bytes(it.value().unwrap().try_into().unwrap());
+                        assert_eq!(it.key().unwrap(), key(w, v).as_slice(), "value matches key");
                         n += 1;
                         if r == 0 {
                             it.next();
@@ -105,7 +107,7 @@ fn readers_see_prefixes_of_every_writer() {
                     *last = n;
                     // Point reads agree with the scan's prefix.
                     if n > 0 {
-                        assert!(db.get(&key(w, n - 1)).unwrap().is_some());
+                        assert!(db.get(key(w, n - 1)).unwrap().is_some());
                     }
                 }
                 scans += 1;
@@ -129,7 +131,7 @@ fn readers_see_prefixes_of_every_writer() {
     }
     for w in 0..WRITERS {
         for i in (0..PER_WRITER).step_by(997) {
-            assert_eq!(db.get(&key(w, i)).unwrap(), Some(i.to_le_bytes().to_vec()));
+            assert_eq!(db.get(key(w, i)).unwrap(), Some(i.to_le_bytes().to_vec()));
         }
     }
     assert!(

@@ -3,6 +3,8 @@
 //! directions, flushes, reopens) checked against a `BTreeMap`, on the
 //! in-memory file system and on disk.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -81,17 +83,17 @@ fn check_iter(db: &Db, m: &Model, snap: Option<&Snapshot>, rng: &mut StdRng) {
         hi = Some(a.max(b));
     }
     let opts = ReadOptions {
-        snapshot: snap.map(|s| s.sequence()),
+        snapshot: snap,
         lower: lo.clone(),
         upper: hi.clone(),
     };
     let want = range(m, lo.as_ref(), hi.as_ref());
-    let mut it = db.iter(&opts).unwrap();
+    let mut it = db.raw_iter(&opts).unwrap();
     if rng.gen_bool(0.5) {
         it.seek_to_first();
         let mut got = Vec::new();
         while it.valid() {
-            got.push((it.key().to_vec(), it.value().to_vec()));
+            got.push((it.key().unwrap().to_vec(), it.value().unwrap().to_vec()));
             it.next();
         }
         it.status().unwrap();
@@ -100,7 +102,7 @@ fn check_iter(db: &Db, m: &Model, snap: Option<&Snapshot>, rng: &mut StdRng) {
         it.seek_to_last();
         let mut got = Vec::new();
         while it.valid() {
-            got.push((it.key().to_vec(), it.value().to_vec()));
+            got.push((it.key().unwrap().to_vec(), it.value().unwrap().to_vec()));
             it.prev();
         }
         it.status().unwrap();
@@ -115,8 +117,8 @@ fn check_iter(db: &Db, m: &Model, snap: Option<&Snapshot>, rng: &mut StdRng) {
         match pos {
             Some(p) => {
                 assert!(it.valid(), "iterator should be at {:?}", want[p].0);
-                assert_eq!(it.key(), want[p].0.as_slice());
-                assert_eq!(it.value(), want[p].1.as_slice());
+                assert_eq!(it.key().unwrap(), want[p].0.as_slice());
+                assert_eq!(it.value().unwrap(), want[p].1.as_slice());
             }
             None => {
                 assert!(!it.valid(), "iterator should be exhausted");
@@ -192,7 +194,7 @@ fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
                     let id = *snaps.keys().nth(rng.gen_range(0..snaps.len())).unwrap();
                     let (s, m) = &snaps[&id];
                     let opts = ReadOptions {
-                        snapshot: Some(s.sequence()),
+                        snapshot: Some(s),
                         ..ReadOptions::default()
                     };
                     assert_eq!(
@@ -293,11 +295,11 @@ fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
     }
     snaps.clear();
     let d = db.take().unwrap();
-    let mut it = d.iter(&ReadOptions::default()).unwrap();
+    let mut it = d.raw_iter(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     let mut got = Model::new();
     while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
+        got.insert(it.key().unwrap().to_vec(), it.value().unwrap().to_vec());
         it.next();
     }
     assert_eq!(got, model, "final contents");

@@ -11,6 +11,8 @@
 //! generation would be missing). Snapshots taken along the way must read
 //! the same way, before and after later excises.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,9 +32,9 @@ fn window_range(w: usize) -> (Vec<u8>, Vec<u8>) {
 
 /// The generation of every window seen by a scan of `r*`, checking each
 /// window holds one generation.
-fn windows(db: &Db, snapshot: Option<u64>) -> Result<BTreeMap<usize, u64>, String> {
+fn windows(db: &Db, snapshot: Option<&strata::Snapshot>) -> Result<BTreeMap<usize, u64>, String> {
     let mut it = db
-        .iter(&ReadOptions {
+        .raw_iter(&ReadOptions {
             lower: Some(b"r".to_vec()),
             upper: Some(b"s".to_vec()),
             snapshot,
@@ -41,8 +43,8 @@ fn windows(db: &Db, snapshot: Option<u64>) -> Result<BTreeMap<usize, u64>, Strin
     it.seek_to_first();
     let mut seen: BTreeMap<usize, u64> = BTreeMap::new();
     while it.valid() {
-        let k = String::from_utf8(it.key().to_vec()).unwrap();
-        let v = String::from_utf8(it.value().to_vec()).unwrap();
+        let k = String::from_utf8(it.key().unwrap().to_vec()).unwrap();
+        let v = String::from_utf8(it.value().unwrap().to_vec()).unwrap();
         let w: usize = k[1..3].parse().unwrap();
         let g: u64 = v.parse().unwrap();
         if let Some(&prev) = seen.get(&w) {
@@ -128,7 +130,7 @@ fn excises_are_atomic_under_concurrent_work() {
                 } else {
                     format!("z{:06}", i % 50_000)
                 };
-                db.put(k.as_bytes(), &[b'v'; 100]).unwrap();
+                db.put(k.as_bytes(), [b'v'; 100]).unwrap();
                 i += 1;
             }
         })
@@ -148,13 +150,13 @@ fn excises_are_atomic_under_concurrent_work() {
                     // excises meanwhile fall back to tombstones.
                     if scans.is_multiple_of(50) {
                         let s = db.snapshot();
-                        let at = windows(&db, Some(s.sequence())).unwrap();
+                        let at = windows(&db, Some(&s)).unwrap();
                         snaps.push((s, at));
                     } else if scans % 50 == 5 {
                         snaps.clear();
                     }
                     for (s, at) in &snaps {
-                        let again = windows(&db, Some(s.sequence()))
+                        let again = windows(&db, Some(s))
                             .unwrap_or_else(|e| panic!("reader {r} snapshot: {e}"));
                         assert_eq!(&again, at, "reader {r}: snapshot view changed");
                     }

@@ -4,6 +4,8 @@
 //! database unchanged, files written by RocksDB, and callers' files never
 //! modified.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::{Path, PathBuf};
 use strata::sstable::{SstOptions, SstWriter};
 use strata::{CompactionOptions, Db, IngestOptions, Options, ReadOptions};
@@ -36,11 +38,11 @@ fn write_sst(path: &Path, kvs: &[(&[u8], &[u8])]) -> PathBuf {
 }
 
 fn scan(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.raw_iter(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     let mut out = Vec::new();
     while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
+        out.push((it.key().unwrap().to_vec(), it.value().unwrap().to_vec()));
         it.next();
     }
     it.status().unwrap();
@@ -96,7 +98,7 @@ fn overlapping_memtable_takes_the_flushable_path_in_sequence_order() {
     assert_eq!(db.get(b"k5").unwrap(), Some(b"ingested".to_vec()));
     // The snapshot taken before the ingestion does not see it.
     let old = ReadOptions {
-        snapshot: Some(snap.sequence()),
+        snapshot: Some(&snap),
         ..ReadOptions::default()
     };
     assert_eq!(db.get_opt(b"k5", &old).unwrap(), Some(b"before".to_vec()));
@@ -342,7 +344,7 @@ fn excise_fixture(
     for parity in 0..2 {
         for i in (parity..400).step_by(2) {
             let v = format!("base{i}").into_bytes();
-            db.put(&key(i), &v).unwrap();
+            db.put(key(i), &v).unwrap();
             model.insert(key(i), v);
         }
         db.flush().unwrap();
@@ -350,13 +352,13 @@ fn excise_fixture(
     db.compact_range(None, None).unwrap();
     for i in (130..270).step_by(7) {
         let v = format!("l0-{i}").into_bytes();
-        db.put(&key(i), &v).unwrap();
+        db.put(key(i), &v).unwrap();
         model.insert(key(i), v);
     }
     // The parts of these outside the range must keep deleting what they
     // cover in L6 once the L0 file is cut.
     for (a, b) in [(140, 160), (245, 255)] {
-        db.delete_range(&key(a), &key(b)).unwrap();
+        db.delete_range(key(a), key(b)).unwrap();
         for i in a..b {
             model.remove(&key(i));
         }
@@ -408,14 +410,14 @@ fn check_model(db: &Db, model: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>, wh
     assert_eq!(got, want, "{what}: scan");
     for i in 0..400 {
         assert_eq!(
-            db.get(&key(i)).unwrap().as_ref(),
+            db.get(key(i)).unwrap().as_ref(),
             model.get(&key(i)),
             "{what}: get {i}"
         );
     }
     // Backward, with bounds that start and end inside virtual files.
     let mut it = db
-        .iter(&ReadOptions {
+        .raw_iter(&ReadOptions {
             lower: Some(key(120)),
             upper: Some(key(280)),
             ..ReadOptions::default()
@@ -424,7 +426,7 @@ fn check_model(db: &Db, model: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>, wh
     it.seek_to_last();
     let mut back = Vec::new();
     while it.valid() {
-        back.push(it.key().to_vec());
+        back.push(it.key().unwrap().to_vec());
         it.prev();
     }
     let want: Vec<Vec<u8>> = model
@@ -563,7 +565,7 @@ fn excise_cuts_the_tree_with_virtual_files() {
 
     // An iterator holding the current version keeps the backing tables
     // alive through a compaction that rewrites every virtual file.
-    let mut held = db.iter(&ReadOptions::default()).unwrap();
+    let mut held = db.raw_iter(&ReadOptions::default()).unwrap();
     db.compact_range(None, None).unwrap();
     assert_eq!(
         db.metrics().virtual_files,
@@ -615,7 +617,7 @@ fn excise_under_an_older_snapshot_uses_a_tombstone() {
     let d = tempfile::tempdir().unwrap();
     let db = Db::open(d.path().join("db"), excise_opts()).unwrap();
     for i in 0..50 {
-        db.put(&key(i), b"old").unwrap();
+        db.put(key(i), b"old").unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
@@ -631,19 +633,19 @@ fn excise_under_an_older_snapshot_uses_a_tombstone() {
     assert_eq!(db.metrics().excise_fallbacks, 1);
     assert_eq!(db.metrics().virtual_files, 0);
     let at_snap = ReadOptions {
-        snapshot: Some(snap.sequence()),
+        snapshot: Some(&snap),
         ..ReadOptions::default()
     };
     assert_eq!(
-        db.get_opt(&key(15), &at_snap).unwrap(),
+        db.get_opt(key(15), &at_snap).unwrap(),
         Some(b"old".to_vec())
     );
     assert_eq!(
-        db.get_opt(&key(20), &at_snap).unwrap(),
+        db.get_opt(key(20), &at_snap).unwrap(),
         Some(b"old".to_vec())
     );
-    assert_eq!(db.get(&key(15)).unwrap(), None);
-    assert_eq!(db.get(&key(20)).unwrap(), Some(b"new".to_vec()));
+    assert_eq!(db.get(key(15)).unwrap(), None);
+    assert_eq!(db.get(key(20)).unwrap(), Some(b"new".to_vec()));
     drop(snap);
     let f = write_sst(&d.path().join("b.sst"), &[(&key(40), b"newer")]);
     let o = IngestOptions {
@@ -652,11 +654,11 @@ fn excise_under_an_older_snapshot_uses_a_tombstone() {
     };
     let r = db.ingest(&[f], &o).unwrap();
     assert!(r.excised, "{r:?}");
-    assert_eq!(db.get(&key(36)).unwrap(), None);
-    assert_eq!(db.get(&key(34)).unwrap(), Some(b"old".to_vec()));
-    assert_eq!(db.get(&key(45)).unwrap(), Some(b"old".to_vec()));
-    assert_eq!(db.get(&key(40)).unwrap(), Some(b"newer".to_vec()));
-    assert_eq!(db.get(&key(15)).unwrap(), None);
+    assert_eq!(db.get(key(36)).unwrap(), None);
+    assert_eq!(db.get(key(34)).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(key(45)).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(key(40)).unwrap(), Some(b"newer".to_vec()));
+    assert_eq!(db.get(key(15)).unwrap(), None);
     // The tombstone file of the cut excise was never placed or kept.
     let m = db.metrics();
     assert_eq!((m.excises, m.excise_fallbacks), (1, 1));
@@ -684,11 +686,11 @@ fn excise_over_memory_cuts_when_placed() {
     let dir = d.path().join("db");
     let db = Db::open(&dir, excise_opts()).unwrap();
     for i in 0..50 {
-        db.put(&key(i), b"old").unwrap();
+        db.put(key(i), b"old").unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
-    db.put(&key(25), b"in memory").unwrap();
+    db.put(key(25), b"in memory").unwrap();
     let f = write_sst(&d.path().join("a.sst"), &[(&key(20), b"new")]);
     let o = IngestOptions {
         excise: Some((key(10), key(30))),
@@ -696,8 +698,8 @@ fn excise_over_memory_cuts_when_placed() {
     };
     let r = db.ingest(&[f], &o).unwrap();
     assert!(r.flushable && !r.excised, "{r:?}");
-    assert_eq!(db.get(&key(25)).unwrap(), None, "memory is excised too");
-    assert_eq!(db.get(&key(15)).unwrap(), None);
+    assert_eq!(db.get(key(25)).unwrap(), None, "memory is excised too");
+    assert_eq!(db.get(key(15)).unwrap(), None);
     db.flush().unwrap();
     let m = db.metrics();
     assert_eq!((m.excises, m.excise_fallbacks), (1, 0), "cut when placed");
@@ -741,7 +743,7 @@ fn excise_over_memory_cuts_when_placed() {
 
     // Queued behind memory with an older snapshot open: when placed, the
     // tombstone file goes into the tree instead of a cut.
-    db.put(&key(41), b"in memory").unwrap();
+    db.put(key(41), b"in memory").unwrap();
     let snap = db.snapshot();
     let f = write_sst(&d.path().join("b.sst"), &[(&key(42), b"new")]);
     let o = IngestOptions {
@@ -758,16 +760,16 @@ fn excise_over_memory_cuts_when_placed() {
         "after reopen, counters restart"
     );
     let at = ReadOptions {
-        snapshot: Some(snap.sequence()),
+        snapshot: Some(&snap),
         ..ReadOptions::default()
     };
     assert_eq!(
-        db.get_opt(&key(41), &at).unwrap(),
+        db.get_opt(key(41), &at).unwrap(),
         Some(b"in memory".to_vec())
     );
-    assert_eq!(db.get_opt(&key(43), &at).unwrap(), Some(b"old".to_vec()));
-    assert_eq!(db.get(&key(41)).unwrap(), None);
-    assert_eq!(db.get(&key(43)).unwrap(), None);
-    assert_eq!(db.get(&key(42)).unwrap(), Some(b"new".to_vec()));
+    assert_eq!(db.get_opt(key(43), &at).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(key(41)).unwrap(), None);
+    assert_eq!(db.get(key(43)).unwrap(), None);
+    assert_eq!(db.get(key(42)).unwrap(), Some(b"new".to_vec()));
     assert!(db.files().iter().any(|(_, f)| f.num_range_deletions > 0));
 }

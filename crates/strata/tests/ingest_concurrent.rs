@@ -15,6 +15,8 @@
 //! part all fail the test. Each seed runs three phases with a reopen
 //! between them (writers stopped, database closed without flushing).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,10 +59,10 @@ fn possible(ops: &[Op], p: u64) -> Vec<Option<Vec<u8>>> {
     out
 }
 
-fn check(db: &Db, hist: &History, snapshot: Option<u64>, what: &str) {
-    let p = snapshot.unwrap_or(u64::MAX);
+fn check(db: &Db, hist: &History, snapshot: Option<&strata::Snapshot>, what: &str) {
+    let p = snapshot.map_or(u64::MAX, |s| s.sequence());
     let mut it = db
-        .iter(&ReadOptions {
+        .raw_iter(&ReadOptions {
             snapshot,
             ..ReadOptions::default()
         })
@@ -68,7 +70,7 @@ fn check(db: &Db, hist: &History, snapshot: Option<u64>, what: &str) {
     it.seek_to_first();
     let mut got = BTreeMap::new();
     while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
+        got.insert(it.key().unwrap().to_vec(), it.value().unwrap().to_vec());
         it.next();
     }
     it.status().unwrap();
@@ -198,7 +200,7 @@ fn ingestion_beside_concurrent_writers_matches_the_model() {
                                 .unwrap();
                         let val = |k: u32| format!("i{seed}-{phase}-{step}-{k}").into_bytes();
                         for &k in &ks {
-                            w.put(&key(k), &val(k)).unwrap();
+                            w.put(key(k), val(k)).unwrap();
                         }
                         w.finish().unwrap();
                         let excise = rng.gen_bool(0.25).then(|| {
@@ -250,24 +252,19 @@ fn ingestion_beside_concurrent_writers_matches_the_model() {
                     }
                     6 => {
                         let s = db.snapshot();
-                        check(
-                            &db,
-                            &hist,
-                            Some(s.sequence()),
-                            &format!("seed {seed} snapshot"),
-                        );
+                        check(&db, &hist, Some(&s), &format!("seed {seed} snapshot"));
                         snaps.push(s);
                     }
                     7 => db.flush().unwrap(),
                     _ => {
                         if let Some(s) = snaps.first() {
-                            check(&db, &hist, Some(s.sequence()), "old snapshot");
+                            check(&db, &hist, Some(s), "old snapshot");
                         }
                         // Reads at a sequence number need a registered
                         // snapshot: without one, a flush or compaction may
                         // drop the versions that number would see.
                         let s = db.snapshot();
-                        check(&db, &hist, Some(s.sequence()), "latest");
+                        check(&db, &hist, Some(&s), "latest");
                     }
                 }
             }
@@ -276,12 +273,7 @@ fn ingestion_beside_concurrent_writers_matches_the_model() {
                 t.join().unwrap();
             }
             for s in &snaps {
-                check(
-                    &db,
-                    &hist,
-                    Some(s.sequence()),
-                    "snapshot after writers stopped",
-                );
+                check(&db, &hist, Some(s), "snapshot after writers stopped");
             }
             check(&db, &hist, None, &format!("seed {seed} phase {phase} end"));
             drop(snaps);

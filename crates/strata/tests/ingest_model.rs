@@ -12,6 +12,8 @@
 //!
 //! `STRATA_MODEL_SEEDS=n` runs n seeds instead of the default.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -135,11 +137,11 @@ fn ingestion_matches_a_model_across_reopens() {
                     db = Db::open("/db", o()).unwrap();
                 }
             }
-            let mut it = db.iter(&ReadOptions::default()).unwrap();
+            let mut it = db.raw_iter(&ReadOptions::default()).unwrap();
             it.seek_to_first();
             let mut got = BTreeMap::new();
             while it.valid() {
-                got.insert(it.key().to_vec(), it.value().to_vec());
+                got.insert(it.key().unwrap().to_vec(), it.value().unwrap().to_vec());
                 it.next();
             }
             if got != model {
@@ -186,16 +188,11 @@ fn ingestion_matches_a_model_across_reopens() {
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// Everything `opts` selects, through the std `Iterator`.
 fn dump(db: &Db, opts: &ReadOptions) -> Model {
-    let mut it = db.iter(opts).unwrap();
-    let mut got = BTreeMap::new();
-    it.seek_to_first();
-    while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    got
+    db.iter_opt(opts)
+        .collect::<strata::Result<Model>>()
+        .unwrap()
 }
 
 /// Excises against a model with snapshots (each checked against the model
@@ -320,7 +317,7 @@ fn excise_with_snapshots_and_compactions_matches_a_model() {
             let (a, b) = (k(&mut rng), k(&mut rng));
             let (a, b) = (a.clone().min(b.clone()), a.max(b));
             let mut it = db
-                .iter(&ReadOptions {
+                .raw_iter(&ReadOptions {
                     lower: Some(a.clone()),
                     upper: Some(b.clone()),
                     ..ReadOptions::default()
@@ -329,14 +326,14 @@ fn excise_with_snapshots_and_compactions_matches_a_model() {
             it.seek_to_last();
             let mut back = Vec::new();
             while it.valid() {
-                back.push(it.key().to_vec());
+                back.push(it.key().unwrap().to_vec());
                 it.prev();
             }
             let want: Vec<Vec<u8>> = model.range(a..b).rev().map(|(k, _)| k.clone()).collect();
             assert_eq!(back, want, "{} backward", ctx());
             for (s, m) in &snaps {
                 let at = ReadOptions {
-                    snapshot: Some(s.sequence()),
+                    snapshot: Some(s),
                     ..ReadOptions::default()
                 };
                 assert_eq!(&dump(&db, &at), m, "{} snapshot {}", ctx(), s.sequence());

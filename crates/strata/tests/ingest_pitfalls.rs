@@ -13,13 +13,15 @@
 //!   (an exclusive range-tombstone end) was treated as overlapping. Here it
 //!   must go to the same level as the neighbour.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use strata::error::Result;
 use strata::sstable::{SstOptions, SstWriter};
 use strata::vfs::{MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use strata::Result;
 use strata::{Db, IngestOptions, Options};
 
 /// MemVfs, except that a background job (a thread named `strata-...`)
@@ -163,7 +165,7 @@ fn a_full_memtable_queue_does_not_block_an_ingestion() {
         let db = db.clone();
         std::thread::spawn(move || {
             for i in 0..400u32 {
-                db.put(format!("k{i:04}").as_bytes(), &[b'v'; 100]).unwrap();
+                db.put(format!("k{i:04}").as_bytes(), [b'v'; 100]).unwrap();
             }
         })
     };

@@ -2,6 +2,8 @@
 //! naming the file and offset, or (for bytes no reader depends on, and for
 //! the filter) the right answer. Never a panic, never a wrong answer.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::Path;
 use std::sync::Arc;
 use strata::iter::InternalIterator;
@@ -33,7 +35,7 @@ fn build() -> (MemVfs, Vec<u8>) {
     };
     let mut w = SstWriter::create_in(&vfs, Path::new("/good.sst"), opts).unwrap();
     for i in 0..N {
-        w.put(&key(i), &value(i)).unwrap();
+        w.put(key(i), value(i)).unwrap();
     }
     w.finish().unwrap();
     let bytes = vfs::read_all(&vfs, Path::new("/good.sst")).unwrap();

@@ -8,6 +8,8 @@
 //! lands in its own narrow file. The flush events in the `EVENTS` log show
 //! every L0 file each flush made.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
 use std::path::Path;
@@ -70,7 +72,7 @@ fn load(split: bool) -> Outcome {
         w.shuffle(&mut rng);
     }
     for (n, i) in order.iter().enumerate() {
-        db.put(&data_key(*i), &i.to_le_bytes()).unwrap();
+        db.put(data_key(*i), i.to_le_bytes()).unwrap();
         if (n + 1) % 10_000 == 0 {
             db.put(STATS, (n + 1).to_string().as_bytes()).unwrap();
         }
@@ -78,10 +80,7 @@ fn load(split: bool) -> Outcome {
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
     for i in (0..KEYS).step_by(9_973) {
-        assert_eq!(
-            db.get(&data_key(i)).unwrap(),
-            Some(i.to_le_bytes().to_vec())
-        );
+        assert_eq!(db.get(data_key(i)).unwrap(), Some(i.to_le_bytes().to_vec()));
     }
     assert_eq!(db.get(STATS).unwrap(), Some(KEYS.to_string().into_bytes()));
     let peak_sublevels = db.metrics().peak_l0_sublevels;

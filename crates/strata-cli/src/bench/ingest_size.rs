@@ -33,7 +33,7 @@ fn write_sst(path: &Path, keys: u64, round: u64, rng: &mut StdRng) -> Result<u64
         // Disjoint from every other round, so each file could go anywhere.
         let k = format!("r{round:06}-{i:09}");
         rng.fill_bytes(&mut v);
-        w.put(k.as_bytes(), &v)?;
+        w.put(k.as_bytes(), v)?;
     }
     Ok(w.finish()?.file_size)
 }
@@ -61,7 +61,7 @@ fn run_case(a: &IngestSizeArgs, keys: u64, as_batch: bool, busy: bool) -> Result
         if busy {
             for i in 0..1000u64 {
                 rng.fill_bytes(&mut v);
-                db.put(format!("p{r:06}-{i:06}").as_bytes(), &v)?;
+                db.put(format!("p{r:06}-{i:06}").as_bytes(), v)?;
             }
         }
         let sst = dir.join(format!("{r}.sst"));

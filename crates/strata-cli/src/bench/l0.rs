@@ -98,7 +98,7 @@ fn run_one(a: &L0Args, sublevels: bool) -> Result<Outcome> {
     let value = [b'v'; 100];
     for i in 0..a.keys {
         let k: [u8; 16] = rng.gen();
-        db.put(&k, &value)?;
+        db.put(k, value)?;
         if a.stats_key && (i + 1) % 10_000 == 0 {
             db.put(b"\x00stats", (i + 1).to_string().as_bytes())?;
         }

@@ -140,7 +140,7 @@ fn strata_load(dir: &PathBuf, lines: &[Vec<u8>], batch: usize, max_secs: f64) ->
     let mut done = 0u64;
     let mut capped = false;
     for (n, line) in lines.iter().enumerate() {
-        b.put(&row_key(line)?, line);
+        b.put(row_key(line)?, line);
         in_batch += 1;
         if in_batch == batch {
             db.write(std::mem::take(&mut b), &WriteOptions::default())?;

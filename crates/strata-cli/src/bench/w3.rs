@@ -32,7 +32,7 @@ fn write_sst(path: &Path, base: u64) -> Result<()> {
     let mut w = SstWriter::create(path, SstOptions::for_ingestion())?;
     for i in 0..1000u64 {
         // 1,000 keys spread evenly over [base, base + 6,500).
-        w.put(&key(base + i * 13 / 2), &[b'i'; 100])?;
+        w.put(key(base + i * 13 / 2), [b'i'; 100])?;
     }
     w.finish()?;
     Ok(())
@@ -56,7 +56,7 @@ fn run_case(
     let mut paths = (0, 0, 0);
     for r in 0..a.rounds {
         for k in 0..10_000u64 {
-            db.put(&key(k), &[b'v'; 100])?;
+            db.put(key(k), [b'v'; 100])?;
         }
         let sst = dir.join(format!("{r}.sst"));
         write_sst(&sst, if overlap { 1_000 } else { 20_000 })?;

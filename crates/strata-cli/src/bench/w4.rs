@@ -58,7 +58,7 @@ fn run_variant(a: &W4Args, variant: &str) -> Result<(Vec<u64>, Vec<u64>)> {
                 let path = dir.join(format!("ingest-{round}.sst"));
                 let mut w = SstWriter::create(&path, SstOptions::for_ingestion())?;
                 for k in &keys {
-                    w.put(k, &[b'i'; 100])?;
+                    w.put(k, [b'i'; 100])?;
                 }
                 w.finish()?;
                 let t = Instant::now();
@@ -80,7 +80,7 @@ fn run_variant(a: &W4Args, variant: &str) -> Result<(Vec<u64>, Vec<u64>)> {
         k[0] = 0x84;
         rng.fill(&mut k[1..]);
         let t = Instant::now();
-        db.put(&k, &[b'v'; 100])?;
+        db.put(k, [b'v'; 100])?;
         lat.push(t.elapsed().as_nanos() as u64);
         n += 1;
         // Pace to 20,000 Puts/s against the schedule, not the last call.

@@ -24,6 +24,20 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
+/// How levels are sized and compactions are picked (part of
+/// [`Options`](crate::Options)).
+///
+/// ```
+/// use strata::{CompactionOptions, Options};
+/// let opts = Options {
+///     compaction: CompactionOptions {
+///         target_file_size: 64 << 20,
+///         ..CompactionOptions::default()
+///     },
+///     ..Options::default()
+/// };
+/// # let _ = opts;
+/// ```
 pub struct CompactionOptions {
     /// L0 depth (sublevels) at which L0 scores 1.
     pub l0_compaction_threshold: usize,
@@ -33,6 +47,7 @@ pub struct CompactionOptions {
     /// Target size of Lbase; each level below is `level_multiplier` times
     /// larger.
     pub base_level_bytes: u64,
+    /// Size ratio between consecutive levels below Lbase.
     pub level_multiplier: u64,
     /// Output files are cut at this size.
     pub target_file_size: u64,
@@ -97,6 +112,9 @@ pub struct Compaction {
     pub largest: Vec<u8>,
     /// No level below the output holds data in the range.
     pub bottommost: bool,
+    /// The score that chose this compaction (no reader yet; kept for the
+    /// compaction's event record).
+    #[allow(dead_code)]
     pub score: f64,
 }
 

@@ -157,7 +157,7 @@ impl CommitPipeline {
             Some(Job::Ingest(j)) => (self.ingest(db, &mut q, j), vec![Arc::clone(&w)]),
             Some(Job::Batch(b)) => self.lead(db, &mut q, &w, b),
             None => (
-                Err(Error::invalid("writer has no job")),
+                Err(Error::internal("writer has no job")),
                 vec![Arc::clone(&w)],
             ),
         };
@@ -385,7 +385,7 @@ impl CommitPipeline {
             let job = w.job.lock().take();
             let r = match job {
                 Some(Job::Ingest(j)) => self.ingest(db, q, j),
-                _ => Err(Error::invalid("writer has no job")),
+                _ => Err(Error::internal("writer has no job")),
             };
             *w.result.lock() = Some(r);
             w.done.store(true, Ordering::Release);

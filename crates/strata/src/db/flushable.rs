@@ -34,9 +34,6 @@ pub trait Flushable: Send + Sync {
         super::read::covering(&self.range_tombstones(), user_key, snapshot)
     }
     fn iter(&self) -> Box<dyn InternalIterator + Send>;
-    fn memory_bytes(&self) -> usize;
-    /// The memtable, if this entry is one (the flush job writes it out).
-    fn memtable(&self) -> Option<&Arc<MemTable>>;
     /// Whether the entry holds data in the user-key range `[lo, hi]`.
     fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool;
     /// The ingested files, if this entry is an ingestion (the flush job
@@ -75,12 +72,6 @@ impl Flushable for ImmutableMemTable {
     }
     fn iter(&self) -> Box<dyn InternalIterator + Send> {
         Box::new(self.mem.iter())
-    }
-    fn memory_bytes(&self) -> usize {
-        self.mem.approximate_memory_usage()
-    }
-    fn memtable(&self) -> Option<&Arc<MemTable>> {
-        Some(&self.mem)
     }
     fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
         self.mem.overlaps(lo, hi)

@@ -95,7 +95,20 @@ use crate::vfs::Vfs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// How to ingest.
+/// How [`Db::ingest`](crate::Db::ingest) treats its files.
+///
+/// ```
+/// use strata::IngestOptions;
+/// // Copy instead of hard-linking, always enter the tree as files, and
+/// // replace whatever the database held in ["user:", "user;").
+/// let opts = IngestOptions {
+///     move_files: false,
+///     small_file_bytes: 0,
+///     excise: Some((b"user:".to_vec(), b"user;".to_vec())),
+///     ..IngestOptions::default()
+/// };
+/// assert!(opts.allow_overlap_with_memtable);
+/// ```
 #[derive(Clone, Debug)]
 pub struct IngestOptions {
     /// Move the files into the database (RocksDB's `move_files`): hard-link
@@ -114,6 +127,7 @@ pub struct IngestOptions {
     /// Files (or an excise range) overlapping a memtable or a queued entry
     /// become a flushable entry (true) or make the call fail (false).
     pub allow_overlap_with_memtable: bool,
+    /// Check every block checksum of the files before ingesting them.
     pub verify_checksums: bool,
     /// Ingest and excise: atomically delete every key in `[start, end)` that
     /// the database held before this ingestion (the ingested files' own keys
@@ -137,15 +151,19 @@ impl Default for IngestOptions {
     }
 }
 
-/// What an ingestion did.
+/// What an ingestion did: returned by [`Db::ingest`](crate::Db::ingest),
+/// whose example reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngestResult {
+    /// The sequence number the ingested keys are visible at.
     pub sequence: u64,
     /// Level each of the caller's files landed on, in the caller's order
     /// (empty when applied as a batch; `None` entries for files waiting in
     /// the flushable queue).
     pub levels: Vec<Option<usize>>,
+    /// The files were small and applied as a write batch instead.
     pub as_batch: bool,
+    /// The files overlapped a memtable and wait behind it in the flush queue.
     pub flushable: bool,
     /// The excise (if any) cut the tree in this call's MANIFEST edit; false
     /// when it was left to a range-tombstone file (queued behind memory,
@@ -642,12 +660,6 @@ impl Flushable for IngestedFlushable {
                 .collect(),
         ))
     }
-    fn memory_bytes(&self) -> usize {
-        0
-    }
-    fn memtable(&self) -> Option<&Arc<MemTable>> {
-        None
-    }
     fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
         self.files.iter().any(|f| {
             overlaps(
@@ -748,7 +760,7 @@ mod tests {
             assert_eq!(db.get(b"a").unwrap(), Some(b"old".to_vec()));
             if let Some(s) = snap {
                 let at = crate::db::ReadOptions {
-                    snapshot: Some(s.sequence()),
+                    snapshot: Some(&s),
                     ..Default::default()
                 };
                 assert_eq!(db.get_opt(b"k4", &at).unwrap(), Some(b"old".to_vec()));

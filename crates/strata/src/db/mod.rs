@@ -26,17 +26,20 @@ mod excise;
 mod flush;
 mod flushable;
 pub mod ingest;
+mod iterator;
 mod level_iter;
 mod open;
 mod output;
 mod read;
 mod recovery_checks;
 pub mod repair;
+mod snapshot;
 mod table_cache;
 
 pub use flushable::Flushable;
+pub use iterator::{DbIterator, KvPair, RawIterator};
 pub use options::{CompactionOptions, Options, ReadOptions, WriteOptions};
-pub use read::DbIterator;
+pub use snapshot::Snapshot;
 pub use write_batch::WriteBatch;
 
 use crate::compaction::picker::{self, Running};
@@ -168,52 +171,81 @@ impl Stats {
 /// Stalls of one cause.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StallMetrics {
+    /// What stalled writes (`slowdown-...` or `stop-...`).
     pub cause: String,
+    /// Stalls of this cause.
     pub count: u64,
+    /// Total time writers waited, in microseconds.
     pub micros: u64,
 }
 
 /// Per-level figures.
 #[derive(Clone, Debug, Default)]
 pub struct LevelMetrics {
+    /// Table files on the level.
     pub files: usize,
+    /// Bytes of those files.
     pub bytes: u64,
+    /// The size the level is compacted toward (0 for L0).
     pub target_bytes: u64,
+    /// Compaction score: 1 or more means the level needs compacting.
     pub score: f64,
 }
 
-/// Everything `Db::metrics` reports.
+/// Everything [`Db::metrics`] reports (its example reads some fields).
+/// Counters are since this `Db` was opened; the shape of the tree is now.
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
+    /// Figures per level, L0 first.
     pub levels: Vec<LevelMetrics>,
+    /// The level L0 compacts into (Lbase).
     pub base_level: usize,
+    /// Files in L0.
     pub l0_files: usize,
+    /// L0 depth in sublevels (its read amplification).
     pub l0_sublevels: usize,
+    /// Most L0 files seen since open.
     pub peak_l0_files: u64,
+    /// Deepest L0 seen since open, in sublevels.
     pub peak_l0_sublevels: u64,
     /// Bytes still to be compacted to bring every level to its target.
     pub compaction_debt: u64,
+    /// Memory used by the active memtable.
     pub memtable_bytes: usize,
+    /// Immutable memtables (and queued ingestions) waiting for flush.
     pub immutable_memtables: usize,
+    /// Flushes since open (this process).
     pub flushes: u64,
+    /// Compactions that rewrote data, since open.
     pub compactions: u64,
+    /// Compactions that moved a file down without rewriting it, since open.
     pub moves: u64,
+    /// Compactions running now.
     pub running_compactions: usize,
+    /// Most compactions seen running at once.
     pub peak_running_compactions: u64,
+    /// Bytes of table files written by flushes, since open.
     pub bytes_flushed: u64,
+    /// Bytes compactions read, since open.
     pub bytes_compacted_read: u64,
+    /// Bytes compactions wrote, since open.
     pub bytes_compacted_written: u64,
+    /// Bytes of files ingested, since open.
     pub bytes_ingested: u64,
     /// Ingestion calls, those that took the flushable path, those applied as
     /// write batches, and their total time.
     pub ingests: u64,
+    /// Ingestions that waited behind an overlapping memtable.
     pub ingests_flushable: u64,
+    /// Ingestions applied as write batches (small files).
     pub ingests_as_batch: u64,
+    /// Total time spent in `ingest` calls, in microseconds.
     pub ingest_micros: u64,
     /// Ingest-and-excise calls whose range was cut out of the tree with
     /// virtual files, and those left to a range-tombstone file (an older
     /// snapshot needed the data).
     pub excises: u64,
+    /// Excises left to a range-tombstone file.
     pub excise_fallbacks: u64,
     /// Excising ingestions committed a second time, with a range-tombstone
     /// file that memory or a snapshot came to need after `prepare`.
@@ -223,17 +255,22 @@ pub struct Metrics {
     /// Virtual files in the current version, and the physical tables
     /// backing them.
     pub virtual_files: usize,
+    /// Physical tables backing the virtual files.
     pub backing_tables: usize,
     /// (files, bytes) ingested, by the level they landed on.
     pub ingested_per_level: Vec<(u64, u64)>,
+    /// Key and value bytes of user writes, since open.
     pub user_bytes: u64,
+    /// Bytes appended to write-ahead logs, since open.
     pub wal_bytes: u64,
     /// (WAL + flush + compaction bytes written) / user bytes.
     pub write_amplification: f64,
     /// Sources a point read may consult: memtables + L0 sublevels + non-empty
     /// lower levels.
     pub read_amplification: usize,
+    /// Write stalls by cause, since open.
     pub stalls: Vec<StallMetrics>,
+    /// The newest sequence number visible to reads.
     pub last_sequence: u64,
 }
 
@@ -357,31 +394,6 @@ impl DbInner {
     }
 }
 
-/// A consistent view of the database as of one sequence number, kept until
-/// dropped.
-pub struct Snapshot {
-    seq: u64,
-    db: Arc<DbInner>,
-}
-
-impl Snapshot {
-    pub fn sequence(&self) -> u64 {
-        self.seq
-    }
-}
-
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        let mut s = self.db.snapshots.lock();
-        if let Some(n) = s.get_mut(&self.seq) {
-            *n -= 1;
-            if *n == 0 {
-                s.remove(&self.seq);
-            }
-        }
-    }
-}
-
 /// An open database.
 pub struct Db {
     inner: Arc<DbInner>,
@@ -389,6 +401,21 @@ pub struct Db {
 }
 
 impl Db {
+    /// Opens the database in directory `path`, creating it if
+    /// `opts.create_if_missing` (the default) allows. Recovery replays the
+    /// WAL, so every acknowledged write is there (see [`WriteOptions`] for
+    /// what a crash can lose).
+    ///
+    /// One `Db` per directory: a second open, in this process or another,
+    /// fails with [`Error::Busy`].
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// db.put("k", "v")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open::open(path.as_ref(), opts, false)
     }
@@ -425,26 +452,69 @@ impl Db {
         Ok(())
     }
 
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Opens (or creates) the database in `path` with default options.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open_default(dir.path())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_default(path: impl AsRef<Path>) -> Result<Db> {
+        Db::open(path, Options::default())
+    }
+
+    /// Sets `key` to `value` (not synced: see [`WriteOptions::sync`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("user:1", "ada")?;
+    /// db.put(b"\x00binary", vec![1, 2, 3])?;
+    /// assert_eq!(db.get("user:1")?, Some(b"ada".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
         self.write(b, &WriteOptions::default())
     }
 
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    /// Removes `key` (a no-op if it is absent).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// db.delete("k")?;
+    /// assert_eq!(db.get("k")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
         self.write(b, &WriteOptions::default())
     }
 
-    /// Deletes every key in `[begin, end)`.
-    pub fn delete_range(&self, begin: &[u8], end: &[u8]) -> Result<()> {
+    /// Deletes every key in `[begin, end)` with one range tombstone.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// for k in ["a", "b", "c"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// db.delete_range("a", "c")?;
+    /// assert_eq!(db.iter().count(), 1); // only "c" is left
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete_range(begin, end);
         self.write(b, &WriteOptions::default())
     }
 
-    /// Applies a batch atomically.
+    /// Applies a batch atomically: after a crash either all of it is there
+    /// or none. See [`WriteBatch`] for an example.
     pub fn write(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
         self.check_writable()?;
         if batch.is_empty() {
@@ -455,15 +525,39 @@ impl Db {
             .commit(&self.inner, Job::Batch(batch), opts.sync)
     }
 
-    /// Ingests SST files (written with `SstOptions::for_ingestion` or by
-    /// RocksDB's SstFileWriter): see `db::ingest` for how they are placed.
-    /// The files are hard-linked (or copied) and never modified.
-    pub fn ingest(
+    /// Ingests SST files written with
+    /// [`SstOptions::for_ingestion`](crate::SstOptions::for_ingestion) or by
+    /// RocksDB's `SstFileWriter`:
+    /// their keys become visible at once, atomically, without passing
+    /// through the WAL and memtable. Each file is placed at the lowest level
+    /// it fits; files overlapping the memtable wait behind it. The files
+    /// are hard-linked (or copied, see [`IngestOptions`](crate::IngestOptions))
+    /// and never modified.
+    ///
+    /// ```
+    /// use strata::{Db, IngestOptions, SstOptions, SstWriter};
+    /// # let dir = tempfile::tempdir()?;
+    /// let sst = dir.path().join("bulk.sst");
+    /// let mut w = SstWriter::create(&sst, SstOptions::for_ingestion())?;
+    /// for i in 0..1000u32 {
+    ///     w.put(format!("key{i:05}"), i.to_le_bytes())?; // increasing keys
+    /// }
+    /// w.finish()?;
+    ///
+    /// let db = Db::open_default(dir.path().join("db"))?;
+    /// let r = db.ingest(&[&sst], &IngestOptions::default())?;
+    /// assert!(r.sequence > 0);
+    /// assert_eq!(db.get("key00042")?, Some(42u32.to_le_bytes().to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ingest<P: AsRef<Path>>(
         &self,
-        paths: &[PathBuf],
+        paths: &[P],
         opts: &ingest::IngestOptions,
     ) -> Result<ingest::IngestResult> {
         self.check_writable()?;
+        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        let paths = paths.as_slice();
         let start = std::time::Instant::now();
         // Files linked by `prepare` are in no version until the commit
         // places them; the floor keeps the obsolete-file pass off them.
@@ -540,7 +634,7 @@ impl Db {
                         // `prepare` looked: add the tombstone file, retry.
                         // The second commit never asks again.
                         let Some((a, b)) = &opts.excise else {
-                            return Err(Error::invalid("tombstone asked for without an excise"));
+                            return Err(Error::internal("tombstone asked for without an excise"));
                         };
                         files = back;
                         files.insert(0, ingest::write_excise_tombstone(&self.inner, a, b)?);
@@ -551,7 +645,7 @@ impl Db {
                             .fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
-                    None => return Err(Error::invalid("ingestion produced no result")),
+                    None => return Err(Error::internal("ingestion produced no result")),
                 };
                 // A queued ingestion needs the flush thread; woken only now
                 // that the commit queue has moved on.
@@ -574,19 +668,121 @@ impl Db {
         }
     }
 
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_opt(key, &ReadOptions::default())
+    /// The value of `key`, or `None` if it is absent.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// assert_eq!(db.get("k")?.as_deref(), Some(&b"v"[..]));
+    /// assert_eq!(db.get("missing")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        read::get(&self.inner, key.as_ref(), None)
     }
 
-    pub fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key, opts)
+    /// The value of `key` as `opts` says (at its snapshot, if any; bounds
+    /// do not apply to point reads). A snapshot of another database is
+    /// [`Error::InvalidArgument`].
+    pub fn get_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions<'_>,
+    ) -> Result<Option<Vec<u8>>> {
+        let seq = self.snapshot_seq(opts)?;
+        read::get(&self.inner, key.as_ref(), seq)
     }
 
-    /// An iterator over user keys (bounded and at a snapshot if `opts` says).
-    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
-        read::iter(&self.inner, opts)
+    fn snapshot_seq(&self, opts: &ReadOptions<'_>) -> Result<Option<u64>> {
+        opts.snapshot
+            .map(|s| s.sequence_for(&self.inner))
+            .transpose()
     }
 
+    /// Every key and value, in key order (`.rev()` for descending). The
+    /// iterator reads the data as it was when it was created.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("b", "2")?;
+    /// db.put("a", "1")?;
+    /// for kv in db.iter() {
+    ///     let (key, value) = kv?;
+    ///     println!("{key:?} = {value:?}");
+    /// }
+    /// let last = db.iter().next_back().transpose()?;
+    /// assert_eq!(last, Some((b"b".to_vec(), b"2".to_vec())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn iter(&self) -> DbIterator {
+        self.iter_opt(&ReadOptions::default())
+    }
+
+    /// The keys and values `opts` selects (its snapshot and bounds).
+    pub fn iter_opt(&self, opts: &ReadOptions<'_>) -> DbIterator {
+        DbIterator::new(self.raw_iter(opts))
+    }
+
+    /// The keys in `range`, in key order; any `RangeBounds` over byte
+    /// strings works (`"a".."m"`, `k1..=k2`, `"x"..`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// let keys: Vec<_> = db.range("b"..="c").map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+    /// assert_eq!(db.range("b"..).rev().count(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
+        let (lower, upper) = iterator::range_to_bounds(&range);
+        self.iter_opt(&ReadOptions {
+            lower,
+            upper,
+            ..ReadOptions::default()
+        })
+    }
+
+    /// The keys starting with `prefix`, in key order.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("user:1", "ada")?;
+    /// db.put("user:2", "grace")?;
+    /// db.put("video:1", "...")?;
+    /// assert_eq!(db.prefix("user:").count(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let (lower, upper) = iterator::prefix_to_bounds(prefix.as_ref());
+        self.iter_opt(&ReadOptions {
+            lower,
+            upper,
+            ..ReadOptions::default()
+        })
+    }
+
+    /// A positional cursor (seek, next, prev) over what `opts` selects;
+    /// see [`RawIterator`].
+    pub fn raw_iter(&self, opts: &ReadOptions<'_>) -> Result<RawIterator> {
+        let snapshot = self.snapshot_seq(opts)?;
+        read::iter(
+            &self.inner,
+            read::IterSpec {
+                snapshot,
+                lower: opts.lower.clone(),
+                upper: opts.upper.clone(),
+            },
+        )
+    }
+
+    /// A consistent view of the database as it is now; see [`Snapshot`].
     pub fn snapshot(&self) -> Snapshot {
         let mut s = self.inner.snapshots.lock();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
@@ -600,6 +796,10 @@ impl Db {
     /// Every file of the current version with its level, L0 first (newest
     /// first within L0), then each level in key order. Virtual files carry
     /// `backing: Some(physical table number)`.
+    ///
+    /// Internal (the `strata` tool and tests use it): `FileMeta` is not part
+    /// of the public API.
+    #[doc(hidden)]
     pub fn files(&self) -> Vec<(usize, crate::version::FileMeta)> {
         self.inner
             .super_version()
@@ -640,6 +840,19 @@ impl Db {
         compact::wait_for_compactions(&self.inner)
     }
 
+    /// The engine's figures now: the shape of the tree (per level), memory,
+    /// and counters since this `Db` was opened.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?;
+    /// let m = db.metrics();
+    /// assert_eq!(m.flushes, 1);
+    /// assert_eq!(m.l0_files, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn metrics(&self) -> Metrics {
         let inner = &self.inner;
         let sv = inner.super_version();

@@ -72,18 +72,29 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     let kind = checks::classify_dir(vfs.as_ref(), dir)?;
     let shown = dir.display();
     match kind {
-        DirKind::Missing if read_only => {
-            return Err(Error::invalid(format!("{shown} does not exist")))
+        DirKind::Missing if read_only || !opts.create_if_missing => {
+            return Err(Error::NotFound {
+                path: shown.to_string(),
+            })
         }
-        DirKind::Missing | DirKind::Fresh if read_only || !opts.create_if_missing => {
-            return Err(Error::invalid(format!(
-                "{shown} is not a database (no CURRENT){}",
-                if read_only {
-                    " and a read-only open creates nothing"
-                } else {
-                    " and create_if_missing is off"
-                }
-            )));
+        DirKind::Fresh if read_only || !opts.create_if_missing => {
+            return Err(Error::NotADatabase {
+                path: shown.to_string(),
+                reason: format!(
+                    "the directory has no CURRENT file{}",
+                    if read_only {
+                        ", and a read-only open creates nothing"
+                    } else {
+                        ", and create_if_missing is off"
+                    }
+                ),
+            });
+        }
+        DirKind::Unrecognised(reason) => {
+            return Err(Error::NotADatabase {
+                path: shown.to_string(),
+                reason,
+            })
         }
         DirKind::Database if opts.error_if_exists && !read_only => {
             return Err(Error::invalid(format!("database {shown} already exists")));
@@ -106,7 +117,11 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         deleted = r.deleted;
         r.set
     } else if read_only {
-        return Err(Error::invalid(format!("{shown} has no CURRENT")));
+        // `classify_dir` saw a CURRENT file; it went away since.
+        return Err(Error::NotADatabase {
+            path: shown.to_string(),
+            reason: "its CURRENT file disappeared while opening".into(),
+        });
     } else {
         VersionSet::create(Arc::clone(&vfs), dir)?
     };
@@ -350,7 +365,7 @@ fn replay_wals(
         );
         while let Some(rec) = r.read_record()? {
             let off = r.last_record_offset();
-            let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
+            let b = WriteBatch::decode(rec).map_err(|(_, m)| Error::corruption(&name, off, m))?;
             if b.count() == 0 {
                 // An ingestion's marker (see `commit`): its sequence number
                 // must be one the MANIFEST accounts for.

@@ -1,14 +1,49 @@
 //! Options for opening a database, writing and reading.
+//!
+//! Durability, in one place (the commit pipeline in `db::commit` is the
+//! authority): a write returns once it is in the WAL's buffer and the
+//! memtable. With [`WriteOptions::sync`] the WAL is fsynced first, so the
+//! write survives a power cut. Without it, when the write reaches the
+//! operating system depends on [`Options::wal_flush_interval`]: zero hands
+//! it over before `write` returns (it then survives the process crashing,
+//! not the machine); the default 1 ms leaves it in Strata's buffer for up to
+//! that long, so a process crash may lose the last millisecond of unsynced
+//! writes. A synced write also makes every earlier write durable (the WAL is
+//! one file, synced up to its end). `Db::close` and dropping the `Db` sync
+//! the WAL; `Db::flush` writes the memtables to table files.
 
+use super::Snapshot;
 pub use crate::compaction::picker::CompactionOptions;
 use crate::sstable::SstOptions;
 use crate::vfs::Vfs;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How a database is opened and run. `Options::default()` suits most uses;
+/// change fields with struct-update syntax.
+///
+/// ```
+/// use strata::{Db, Options};
+/// use std::time::Duration;
+///
+/// # let dir = tempfile::tempdir()?;
+/// let opts = Options {
+///     memtable_size: 16 << 20,
+///     wal_flush_interval: Duration::ZERO, // a process crash loses nothing
+///     ..Options::default()
+/// };
+/// let db = Db::open(dir.path(), opts)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Options {
+    /// Create the database if the directory holds none (default: true).
+    /// When false, opening a path that is not a database fails with
+    /// [`Error::NotFound`](crate::Error::NotFound) or
+    /// [`Error::NotADatabase`](crate::Error::NotADatabase) and creates
+    /// nothing.
     pub create_if_missing: bool,
+    /// Fail if a database already exists there (default: false).
     pub error_if_exists: bool,
     /// A memtable is rotated onto the immutable queue when it reaches this
     /// many bytes.
@@ -22,8 +57,10 @@ pub struct Options {
     pub max_open_files: usize,
     /// How flushes build table files (the `external` flag is ignored).
     pub sst: SstOptions,
-    /// File system; `None` for the operating system's.
+    /// File system; `None` for the operating system's. Tests use
+    /// [`MemVfs`](crate::vfs::MemVfs).
     pub vfs: Option<Arc<dyn Vfs>>,
+    /// How levels are sized and compactions picked.
     pub compaction: CompactionOptions,
     /// Compactions that may run at once (default: the number of cores).
     pub max_background_compactions: usize,
@@ -41,7 +78,9 @@ pub struct Options {
     /// over before it returns (a process crash then loses nothing; this is
     /// RocksDB's behaviour); the default 1 ms saves a system call per
     /// write, and a process crash may lose the last millisecond of unsynced
-    /// writes (Pebble's behaviour). Synced writes are durable either way.
+    /// writes (Pebble's behaviour). Either way a machine crash or power cut
+    /// may lose unsynced writes; writes with [`WriteOptions::sync`] are
+    /// durable when they return.
     pub wal_flush_interval: Duration,
 }
 
@@ -69,20 +108,74 @@ impl Default for Options {
     }
 }
 
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("create_if_missing", &self.create_if_missing)
+            .field("error_if_exists", &self.error_if_exists)
+            .field("memtable_size", &self.memtable_size)
+            .field("max_immutable_memtables", &self.max_immutable_memtables)
+            .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("max_open_files", &self.max_open_files)
+            .field("sst", &self.sst)
+            .field("vfs", &self.vfs.as_ref().map_or("os", |_| "custom"))
+            .field("compaction", &self.compaction)
+            .field(
+                "max_background_compactions",
+                &self.max_background_compactions,
+            )
+            .field("l0_slowdown_sublevels", &self.l0_slowdown_sublevels)
+            .field("l0_stop_sublevels", &self.l0_stop_sublevels)
+            .field("slowdown_debt_bytes", &self.slowdown_debt_bytes)
+            .field("slowdown_rate", &self.slowdown_rate)
+            .field("wal_flush_interval", &self.wal_flush_interval)
+            .finish()
+    }
+}
+
+/// Options of one write ([`Db::write`](crate::Db::write)).
+///
+/// ```
+/// # use strata::{Db, WriteBatch, WriteOptions};
+/// # let dir = tempfile::tempdir()?;
+/// # let db = Db::open_default(dir.path())?;
+/// let mut batch = WriteBatch::new();
+/// batch.put("invoice-17", "paid");
+/// db.write(batch, &WriteOptions { sync: true })?; // on disk when this returns
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteOptions {
-    /// Sync the WAL before the write returns: the write survives a machine
-    /// crash. Without it a write survives a process crash only.
+    /// Sync the WAL before the write returns: the write (and every write
+    /// before it) survives a machine crash or power cut. Without it, the
+    /// write survives a process crash once it has reached the operating
+    /// system, which [`Options::wal_flush_interval`] decides: at once when
+    /// the interval is zero, within it otherwise (default 1 ms).
     pub sync: bool,
 }
 
+/// Options of a read: the snapshot to read at and, for iterators, key
+/// bounds.
+///
+/// ```
+/// # use strata::{Db, ReadOptions};
+/// # let dir = tempfile::tempdir()?;
+/// # let db = Db::open_default(dir.path())?;
+/// db.put("a", "1")?;
+/// let snap = db.snapshot();
+/// db.delete("a")?;
+/// let at_snap = ReadOptions { snapshot: Some(&snap), ..ReadOptions::default() };
+/// assert_eq!(db.get_opt("a", &at_snap)?, Some(b"1".to_vec()));
+/// assert_eq!(db.get("a")?, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
-pub struct ReadOptions {
-    /// Read as of this snapshot (from `Db::snapshot`); `None` reads the
-    /// latest data.
-    pub snapshot: Option<u64>,
-    /// Iterators only: user keys >= `lower`.
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot; `None` reads the latest data. The options
+    /// borrow the snapshot, so it outlives every read made with them.
+    pub snapshot: Option<&'a Snapshot>,
+    /// Iterators only: keys `>= lower`.
     pub lower: Option<Vec<u8>>,
-    /// Iterators only: user keys < `upper`.
+    /// Iterators only: keys `< upper`.
     pub upper: Option<Vec<u8>>,
 }

@@ -23,7 +23,7 @@ use crate::version::Version;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::options::ReadOptions;
+use super::iterator::RawIterator;
 
 pub(crate) fn covering(ts: &[RangeTombstone], key: &[u8], snapshot: u64) -> u64 {
     ts.iter()
@@ -52,15 +52,16 @@ fn resolve(f: Found, max_tombstone: u64) -> Result<Option<Vec<u8>>> {
 /// would miss the excised data and the ingested files alike): reading at
 /// `sv.excised_seq` instead is safe, because an ingestion installs its
 /// version only once every lower sequence number is applied.
-fn read_seq(db: &DbInner, opts: &ReadOptions) -> (u64, Arc<SuperVersion>) {
+fn read_seq(db: &DbInner, snapshot: Option<u64>) -> (u64, Arc<SuperVersion>) {
     let visible = db.visible_seq.load(Ordering::Acquire);
     let sv = db.super_version();
-    let seq = opts.snapshot.unwrap_or(visible.max(sv.excised_seq));
+    let seq = snapshot.unwrap_or(visible.max(sv.excised_seq));
     (seq, sv)
 }
 
-pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    let (snapshot, sv) = read_seq(db, opts);
+/// The value of `key` at sequence number `snapshot` (`None`: the latest).
+pub(crate) fn get(db: &DbInner, key: &[u8], snapshot: Option<u64>) -> Result<Option<Vec<u8>>> {
+    let (snapshot, sv) = read_seq(db, snapshot);
     let mut max_tomb = sv.mem.max_covering_tombstone(key, snapshot);
     if let Some(f) = sv.mem.get(key, snapshot) {
         return resolve(f, max_tomb);
@@ -81,55 +82,29 @@ pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option
     Ok(None)
 }
 
-/// A user-facing iterator. Holds the super version it was built from, so
-/// the memtables and files it reads stay alive.
-pub struct DbIterator {
-    inner: DbIter,
+/// The cursor under the public iterators. Holds the super version it was
+/// built from, so the memtables and files it reads stay alive.
+pub(crate) struct DbCursor {
+    pub inner: DbIter,
     _sv: Arc<SuperVersion>,
     _version: Arc<Version>,
 }
 
-impl DbIterator {
-    pub fn valid(&self) -> bool {
-        self.inner.valid()
-    }
-    pub fn seek_to_first(&mut self) {
-        self.inner.seek_to_first()
-    }
-    pub fn seek_to_last(&mut self) {
-        self.inner.seek_to_last()
-    }
-    /// First key >= `key`.
-    pub fn seek(&mut self, key: &[u8]) {
-        self.inner.seek(key)
-    }
-    /// Last key <= `key`.
-    pub fn seek_for_prev(&mut self, key: &[u8]) {
-        self.inner.seek_for_prev(key)
-    }
-    pub fn next(&mut self) {
-        self.inner.next()
-    }
-    pub fn prev(&mut self) {
-        self.inner.prev()
-    }
-    pub fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    pub fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-    pub fn status(&self) -> Result<()> {
-        self.inner.status()
-    }
+/// What an iterator reads: a snapshot's sequence number (`None`: the
+/// latest) and user-key bounds `[lower, upper)`.
+pub(crate) struct IterSpec {
+    pub snapshot: Option<u64>,
+    pub lower: Option<Vec<u8>>,
+    pub upper: Option<Vec<u8>>,
 }
 
-fn overlaps_bounds(lo: &[u8], hi: &[u8], opts: &ReadOptions) -> bool {
+fn overlaps_bounds(lo: &[u8], hi: &[u8], opts: &IterSpec) -> bool {
     opts.upper.as_deref().is_none_or(|u| lo < u) && opts.lower.as_deref().is_none_or(|l| hi >= l)
 }
 
-pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> Result<DbIterator> {
-    let (snapshot, sv) = read_seq(db, opts);
+pub(crate) fn iter(db: &DbInner, opts: IterSpec) -> Result<RawIterator> {
+    let opts = &opts;
+    let (snapshot, sv) = read_seq(db, opts.snapshot);
     let version = Arc::clone(&sv.version);
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
@@ -163,15 +138,17 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> Result<DbIterator> {
     }
     let merged = MergingIterator::new(children);
     let rd = RangeDelAggregator::new(snapshot, tombstones);
-    Ok(DbIterator {
-        inner: DbIter::new(
-            Box::new(merged),
-            snapshot,
-            rd,
-            opts.lower.clone(),
-            opts.upper.clone(),
-        ),
-        _sv: sv,
-        _version: version,
+    Ok(RawIterator {
+        cursor: DbCursor {
+            inner: DbIter::new(
+                Box::new(merged),
+                snapshot,
+                rd,
+                opts.lower.clone(),
+                opts.upper.clone(),
+            ),
+            _sv: sv,
+            _version: version,
+        },
     })
 }

@@ -40,7 +40,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 /// What a directory holds, as far as opening it is concerned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum DirKind {
     /// No such directory.
     Missing,
@@ -48,6 +48,10 @@ pub(crate) enum DirKind {
     Fresh,
     /// A Strata database (CURRENT present).
     Database,
+    /// No CURRENT, but files that are not a creation's leftovers: not a
+    /// database `open` may use (the reason says what is there), though it
+    /// may be one whose CURRENT was lost, which `repair` can rebuild.
+    Unrecognised(String),
 }
 
 /// Files an interrupted `VersionSet::create` may leave behind: the lock,
@@ -71,6 +75,12 @@ pub(crate) fn list_dir(vfs: &dyn Vfs, dir: &Path) -> Result<Option<Vec<String>>>
     match vfs.list(dir) {
         Ok(names) => Ok(Some(names)),
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(Error::NotADatabase {
+                path: dir.display().to_string(),
+                reason: "it is a file, not a directory".into(),
+            })
+        }
         Err(e) => Err(e),
     }
 }
@@ -84,13 +94,15 @@ pub(crate) fn classify_dir(vfs: &dyn Vfs, dir: &Path) -> Result<DirKind> {
     if !markers.is_empty() {
         markers.sort();
         let list: Vec<&str> = markers.iter().map(|s| s.as_str()).collect();
-        return Err(Error::NotSupported(format!(
-            "{} is a RocksDB or LevelDB database (it has {}), not a Strata database; \
-             Strata can ingest its SST files (`strata ingest`) or load what `ldb dump` \
-             prints (`strata load`), but does not open it",
-            dir.display(),
-            list.join(", ")
-        )));
+        return Err(Error::NotADatabase {
+            path: dir.display().to_string(),
+            reason: format!(
+                "it is a RocksDB or LevelDB database (it has {}); Strata can ingest its SST \
+                 files (`strata ingest`) or load what `ldb dump` prints (`strata load`), \
+                 but does not open it",
+                list.join(", ")
+            ),
+        });
     }
     if names.iter().any(|n| n == "CURRENT") {
         return Ok(DirKind::Database);
@@ -115,10 +127,9 @@ pub(crate) fn classify_dir(vfs: &dyn Vfs, dir: &Path) -> Result<DirKind> {
     } else {
         ""
     };
-    Err(Error::invalid(format!(
-        "{} has no CURRENT but is not empty ({}{more}): it is not a Strata database, \
-         and nothing was created or changed in it.{hint}",
-        dir.display(),
+    Ok(DirKind::Unrecognised(format!(
+        "the directory has no CURRENT but is not empty ({}{more}); nothing was created \
+         or changed in it.{hint}",
         shown.join(", ")
     )))
 }

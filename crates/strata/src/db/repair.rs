@@ -56,6 +56,7 @@ pub struct RepairReport {
 }
 
 impl RepairReport {
+    /// Whether the repair kept everything (nothing in [`Self::lost`]).
     pub fn lost_nothing(&self) -> bool {
         self.lost.is_empty()
     }
@@ -65,12 +66,9 @@ impl RepairReport {
 pub(crate) fn repair(dir: &Path, opts: Options) -> Result<RepairReport> {
     let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
     let shown = dir.display();
-    if checks::classify_dir(vfs.as_ref(), dir).or_else(|e| match e {
-        // No CURRENT but files: exactly what repair may be for.
-        Error::InvalidArgument(_) => Ok(DirKind::Database),
-        e => Err(e),
-    })? == DirKind::Missing
-    {
+    // No CURRENT but files (`Unrecognised`) is exactly what repair may be
+    // for; a missing directory or a RocksDB one is refused.
+    if checks::classify_dir(vfs.as_ref(), dir)? == DirKind::Missing {
         return Err(Error::invalid(format!("{shown} does not exist")));
     }
     let mut report = RepairReport::default();

@@ -17,6 +17,26 @@ use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, R
 
 pub const HEADER: usize = 12;
 
+/// A group of writes applied atomically by [`Db::write`](crate::Db::write):
+/// after a crash either every one of them is there or none is, and readers
+/// never see part of a batch. Updates apply in the order they were added
+/// (a later put of the same key wins).
+///
+/// ```
+/// use strata::{Db, WriteBatch, WriteOptions};
+/// # let dir = tempfile::tempdir()?;
+/// # let db = Db::open_default(dir.path())?;
+/// db.put("balance:alice", "100")?;
+/// let mut batch = WriteBatch::new();
+/// batch
+///     .put("balance:alice", "70")
+///     .put("balance:bob", "30")
+///     .delete("pending:tx-9");
+/// assert_eq!(batch.len(), 3);
+/// db.write(batch, &WriteOptions::default())?;
+/// assert_eq!(db.get("balance:bob")?, Some(b"30".to_vec()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteBatch {
     rep: Vec<u8>,
@@ -37,62 +57,86 @@ pub enum BatchOp<'a> {
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> WriteBatch {
         WriteBatch {
             rep: vec![0; HEADER],
         }
     }
 
-    /// Wraps bytes read back from a log; checks that every record decodes
-    /// and that the count matches.
-    pub fn from_bytes(rep: Vec<u8>) -> std::result::Result<WriteBatch, String> {
+    /// Rebuilds a batch from the bytes of [`data`](Self::data) (RocksDB's
+    /// WriteBatch encoding). Every record must decode and the count must
+    /// match, else the error is [`Error::Corruption`](crate::Error) with
+    /// the offending byte offset.
+    ///
+    /// ```
+    /// # use strata::WriteBatch;
+    /// let mut b = WriteBatch::new();
+    /// b.put("k", "v");
+    /// assert_eq!(WriteBatch::from_bytes(b.data().to_vec())?, b);
+    /// assert!(WriteBatch::from_bytes(vec![1, 2, 3]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_bytes(rep: Vec<u8>) -> crate::error::Result<WriteBatch> {
+        Self::decode(rep)
+            .map_err(|(offset, m)| crate::error::Error::corruption("write batch", offset, m))
+    }
+
+    /// [`from_bytes`](Self::from_bytes) with the message bare, for callers
+    /// that name the file it came from.
+    pub(crate) fn decode(rep: Vec<u8>) -> std::result::Result<WriteBatch, (u64, String)> {
         if rep.len() < HEADER {
-            return Err(format!(
-                "write batch of {} bytes is shorter than its header",
-                rep.len()
+            return Err((
+                0,
+                format!(
+                    "write batch of {} bytes is shorter than its header",
+                    rep.len()
+                ),
             ));
         }
         let b = WriteBatch { rep };
         let mut n = 0u32;
         for op in b.iter() {
-            op?;
+            op.map_err(|m| (0, m))?;
             n += 1;
         }
         if n != b.count() {
-            return Err(format!(
-                "write batch header says {} records, found {n}",
-                b.count()
+            return Err((
+                8,
+                format!("write batch header says {} records, found {n}", b.count()),
             ));
         }
         Ok(b)
     }
 
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
+    /// Sets `key` to `value`.
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push(ValueKind::Value as u8);
-        put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, value);
+        put_length_prefixed(&mut self.rep, key.as_ref());
+        put_length_prefixed(&mut self.rep, value.as_ref());
         self.bump();
         self
     }
 
-    pub fn delete(&mut self, key: &[u8]) -> &mut Self {
+    /// Removes `key`.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push(ValueKind::Deletion as u8);
-        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, key.as_ref());
         self.bump();
         self
     }
 
     /// Deletes every key in `[begin, end)`. An empty range is a no-op that
     /// still takes a sequence number.
-    pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) -> &mut Self {
+    pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push(ValueKind::RangeDeletion as u8);
-        put_length_prefixed(&mut self.rep, begin);
-        put_length_prefixed(&mut self.rep, end);
+        put_length_prefixed(&mut self.rep, begin.as_ref());
+        put_length_prefixed(&mut self.rep, end.as_ref());
         self.bump();
         self
     }
 
-    /// Appends every record of `other`.
+    /// Appends every update of `other`.
     pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         let n = self.count() + other.count();
@@ -104,22 +148,30 @@ impl WriteBatch {
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
     }
 
+    /// Updates in the batch.
+    pub fn len(&self) -> usize {
+        self.count() as usize
+    }
+
+    /// Updates in the batch (as the encoding stores it).
     pub fn count(&self) -> u32 {
         decode_fixed32(&self.rep[8..12])
     }
 
+    /// Whether the batch holds no update.
     pub fn is_empty(&self) -> bool {
         self.count() == 0
     }
 
-    pub fn sequence(&self) -> u64 {
+    pub(crate) fn sequence(&self) -> u64 {
         decode_fixed64(&self.rep[..8])
     }
 
-    pub fn set_sequence(&mut self, seq: u64) {
+    pub(crate) fn set_sequence(&mut self, seq: u64) {
         self.rep[..8].copy_from_slice(&seq.to_le_bytes());
     }
 
+    /// Removes every update, keeping the allocation.
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(HEADER, 0);
@@ -130,11 +182,12 @@ impl WriteBatch {
         &self.rep
     }
 
+    /// Size of the encoded batch in bytes.
     pub fn size_bytes(&self) -> usize {
         self.rep.len()
     }
 
-    pub fn iter(&self) -> BatchIter<'_> {
+    pub(crate) fn iter(&self) -> BatchIter<'_> {
         BatchIter {
             r: Reader::new(&self.rep[HEADER..]),
         }

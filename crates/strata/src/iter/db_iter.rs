@@ -68,7 +68,7 @@ pub struct DbIter {
 impl DbIter {
     /// `range_dels` must have been built for the same `snapshot` (or be
     /// [`RangeDelAggregator::empty`]); otherwise every operation leaves the
-    /// iterator invalid with `Error::InvalidArgument`, since tombstones from
+    /// iterator invalid with `Error::Internal`, since tombstones from
     /// the wrong snapshot would silently give wrong answers. `lower` and
     /// `upper` bound user keys to `[lower, upper)`.
     pub fn new(
@@ -80,7 +80,7 @@ impl DbIter {
     ) -> DbIter {
         let snapshot = snapshot.min(MAX_SEQUENCE);
         let fatal = match range_dels.snapshot() {
-            Some(s) if s != snapshot => Some(Error::invalid(format!(
+            Some(s) if s != snapshot => Some(Error::internal(format!(
                 "range deletions aggregated at snapshot {s}, iterator reads at {snapshot}"
             ))),
             _ => None,
@@ -663,7 +663,7 @@ mod tests {
         );
         let (got, st) = forward(&mut it);
         assert!(got.is_empty());
-        assert!(matches!(st, Err(Error::InvalidArgument(_))), "{st:?}");
+        assert!(matches!(st, Err(Error::Internal(_))), "{st:?}");
         it.seek(b"a");
         assert!(!it.valid());
         // Clamping makes u64::MAX and MAX_SEQUENCE the same snapshot.

@@ -1,18 +1,27 @@
 //! Sorted string tables in RocksDB's block-based table format
 //! (format_version 5).
 
+#[doc(hidden)]
 pub mod block;
+#[doc(hidden)]
 pub mod block_builder;
-pub mod compression;
+mod compression;
+#[doc(hidden)]
 pub mod filter;
+#[doc(hidden)]
 pub mod format;
-pub mod prefix;
+mod prefix;
+#[doc(hidden)]
 pub mod properties;
-pub mod writer;
+mod writer;
 
 pub use compression::CompressionType;
 pub use prefix::{CappedPrefix, FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
 pub use writer::{SstInfo, SstOptions, SstWriter};
+#[doc(hidden)]
+pub use writer::{PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
+#[doc(hidden)]
 pub mod reader;
+#[doc(hidden)]
 pub use reader::{Found, RangeTombstone, Table, TableIter, TableOptions};

@@ -28,6 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Metaindex names of the meta blocks.
 pub const PROPERTIES_BLOCK_NAME: &str = "rocksdb.properties";
+/// Metaindex name of the range-deletion block.
 pub const RANGE_DEL_BLOCK_NAME: &str = "rocksdb.range_del";
 
 /// The column family id RocksDB's `SstFileWriter` records when it writes a
@@ -35,13 +36,26 @@ pub const RANGE_DEL_BLOCK_NAME: &str = "rocksdb.range_del";
 const UNKNOWN_COLUMN_FAMILY: u64 = 0x7fff_ffff;
 
 /// Options for building a table.
+///
+/// ```
+/// use strata::{ChecksumType, CompressionType, SstOptions};
+/// let opts = SstOptions {
+///     compression: CompressionType::Zstd,
+///     checksum: ChecksumType::Xxh3,
+///     bloom_bits_per_key: Some(16.0),
+///     ..SstOptions::for_ingestion()
+/// };
+/// assert!(opts.external);
+/// ```
 #[derive(Clone, Debug)]
 pub struct SstOptions {
     /// Target uncompressed size of a data block.
     pub block_size: usize,
     /// Entries between full keys in a data block.
     pub block_restart_interval: usize,
+    /// Block compression.
     pub compression: CompressionType,
+    /// Block checksum type.
     pub checksum: ChecksumType,
     /// Bloom filter bits per key; `None` for no filter.
     pub bloom_bits_per_key: Option<f64>,
@@ -82,20 +96,50 @@ impl SstOptions {
 /// What a finished table holds.
 #[derive(Clone, Debug)]
 pub struct SstInfo {
+    /// Size of the finished file in bytes.
     pub file_size: u64,
     /// Point entries (puts and deletes).
     pub num_entries: u64,
+    /// Range tombstones.
     pub num_range_deletions: u64,
     /// Smallest and largest internal key, counting range tombstones (whose
     /// end bound is stamped with the maximal sequence number); `None` for a
     /// table with no entries at all.
     pub smallest: Option<Vec<u8>>,
+    /// See `smallest`.
     pub largest: Option<Vec<u8>>,
+    /// Smallest sequence number in the file.
     pub smallest_seqno: u64,
+    /// Largest sequence number in the file.
     pub largest_seqno: u64,
+    /// The table's properties block, as RocksDB's `sst_dump` shows it.
     pub properties: TableProperties,
 }
 
+/// Writes one SST file in RocksDB's block-based format. For files to
+/// ingest, create it with [`SstOptions::for_ingestion`] and add keys in
+/// strictly increasing order; nothing is readable until
+/// [`finish`](Self::finish) has written the footer and synced the file.
+///
+/// ```
+/// use strata::{SstOptions, SstWriter};
+/// # let dir = tempfile::tempdir()?;
+/// let mut w = SstWriter::create(dir.path().join("a.sst"), SstOptions::for_ingestion())?;
+/// w.put("apple", "1")?;
+/// w.put("banana", "2")?;
+/// w.delete_range("c", "d")?; // tombstones may come in any order
+/// let info = w.finish()?;
+/// assert_eq!(info.num_entries, 2);
+/// assert!(w_out_of_order_fails()?);
+///
+/// fn w_out_of_order_fails() -> strata::Result<bool> {
+///     let dir = tempfile::tempdir().map_err(|e| strata::Error::io("tmp", e))?;
+///     let mut w = SstWriter::create(dir.path().join("b.sst"), SstOptions::for_ingestion())?;
+///     w.put("b", "")?;
+///     Ok(w.put("a", "").is_err())
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct SstWriter {
     file: Box<dyn WritableFile>,
     name: String,
@@ -131,6 +175,7 @@ pub struct SstWriter {
 
 impl SstWriter {
     /// Starts a table on an already created file; `name` is used in errors.
+    #[doc(hidden)]
     pub fn new(
         file: Box<dyn WritableFile>,
         name: impl Into<String>,
@@ -169,10 +214,11 @@ impl SstWriter {
     }
 
     /// Creates `path` on the OS file system and starts a table in it.
-    pub fn create(path: &Path, opts: SstOptions) -> Result<SstWriter> {
-        Self::create_in(&OsVfs, path, opts)
+    pub fn create(path: impl AsRef<Path>, opts: SstOptions) -> Result<SstWriter> {
+        Self::create_in(&OsVfs, path.as_ref(), opts)
     }
 
+    /// Creates `path` on `vfs` and starts a table in it.
     pub fn create_in(vfs: &dyn Vfs, path: &Path, opts: SstOptions) -> Result<SstWriter> {
         if !opts.compression.can_write() {
             return Err(Error::NotSupported(format!(
@@ -196,20 +242,23 @@ impl SstWriter {
     }
 
     /// Adds a value at sequence number 0 (files for ingestion).
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.add_entry(key, 0, ValueKind::Value, value)
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.add_entry(key.as_ref(), 0, ValueKind::Value, value.as_ref())
     }
 
     /// Adds a point deletion at sequence number 0.
-    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.add_entry(key, 0, ValueKind::Deletion, b"")
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.add_entry(key.as_ref(), 0, ValueKind::Deletion, b"")
     }
 
     /// Adds a range tombstone `[start, end)` at sequence number 0.
-    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> Result<()> {
-        self.add_range_tombstone(start, end, 0)
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.add_range_tombstone(start.as_ref(), end.as_ref(), 0)
     }
 
+    /// Adds an entry of any kind at any sequence number (flushes,
+    /// compactions, tests). Internal: the kinds are the engine's.
+    #[doc(hidden)]
     pub fn add_entry(
         &mut self,
         user_key: &[u8],
@@ -232,7 +281,8 @@ impl SstWriter {
 
     /// Adds an entry by internal key. Keys must strictly increase in
     /// internal-key order; range tombstones go through
-    /// [`add_range_tombstone`](Self::add_range_tombstone).
+    /// [`add_range_tombstone`](Self::add_range_tombstone). Internal.
+    #[doc(hidden)]
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         let p = ParsedKey::parse(ikey).ok_or_else(|| {
             Error::invalid(format!("{}: internal key shorter than 8 bytes", self.name))
@@ -310,6 +360,8 @@ impl SstWriter {
 
     /// Adds a range tombstone deleting user keys in `[start, end)` at `seq`.
     /// Tombstones may be added in any order, before or after point entries.
+    /// Internal.
+    #[doc(hidden)]
     pub fn add_range_tombstone(&mut self, start: &[u8], end: &[u8], seq: u64) -> Result<()> {
         if start >= end {
             return Err(Error::invalid(format!(

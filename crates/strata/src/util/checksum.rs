@@ -8,10 +8,15 @@
 /// Which checksum a table's blocks carry (footer byte 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChecksumType {
+    /// No checksum.
     None = 0,
+    /// CRC32C, masked (the default; RocksDB's `kCRC32c`).
     Crc32c = 1,
+    /// xxHash32.
     XxHash = 2,
+    /// xxHash64 (low 32 bits).
     XxHash64 = 3,
+    /// XXH3 (RocksDB's newest default).
     Xxh3 = 4,
 }
 

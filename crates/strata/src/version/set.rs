@@ -408,7 +408,7 @@ impl VersionSet {
         let w = self
             .manifest
             .as_mut()
-            .ok_or_else(|| Error::invalid("version set has no MANIFEST open"))?;
+            .ok_or_else(|| Error::internal("version set has no MANIFEST open"))?;
         w.sync()?;
         self.unsynced.store(false, Ordering::Release);
         Ok(())
@@ -440,7 +440,7 @@ impl VersionSet {
         let w = self
             .manifest
             .as_mut()
-            .ok_or_else(|| Error::invalid("version set has no MANIFEST open"))?;
+            .ok_or_else(|| Error::internal("version set has no MANIFEST open"))?;
         w.add_record(&edit.encode())?;
         if sync {
             w.sync()?;

@@ -13,6 +13,20 @@ use std::sync::Arc;
 type Data = Arc<RwLock<Vec<u8>>>;
 
 /// [`Vfs`] whose files live in a map. Clones share the same files.
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata::vfs::{MemVfs, Vfs};
+/// use strata::{Db, Options};
+///
+/// let vfs = MemVfs::new();
+/// let opts = Options { vfs: Some(Arc::new(vfs.clone())), ..Options::default() };
+/// let db = Db::open("/db", opts)?; // nothing touches the disk
+/// db.put("k", "v")?;
+/// db.close()?;
+/// assert!(vfs.list(std::path::Path::new("/db"))?.contains(&"CURRENT".to_string()));
+/// # Ok::<(), strata::Error>(())
+/// ```
 #[derive(Clone, Default)]
 pub struct MemVfs {
     files: Arc<Mutex<BTreeMap<PathBuf, Data>>>,
@@ -31,6 +45,7 @@ impl Drop for MemLock {
 }
 
 impl MemVfs {
+    /// An empty in-memory file system.
     pub fn new() -> MemVfs {
         MemVfs::default()
     }
@@ -177,10 +192,10 @@ impl Vfs for MemVfs {
     }
     fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
         if !self.locks.lock().insert(path.to_path_buf()) {
-            return Err(Error::io(
-                path.display().to_string(),
-                io::Error::new(io::ErrorKind::WouldBlock, "the database is already open"),
-            ));
+            return Err(Error::Busy {
+                path: path.parent().unwrap_or(path).display().to_string(),
+                msg: "it is already open on this in-memory file system".into(),
+            });
         }
         Ok(Box::new(MemLock {
             path: path.to_path_buf(),

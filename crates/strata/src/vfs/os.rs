@@ -2,11 +2,33 @@
 
 use super::{RandomAccessFile, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
+use parking_lot::Mutex;
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Lock files held by this process (canonical paths).
+fn held_locks() -> &'static Mutex<HashSet<PathBuf>> {
+    static HELD: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+    HELD.get_or_init(Default::default)
+}
+
+/// A lock file's entry in [`held_locks`], removed when dropped.
+struct Registered(PathBuf);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        held_locks().lock().remove(&self.0);
+    }
+}
+
+/// The database directory a lock file belongs to, for messages.
+fn db_dir(lock: &Path) -> String {
+    lock.parent().map(p).unwrap_or_else(|| p(lock))
+}
 
 /// [`Vfs`] over `std::fs`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -130,6 +152,20 @@ impl Vfs for OsVfs {
         Ok(out)
     }
     fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
+        // The OS lock cannot tell this process from another (a second
+        // `flock` from the same process fails the same way), so locks held
+        // here are registered first: a second open in this process is told
+        // so instead of blaming another process.
+        let key = fs::canonicalize(path.parent().unwrap_or(Path::new(".")))
+            .map(|d| d.join(path.file_name().unwrap_or_default()))
+            .unwrap_or_else(|_| path.to_path_buf());
+        if !held_locks().lock().insert(key.clone()) {
+            return Err(Error::Busy {
+                path: db_dir(path),
+                msg: "it is already open in this process (close the other Db first)".into(),
+            });
+        }
+        let registered = Registered(key);
         let f = OpenOptions::new()
             .write(true)
             .create(true)
@@ -137,14 +173,12 @@ impl Vfs for OsVfs {
             .open(path)
             .map_err(|e| Error::io(p(path), e))?;
         match f.try_lock() {
-            Ok(()) => Ok(Box::new(f)),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::io(
-                p(path),
-                std::io::Error::new(
-                    std::io::ErrorKind::WouldBlock,
-                    "the database is open in another process",
-                ),
-            )),
+            // The file is dropped (unlocked) before the registration.
+            Ok(()) => Ok(Box::new((f, registered))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy {
+                path: db_dir(path),
+                msg: format!("another process holds its lock file {}", p(path)),
+            }),
             Err(std::fs::TryLockError::Error(e)) => Err(Error::io(p(path), e)),
         }
     }

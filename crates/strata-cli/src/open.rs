@@ -1,0 +1,39 @@
+//! Opening databases for commands. Those that only read (`get`, `scan`,
+//! `dump`, `lsm`) open read-only: they never create, rename or delete
+//! anything, so they work on a full disk or a read-only directory, and fail
+//! on a path that is not a database instead of creating one.
+
+use anyhow::Result;
+use std::path::Path;
+use strata::{Db, Options};
+
+/// Opens the database at `path` for a command that only reads: nothing in
+/// the directory is created, renamed or deleted (no LOCK, no new MANIFEST;
+/// the WAL is replayed into memory only), and a missing path, a plain file
+/// or a directory that is not a Strata database is an error.
+pub fn read_only(path: &Path) -> Result<Db> {
+    Ok(Db::open_read_only(path, Options::default())?)
+}
+
+/// Opens the database at `path` for writing; it must exist: a missing path,
+/// a plain file or a directory that is not a Strata database is an error,
+/// and nothing is created (`delete`).
+pub fn existing(path: &Path) -> Result<Db> {
+    let opts = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    Ok(Db::open(path, opts)?)
+}
+
+/// Opens the database at `path`, creating it if needed (`put`, `load`,
+/// `ingest`).
+pub fn or_create(path: &Path, opts: Options) -> Result<Db> {
+    Ok(Db::open(
+        path,
+        Options {
+            create_if_missing: true,
+            ..opts
+        },
+    )?)
+}

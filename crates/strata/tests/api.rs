@@ -1,0 +1,318 @@
+//! The public API as a user meets it: the std iterators (both ends mixed,
+//! ranges, prefixes) against a model, snapshot reads across compactions,
+//! and the errors for misuse (a foreign snapshot, a second open, a path
+//! that is not a database).
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::ops::{Bound, RangeBounds};
+use strata::{Db, Error, Options, ReadOptions, Snapshot};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn small() -> Options {
+    Options {
+        memtable_size: 4 << 10,
+        ..Options::default()
+    }
+}
+
+/// Keys from a small alphabet (with 0x00 and 0xff, so prefix and
+/// successor edges are hit).
+fn key(rng: &mut StdRng) -> Vec<u8> {
+    const ALPHABET: &[u8] = &[0x00, b'a', b'b', b'c', 0xff];
+    (0..rng.gen_range(0..4))
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())])
+        .collect()
+}
+
+fn bound(rng: &mut StdRng) -> Bound<Vec<u8>> {
+    match rng.gen_range(0..3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key(rng)),
+        _ => Bound::Excluded(key(rng)),
+    }
+}
+
+/// Drains `it` taking from the front or the back at random; the result, in
+/// key order, must equal `want`.
+fn drain_mixed(mut it: strata::DbIterator, rng: &mut StdRng) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let (mut front, mut back) = (Vec::new(), Vec::new());
+    loop {
+        let item = if rng.gen_bool(0.5) {
+            it.next().map(|r| (true, r))
+        } else {
+            it.next_back().map(|r| (false, r))
+        };
+        match item {
+            None => break,
+            Some((true, r)) => front.push(r.unwrap()),
+            Some((false, r)) => back.push(r.unwrap()),
+        }
+    }
+    // Fused: both ends stay empty.
+    assert!(it.next().is_none() && it.next_back().is_none());
+    back.reverse();
+    front.extend(back);
+    front
+}
+
+fn check_reads(
+    db: &Db,
+    snap: Option<&Snapshot>,
+    m: &Model,
+    rng: &mut StdRng,
+    ctx: &str,
+) -> Result<(), String> {
+    let all: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let it = match snap {
+        Some(s) => s.iter(),
+        None => db.iter(),
+    };
+    let got: Vec<_> = it.collect::<strata::Result<_>>().unwrap();
+    if got != all {
+        return Err(format!("{ctx}: forward scan differs"));
+    }
+    let it = match snap {
+        Some(s) => s.iter(),
+        None => db.iter(),
+    };
+    let mut rev: Vec<_> = it.rev().collect::<strata::Result<_>>().unwrap();
+    rev.reverse();
+    if rev != all {
+        return Err(format!("{ctx}: reverse scan differs"));
+    }
+    for _ in 0..4 {
+        let (lo, hi) = (bound(rng), bound(rng));
+        // Filtered by hand: BTreeMap::range panics on start > end, where
+        // Strata answers empty.
+        let want: Vec<_> = m
+            .iter()
+            .filter(|(k, _)| (lo.as_ref(), hi.as_ref()).contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Vec<_>>();
+        let it = match snap {
+            Some(s) => s.range((lo.clone(), hi.clone())),
+            None => db.range((lo.clone(), hi.clone())),
+        };
+        let got = drain_mixed(it, rng);
+        if got != want {
+            return Err(format!("{ctx}: range {lo:?}..{hi:?}: {got:?} != {want:?}"));
+        }
+        let p = key(rng);
+        let want: Vec<_> = m
+            .iter()
+            .filter(|(k, _)| k.starts_with(&p))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let it = match snap {
+            Some(s) => s.prefix(&p),
+            None => db.prefix(&p),
+        };
+        let got = drain_mixed(it, rng);
+        if got != want {
+            return Err(format!("{ctx}: prefix {p:?}: {got:?} != {want:?}"));
+        }
+        let k = key(rng);
+        let got = match snap {
+            Some(s) => s.get(&k).unwrap(),
+            None => db.get(&k).unwrap(),
+        };
+        if got.as_ref() != m.get(&k) {
+            return Err(format!("{ctx}: get {k:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Random writes, flushes and compactions; after each step the latest view
+/// and every live snapshot read exactly what the model says, through
+/// `iter`, `.rev()`, `range` and `prefix` drained from both ends.
+#[test]
+fn iterators_and_snapshots_match_a_model() {
+    for seed in 0..12u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), small()).unwrap();
+        let mut m = Model::new();
+        let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
+        for step in 0..150 {
+            match rng.gen_range(0..10) {
+                0..=5 => {
+                    let (k, v) = (key(&mut rng), vec![b'v'; rng.gen_range(0..300)]);
+                    db.put(&k, &v).unwrap();
+                    m.insert(k, v);
+                }
+                6 => {
+                    let k = key(&mut rng);
+                    db.delete(&k).unwrap();
+                    m.remove(&k);
+                }
+                7 => {
+                    let (a, b) = (key(&mut rng), key(&mut rng));
+                    db.delete_range(&a, &b).unwrap();
+                    if a < b {
+                        m.retain(|k, _| !(a <= *k && *k < b));
+                    }
+                }
+                8 => {
+                    if snaps.len() < 3 {
+                        snaps.push((db.snapshot(), m.clone()));
+                    } else {
+                        snaps.remove(rng.gen_range(0..snaps.len()));
+                    }
+                }
+                _ => {
+                    if rng.gen_bool(0.5) {
+                        db.flush().unwrap();
+                    } else {
+                        db.compact_range(None, None).unwrap();
+                    }
+                }
+            }
+            let ctx = format!("seed {seed} step {step}");
+            check_reads(&db, None, &m, &mut rng, &ctx).unwrap();
+            for (s, sm) in &snaps {
+                check_reads(&db, Some(s), sm, &mut rng, &format!("{ctx} snapshot")).unwrap();
+            }
+        }
+    }
+}
+
+/// A snapshot keeps its view through compactions that would otherwise drop
+/// the overwritten versions, via its own methods and via `ReadOptions`.
+#[test]
+fn snapshot_survives_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    db.put("k", "old").unwrap();
+    let snap = db.snapshot();
+    db.put("k", "new").unwrap();
+    db.delete("gone").unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(snap.get("k").unwrap(), Some(b"old".to_vec()));
+    let at = ReadOptions {
+        snapshot: Some(&snap),
+        ..ReadOptions::default()
+    };
+    assert_eq!(db.get_opt("k", &at).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get("k").unwrap(), Some(b"new".to_vec()));
+    let mut raw = db.raw_iter(&at).unwrap();
+    raw.seek_to_first();
+    assert_eq!(raw.item(), Some((&b"k"[..], &b"old"[..])));
+}
+
+/// A snapshot of one database handed to another is an error, never a read
+/// at an unrelated sequence number.
+#[test]
+fn foreign_snapshot_is_an_error() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Db::open_default(d1.path()).unwrap();
+    let b = Db::open_default(d2.path()).unwrap();
+    b.put("k", "v").unwrap();
+    let snap = a.snapshot();
+    let at = ReadOptions {
+        snapshot: Some(&snap),
+        ..ReadOptions::default()
+    };
+    assert!(matches!(
+        b.get_opt("k", &at),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(b.raw_iter(&at), Err(Error::InvalidArgument(_))));
+    let mut it = b.iter_opt(&at);
+    assert!(matches!(it.next(), Some(Err(Error::InvalidArgument(_)))));
+    assert!(it.next().is_none());
+}
+
+/// A raw iterator starts unpositioned: no key, not an empty key.
+#[test]
+fn raw_iterator_starts_unpositioned() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_default(dir.path()).unwrap();
+    db.put("", "empty key").unwrap();
+    let mut it = db.raw_iter(&ReadOptions::default()).unwrap();
+    assert!(!it.valid());
+    assert_eq!(it.key(), None);
+    it.seek_to_first();
+    assert_eq!(it.item(), Some((&b""[..], &b"empty key"[..])));
+}
+
+/// A second open of the same directory in this process is `Busy` and says
+/// so; after the first closes, it succeeds.
+#[test]
+fn second_open_in_process_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_default(dir.path()).unwrap();
+    let e = Db::open_default(dir.path()).err().unwrap();
+    assert!(e.is_busy(), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("this process"), "{msg}");
+    assert!(!msg.contains("another process"), "{msg}");
+    db.close().unwrap();
+    Db::open_default(dir.path()).unwrap();
+}
+
+/// With `create_if_missing` off, a path that is not a database fails with
+/// its own error and nothing is created: not the directory, not a LOCK.
+#[test]
+fn not_a_database_creates_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let opts = || Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    let listing = |p: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+
+    let missing = root.path().join("missing");
+    let e = Db::open(&missing, opts()).err().unwrap();
+    assert!(matches!(e, Error::NotFound { .. }), "{e}");
+    assert!(!missing.exists());
+
+    let file = root.path().join("file");
+    std::fs::write(&file, b"hello").unwrap();
+    let e = Db::open(&file, opts()).err().unwrap();
+    assert!(matches!(e, Error::NotADatabase { .. }), "{e}");
+    assert!(e.to_string().contains("file"), "{e}");
+    // Not even with create_if_missing.
+    let e = Db::open_default(&file).err().unwrap();
+    assert!(matches!(e, Error::NotADatabase { .. }), "{e}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"hello");
+
+    let other = root.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), b"x").unwrap();
+    let e = Db::open(&other, opts()).err().unwrap();
+    assert!(matches!(e, Error::NotADatabase { .. }), "{e}");
+    assert!(e.is_not_found());
+    assert_eq!(listing(&other), ["notes.txt"]);
+
+    assert_eq!(listing(root.path()), ["file", "other"]);
+}
+
+/// Keys and values of any `AsRef<[u8]>` type, and batches built by chaining.
+#[test]
+fn as_ref_keys_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_default(dir.path()).unwrap();
+    db.put("str", String::from("string")).unwrap();
+    db.put(b"bytes", [1u8, 2, 3]).unwrap();
+    db.put(vec![0u8, 255], &b"vec"[..]).unwrap();
+    let mut b = strata::WriteBatch::new();
+    b.put("x", "1").delete("str").delete_range("a", "b");
+    db.write(b, &strata::WriteOptions::default()).unwrap();
+    assert_eq!(db.get("str").unwrap(), None);
+    assert_eq!(db.get(b"bytes").unwrap(), Some(vec![1, 2, 3]));
+    assert_eq!(db.get([0u8, 255]).unwrap(), Some(b"vec".to_vec()));
+    assert_eq!(db.get(String::from("x")).unwrap(), Some(b"1".to_vec()));
+}
