@@ -140,6 +140,9 @@ struct State {
     fired: Vec<Fired>,
     /// Mutating calls left before the power cut.
     cut_after: Option<u64>,
+    /// Seed choosing how much of each unsynced tail the cut's image keeps
+    /// (`None`: none).
+    cut_keep: Option<u64>,
     image: Option<FaultVfs>,
     dead: bool,
     locks: BTreeSet<PathBuf>,
@@ -183,7 +186,8 @@ impl State {
         if op.is_mutating() {
             if let Some(left) = self.cut_after.as_mut() {
                 if *left == 0 && !self.dead {
-                    self.image = Some(self.clone_durable(None));
+                    let mut keep = self.cut_keep;
+                    self.image = Some(self.clone_durable(keep.as_mut()));
                     self.dead = true;
                 } else {
                     *left = left.saturating_sub(1);
@@ -296,6 +300,14 @@ impl FaultVfs {
     /// with EIO.
     pub fn cut_power_after(&self, n: u64) {
         self.st.lock().cut_after = Some(n);
+    }
+
+    /// Like `cut_power_after`, but the image keeps a random prefix (chosen
+    /// by `seed`) of each file's unsynced bytes.
+    pub fn cut_power_after_keeping(&self, n: u64, seed: u64) {
+        let mut st = self.st.lock();
+        st.cut_after = Some(n);
+        st.cut_keep = Some(seed);
     }
 
     /// Whether the power has been cut.
