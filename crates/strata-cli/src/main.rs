@@ -2,6 +2,7 @@
 //! engine grows, for databases).
 
 mod bench;
+mod check_cmd;
 mod db_cmd;
 mod demo;
 mod gen;
@@ -47,6 +48,8 @@ enum Cmd {
     Ingest(db_cmd::IngestArgs),
     /// Write keys until killed (with --sync, print each acknowledged key).
     Stress(db_cmd::StressArgs),
+    /// Verify every checksum and invariant of a database; exit 1 on a problem.
+    Check(check_cmd::CheckArgs),
     /// Run a comparison workload (shared/workloads/README.md).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Cmd::Stress(a) => db_cmd::stress(a),
         Cmd::Ingest(a) => db_cmd::ingest(a),
         Cmd::Bench(c) => bench::run(c),
+        Cmd::Check(a) => check_cmd::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,9 +15,11 @@
 //! - [`cache`]: the block cache shared by all table readers;
 //! - [`vfs`]: the file-system boundary (OS and in-memory);
 //! - [`key`]: internal keys (user key + sequence number + kind);
-//! - [`util`]: integer coding, checksums and hashes.
+//! - [`util`]: integer coding, checksums and hashes;
+//! - [`check`]: verifying a database directory without changing it.
 
 pub mod cache;
+pub mod check;
 pub mod compaction;
 pub mod db;
 pub mod error;

@@ -4,8 +4,8 @@
 //! `fault_at_every_site`: one seeded workload (flushes, compactions,
 //! ingestions with and without excise, synced and unsynced writes) is run
 //! once to count the calls it makes, then once per call site of each kind
-//! (create, write, fsync, directory fsync, rename, remove, link) with that
-//! call failing (EIO or ENOSPC alternately; half the failed writes torn).
+//! (create, write, fsync, directory fsync, rename, remove, link, read) with
+//! that call failing (EIO or ENOSPC alternately; half the failed writes torn).
 //! After the first operation that fails, the fault is lifted and one synced
 //! probe write is tried. Then (1) the power is cut (crash image) and the
 //! database reopened from the image, and (2) the database is closed and
@@ -18,7 +18,8 @@
 //! must open and hold a prefix reaching every acknowledged synced write and
 //! ingestion, so every ingestion is all or nothing.
 //!
-//! `STRATA_LONG=1` runs every site of two workloads and 1,000 power cuts.
+//! `STRATA_LONG=1` runs every site of five workloads (CI: one, every tenth
+//! read) and 5,000 power cuts (CI: 100).
 
 #[path = "support/workload.rs"]
 mod workload;
@@ -79,7 +80,7 @@ fn run_until_failure(db: &Db, vfs: &FaultVfs, ops: &[WOp]) -> Vec<(WOp, Status)>
     executed
 }
 
-const SITE_OPS: [Op; 7] = [
+const SITE_OPS: [Op; 8] = [
     Op::Create,
     Op::Write,
     Op::Sync,
@@ -87,12 +88,13 @@ const SITE_OPS: [Op; 7] = [
     Op::Rename,
     Op::Remove,
     Op::Link,
+    Op::Read,
 ];
 
 #[test]
 fn fault_at_every_site() {
     let files = tempfile::tempdir().unwrap();
-    let seeds: &[u64] = if long() { &[1, 2] } else { &[1] };
+    let seeds: &[u64] = if long() { &[1, 2, 3, 4, 5] } else { &[1] };
     let mut fired_by_kind: BTreeMap<String, u64> = BTreeMap::new();
     let (mut runs, mut fired_total, mut probes_refused, mut probes_acked) = (0, 0, 0, 0);
     for &seed in seeds {
@@ -108,9 +110,9 @@ fn fault_at_every_site() {
         }
         let counts: Vec<(Op, u64)> = SITE_OPS.iter().map(|&o| (o, base.count(o))).collect();
         eprintln!("seed {seed}: calls reached {counts:?}");
-        // Writes are many (every block); without STRATA_LONG every third.
+        // Reads are many (every block); without STRATA_LONG every tenth.
         for (op, n) in counts {
-            let stride = if op == Op::Write && !long() { 3 } else { 1 };
+            let stride = if op == Op::Read && !long() { 10 } else { 1 };
             for nth in (1..=n).step_by(stride) {
                 runs += 1;
                 let vfs = FaultVfs::new();
@@ -178,7 +180,7 @@ fn fault_at_every_site() {
 #[test]
 fn power_cuts_at_random_points() {
     let files = tempfile::tempdir().unwrap();
-    let cuts = if long() { 1000 } else { 100 };
+    let cuts = if long() { 5000 } else { 100 };
     let (mut acked_durable, mut ingests_acked, mut died) = (0, 0, 0);
     for seed in 0..cuts {
         let mut rng = StdRng::seed_from_u64(seed ^ 0xc0ffee);
