@@ -17,9 +17,12 @@ use strata::vfs::{MemVfs, Vfs};
 use strata::wal::{LogReader, TailPolicy};
 use strata::WriteBatch;
 
-/// The targets, by name (the name of the cargo-fuzz binary and the corpus
-/// directory).
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+/// A target: its name (the cargo-fuzz binary and the corpus directory) and
+/// its body.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target.
+pub const TARGETS: [Target; 5] = [
     ("sst_reader", sst_reader),
     ("block", block),
     ("log_reader", log_reader),
