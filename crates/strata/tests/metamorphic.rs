@@ -257,11 +257,7 @@ fn run_model(ops: &[MOp]) -> Vec<String> {
                     *s = None;
                 }
             }
-            MOp::Reopen | MOp::Crash => {
-                for s in &mut snaps {
-                    *s = None;
-                }
-            }
+            MOp::Reopen | MOp::Crash => snaps.fill(None),
             MOp::Get { key, snap } => {
                 let view = match snap {
                     Some(i) => snaps.get(*i).and_then(|s| s.as_ref()),
