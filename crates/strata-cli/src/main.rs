@@ -3,6 +3,7 @@
 
 mod bench;
 mod check_cmd;
+mod crash_cmd;
 mod db_cmd;
 mod demo;
 mod gen;
@@ -50,6 +51,8 @@ enum Cmd {
     Stress(db_cmd::StressArgs),
     /// Verify every checksum and invariant of a database; exit 1 on a problem.
     Check(check_cmd::CheckArgs),
+    /// Crash-test driver: SIGKILL and simulated power cuts for --duration seconds.
+    CrashTest(crash_cmd::CrashTestArgs),
     /// Run a comparison workload (shared/workloads/README.md).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Cmd::Ingest(a) => db_cmd::ingest(a),
         Cmd::Bench(c) => bench::run(c),
         Cmd::Check(a) => check_cmd::run(a),
+        Cmd::CrashTest(a) => crash_cmd::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
