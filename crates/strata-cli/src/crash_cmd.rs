@@ -62,7 +62,7 @@ pub fn run(a: CrashTestArgs) -> Result<()> {
     let mut killed = KillState::default();
     let mut round = 0u64;
     while Instant::now() < end || round < 2 {
-        if round % 2 == 0 {
+        if round.is_multiple_of(2) {
             kill_round(&a.dir, &mut rng, &mut killed, &mut t)
                 .with_context(|| format!("SIGKILL round {round}"))?;
         } else {
