@@ -13,7 +13,8 @@
 //!   ([`sstable::Table`]);
 //! - [`iter`]: merging, range-deletion and user-facing iterators;
 //! - [`cache`]: the block cache shared by all table readers;
-//! - [`vfs`]: the file-system boundary (OS and in-memory);
+//! - [`vfs`]: the file-system boundary (OS, in-memory, and fault-injecting
+//!   with simulated power cuts);
 //! - [`key`]: internal keys (user key + sequence number + kind);
 //! - [`util`]: integer coding, checksums and hashes;
 //! - [`check`]: verifying a database directory without changing it.
