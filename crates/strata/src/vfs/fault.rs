@@ -146,6 +146,9 @@ struct State {
     image: Option<FaultVfs>,
     dead: bool,
     locks: BTreeSet<PathBuf>,
+    /// How long a file sync takes (so concurrent writers queue up behind
+    /// it and group commits form, as on a real disk).
+    sync_latency: std::time::Duration,
 }
 
 /// The fault-injecting file system. Clones share the same files.
@@ -310,6 +313,11 @@ impl FaultVfs {
         st.cut_keep = Some(seed);
     }
 
+    /// Makes every file sync take `d` (default zero).
+    pub fn set_sync_latency(&self, d: std::time::Duration) {
+        self.st.lock().sync_latency = d;
+    }
+
     /// Whether the power has been cut.
     pub fn is_dead(&self) -> bool {
         self.st.lock().dead
@@ -403,6 +411,21 @@ impl WritableFile for FaultWritable {
         let mut st = self.st.lock();
         if let Verdict::Fail(kind, _) = st.check(Op::Sync, &self.path) {
             return Err(io_err(&self.path, kind, "fsync"));
+        }
+        let latency = st.sync_latency;
+        if !latency.is_zero() {
+            // Bytes appended while the sync runs are not covered by it.
+            let len = self.ino.lock().data.len();
+            drop(st);
+            std::thread::sleep(latency);
+            st = self.st.lock();
+            if st.dead {
+                // The power was cut before the sync completed.
+                return Err(io_err(&self.path, FaultKind::Eio, "fsync"));
+            }
+            let mut i = self.ino.lock();
+            i.synced = i.synced.max(len);
+            return Ok(());
         }
         let mut i = self.ino.lock();
         i.synced = i.data.len();
