@@ -13,7 +13,9 @@
 //!   number above the MANIFEST's last sequence;
 //! - the shape of the tree: files of each L0 sublevel do not overlap, and,
 //!   key by key, a newer level or sublevel never holds an older version of
-//!   a key than a level below it;
+//!   a key than a level below it (this keeps one entry per distinct user
+//!   key in memory: fine for the databases tests and operators check by
+//!   hand, not for billions of keys);
 //! - every live WAL (numbered at or above the MANIFEST's log number): every
 //!   record's checksum, each decodes as a write batch, sequence numbers
 //!   increase.
