@@ -7,7 +7,9 @@
 //! database is an error and the file system is left as it was.
 
 mod bench;
+mod check_cmd;
 mod codec;
+mod crash_cmd;
 mod demo;
 mod gen;
 mod ingest_cmd;
@@ -66,6 +68,10 @@ enum Cmd {
     /// Salvage a database that will not open (damaged MANIFEST or CURRENT,
     /// missing tables) and report exactly what was lost.
     Repair(repair_cmd::RepairArgs),
+    /// Verify every checksum and invariant of a database; exit 1 on a problem.
+    Check(check_cmd::CheckArgs),
+    /// Crash-test driver: SIGKILL and simulated power cuts for --duration seconds.
+    CrashTest(crash_cmd::CrashTestArgs),
     /// Run a comparison workload (shared/workloads/README.md).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -90,6 +96,8 @@ fn main() -> ExitCode {
         Cmd::Repair(a) => repair_cmd::run(a),
         Cmd::Bench(c) => bench::run(c),
         Cmd::Stress(a) => stress::stress(a),
+        Cmd::Check(a) => check_cmd::run(a),
+        Cmd::CrashTest(a) => crash_cmd::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,7 +15,10 @@
 //! [`Snapshot`], the iterators, [`SstWriter`] with [`SstOptions`], ingestion
 //! ([`IngestOptions`], [`IngestResult`]), [`Metrics`] and [`Error`]. The
 //! [`sstable`] module holds the table-file types, [`vfs`] the file-system
-//! boundary (an in-memory [`vfs::MemVfs`] makes tests fast).
+//! boundary (an in-memory [`vfs::MemVfs`] makes tests fast, and
+//! [`vfs::FaultVfs`] simulates power cuts and injects I/O errors), and
+//! [`check`] verifies a database directory without changing it (what
+//! `strata check` runs).
 //!
 //! The modules `cache`, `iter`, `key`, `memtable`, `util`, `version` and
 //! `wal`, and the items marked hidden in `sstable`, are the engine's
@@ -30,6 +33,7 @@ mod error;
 
 #[doc(hidden)]
 pub mod cache;
+pub mod check;
 #[doc(hidden)]
 pub mod iter;
 #[doc(hidden)]
@@ -48,6 +52,7 @@ pub mod wal;
 pub use db::{
     ingest::{IngestOptions, IngestResult},
     repair::RepairReport,
+    write_batch::{BatchIter, BatchOp},
     CompactionOptions, Db, DbIterator, KvPair, LevelMetrics, Metrics, Options, RawIterator,
     ReadOptions, Snapshot, StallMetrics, WriteBatch, WriteOptions,
 };

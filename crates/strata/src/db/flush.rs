@@ -63,6 +63,14 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
         db.state.lock().pending_outputs.remove(&floor);
         return place_ingested(db, &imm, ing);
     }
+    // The memtable's records must be durable in a WAL before its table can
+    // exist on disk. Otherwise a power cut between the table's sync and the
+    // MANIFEST edit's leaves a table holding data that no WAL holds, which
+    // recovery cannot tell from a lost edit (recovery rule 4) and refuses.
+    // A rotated WAL was synced when it was rotated out; the active one (a
+    // queued memtable may share it) is synced here. If the WAL cannot be
+    // synced, no table is written.
+    db.commit.sync_wal(db)?;
     let r = write_l0(db, &imm);
     let mut st = db.state.lock();
     st.pending_outputs.remove(&floor);

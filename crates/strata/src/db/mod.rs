@@ -946,7 +946,7 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        self.inner.commit.sync_wal()?;
+        self.inner.commit.sync_wal(&self.inner)?;
         match self.inner.bg_error() {
             Some(e) => Err(e),
             None => Ok(()),

@@ -246,7 +246,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         flush_done_cv: Condvar::new(),
-        commit: CommitPipeline::new(last_seq, Wal { log, dirty: false }),
+        commit: CommitPipeline::new(last_seq, Wal::new(log)),
         visible_seq: AtomicU64::new(last_seq),
         next_file,
         manifest_unsynced,

@@ -214,6 +214,11 @@ impl SeqRanges {
         self.0 = out;
     }
 
+    /// The highest sequence number in any range (0 if none).
+    fn max(&self) -> u64 {
+        self.0.iter().map(|r| r.1).max().unwrap_or(0)
+    }
+
     fn contains(&self, s: u64) -> bool {
         let i = self.0.partition_point(|&(lo, _)| lo <= s);
         i > 0 && self.0[i - 1].1 >= s
@@ -260,6 +265,8 @@ pub(crate) fn audit_unreferenced(
     ingested.finish();
     replayed.finish();
     let flushed = set.flushed_seq();
+    // The newest sequence number anything recovered holds.
+    let recovered_max = set.last_sequence().max(replayed.max());
     let mut out = Vec::new();
     let mut tables: Vec<u64> = names
         .iter()
@@ -306,6 +313,30 @@ pub(crate) fn audit_unreferenced(
                 None => bad_key = true,
             }
             it.next();
+        }
+        // An ingestion links (or copies) its files into the directory, with
+        // their global sequence number set, and an excise may write a
+        // range-tombstone file at the same number, all before the
+        // ingestion's MANIFEST record. If that record never became durable
+        // (the ingestion failed or the power was cut before it returned, so
+        // it was never acknowledged; an acknowledged one also left a WAL
+        // marker, checked at replay), such a file holds entries at one
+        // sequence number past everything recovered. Nothing can depend on
+        // it: set it aside, do not refuse. A flush's table does not look
+        // like this after a crash: a flush syncs the WAL holding its records
+        // before it writes the table, so they are replayed.
+        let interrupted_ingestion =
+            uncovered.is_some_and(|(lo, hi)| lo == hi && lo > recovered_max);
+        if interrupted_ingestion {
+            out.push((
+                n,
+                Unreferenced::Unknown(format!(
+                    "entries at sequence number {} only, past everything recovered \
+                     ({recovered_max}): a file of an ingestion that never committed",
+                    uncovered.map(|u| u.0).unwrap_or_default()
+                )),
+            ));
+            continue;
         }
         if let Some((lo, hi)) = uncovered {
             return Err(Error::corruption(

@@ -48,11 +48,14 @@ impl Default for WriteBatch {
     }
 }
 
-/// One update of a batch.
+/// One update of a batch, as [`WriteBatch::iter`] yields it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BatchOp<'a> {
+    /// Set a key (key, value).
     Put(&'a [u8], &'a [u8]),
+    /// Delete a key.
     Delete(&'a [u8]),
+    /// Delete every key in `[begin, end)`.
     DeleteRange(&'a [u8], &'a [u8]),
 }
 
@@ -97,7 +100,7 @@ impl WriteBatch {
         let b = WriteBatch { rep };
         let mut n = 0u32;
         for op in b.iter() {
-            op.map_err(|m| (0, m))?;
+            op.map_err(|e| (0, e.to_string()))?;
             n += 1;
         }
         if n != b.count() {
@@ -187,19 +190,32 @@ impl WriteBatch {
         self.rep.len()
     }
 
-    pub(crate) fn iter(&self) -> BatchIter<'_> {
+    /// The batch's updates in the order they were added (and are applied).
+    /// A batch decoded from bytes ([`WriteBatch::from_bytes`]) that turns
+    /// out damaged past its header yields an error at the damage.
+    ///
+    /// ```
+    /// use strata::{BatchOp, WriteBatch};
+    /// let mut b = WriteBatch::new();
+    /// b.put("k", "v").delete("old");
+    /// let ops: Vec<BatchOp> = b.iter().collect::<strata::Result<_>>()?;
+    /// assert_eq!(ops, [BatchOp::Put(b"k", b"v"), BatchOp::Delete(b"old")]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn iter(&self) -> BatchIter<'_> {
         BatchIter {
             r: Reader::new(&self.rep[HEADER..]),
         }
     }
 }
 
+/// Iterator over a batch's updates (see [`WriteBatch::iter`]).
 pub struct BatchIter<'a> {
     r: Reader<'a>,
 }
 
 impl<'a> Iterator for BatchIter<'a> {
-    type Item = std::result::Result<BatchOp<'a>, String>;
+    type Item = crate::error::Result<BatchOp<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.r.is_empty() {
@@ -207,7 +223,13 @@ impl<'a> Iterator for BatchIter<'a> {
         }
         let at = self.r.pos();
         let tag = self.r.bytes(1)?[0];
-        let bad = |what: &str| Some(Err(format!("write batch record at {at}: {what}")));
+        let bad = |what: &str| {
+            Some(Err(crate::error::Error::corruption(
+                "write batch",
+                (HEADER + at) as u64,
+                what,
+            )))
+        };
         let op = match tag {
             0x01 => match (self.r.length_prefixed(), self.r.length_prefixed()) {
                 (Some(k), Some(v)) => BatchOp::Put(k, v),

@@ -247,7 +247,11 @@ impl BlockIter {
             } else {
                 r.varsigned64().and_then(|d| {
                     let size = (self.handle.size as i64).checked_add(d)?;
-                    (size >= 0).then(|| BlockHandle::new(self.handle.end(), size as u64))
+                    // A damaged previous handle can put the next block's
+                    // offset past u64::MAX (found by fuzz_replay: an
+                    // overflow panic in debug builds).
+                    let offset = self.handle.checked_end()?;
+                    (size >= 0).then(|| BlockHandle::new(offset, size as u64))
                 })
             };
             let Some(h) = h else {

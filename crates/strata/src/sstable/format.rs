@@ -64,9 +64,18 @@ impl BlockHandle {
         BlockHandle::decode(&mut Reader::new(src))
     }
 
-    /// Offset just past this block's trailer.
+    /// Offset just past this block's trailer, or `None` if a damaged
+    /// handle puts it past `u64::MAX`.
+    pub fn checked_end(&self) -> Option<u64> {
+        self.offset
+            .checked_add(self.size)?
+            .checked_add(BLOCK_TRAILER_SIZE as u64)
+    }
+
+    /// Offset just past this block's trailer (saturating: a damaged handle
+    /// gives an offset past any file, which reading then reports).
     pub fn end(&self) -> u64 {
-        self.offset + self.size + BLOCK_TRAILER_SIZE as u64
+        self.checked_end().unwrap_or(u64::MAX)
     }
 }
 

@@ -65,6 +65,15 @@ pub struct VersionSet {
     /// a reader holds its version through an `Arc`, so a version whose
     /// weak reference still upgrades is in use.
     handed_out: Vec<Weak<Version>>,
+    /// The error of a failed MANIFEST write, sync or switch. The record it
+    /// was writing may or may not reach the disk, so nothing more is written
+    /// (a later sync could make it durable after the in-memory version went
+    /// another way) and, through `unsynced`, nothing is deleted and no
+    /// synced write is acknowledged, until the database is reopened and
+    /// recovery decides from what is on disk. (Found by `FaultVfs`: a
+    /// failed sync's record was synced by the next edit, which deleted a
+    /// file a second time, and the reopen failed.)
+    poisoned: Option<Error>,
 }
 
 /// What recovery learned besides the version itself.
@@ -135,6 +144,7 @@ impl VersionSet {
             queued: BTreeMap::new(),
             unsynced: Arc::new(AtomicBool::new(false)),
             handed_out: Vec::new(),
+            poisoned: None,
         };
         let v = Arc::downgrade(&set.current);
         set.remember(v);
@@ -259,6 +269,7 @@ impl VersionSet {
             queued,
             unsynced: Arc::new(AtomicBool::new(false)),
             handed_out: Vec::new(),
+            poisoned: None,
         };
         let v = Arc::downgrade(&set.current);
         set.remember(v);
@@ -402,6 +413,9 @@ impl VersionSet {
 
     /// Makes every MANIFEST record written so far durable.
     pub fn sync_manifest(&mut self) -> Result<()> {
+        if let Some(e) = &self.poisoned {
+            return Err(e.clone());
+        }
         if !self.has_unsynced() {
             return Ok(());
         }
@@ -409,9 +423,19 @@ impl VersionSet {
             .manifest
             .as_mut()
             .ok_or_else(|| Error::internal("version set has no MANIFEST open"))?;
-        w.sync()?;
+        if let Err(e) = w.sync() {
+            self.poison(e.clone());
+            return Err(e);
+        }
         self.unsynced.store(false, Ordering::Release);
         Ok(())
+    }
+
+    /// Stops every further MANIFEST write after `e` (see `poisoned`).
+    fn poison(&mut self, e: Error) {
+        self.manifest = None;
+        self.poisoned = Some(e);
+        self.unsynced.store(true, Ordering::Release);
     }
 
     /// Whether some MANIFEST record is not yet durable.
@@ -430,6 +454,9 @@ impl VersionSet {
         last_sequence: u64,
         sync: bool,
     ) -> Result<Arc<Version>> {
+        if let Some(e) = &self.poisoned {
+            return Err(e.clone());
+        }
         let mname = filenames::manifest(&self.dir, self.manifest_number)
             .display()
             .to_string();
@@ -441,14 +468,14 @@ impl VersionSet {
             .manifest
             .as_mut()
             .ok_or_else(|| Error::internal("version set has no MANIFEST open"))?;
-        w.add_record(&edit.encode())?;
-        if sync {
-            w.sync()?;
-            self.unsynced.store(false, Ordering::Release);
-        } else {
-            w.flush()?;
-            self.unsynced.store(true, Ordering::Release);
+        let written =
+            w.add_record(&edit.encode())
+                .and_then(|()| if sync { w.sync() } else { w.flush() });
+        if let Err(e) = written {
+            self.poison(e.clone());
+            return Err(e);
         }
+        self.unsynced.store(!sync, Ordering::Release);
         if let Some(l) = edit.log_number {
             self.log_number = self.log_number.max(l);
         }
@@ -468,7 +495,11 @@ impl VersionSet {
             .as_ref()
             .is_some_and(|m| m.len() > MAX_MANIFEST_BYTES)
         {
-            self.write_new_manifest()?;
+            // The edit is recorded either way; a failed switch poisons the
+            // set (CURRENT may name either MANIFEST now).
+            if let Err(e) = self.write_new_manifest() {
+                self.poison(e);
+            }
         }
         Ok(self.current())
     }

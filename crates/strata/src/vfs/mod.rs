@@ -1,14 +1,17 @@
 //! The file-system boundary. Everything that touches storage goes through a
-//! [`Vfs`], so tests can run on memory (and, later, inject faults) and the
-//! engine never calls `std::fs` directly.
+//! [`Vfs`], so tests can run on memory ([`MemVfs`]) or on a file system that
+//! injects faults and simulates power loss ([`FaultVfs`]), and the engine
+//! never calls `std::fs` directly.
 //!
 //! Contract: a [`WritableFile`]'s bytes are durable only after `sync`; a
 //! rename is atomic; `sync_dir` makes a directory's entries (creates,
 //! renames, removes) durable.
 
+pub mod fault;
 mod mem;
 mod os;
 
+pub use fault::FaultVfs;
 pub use mem::MemVfs;
 pub use os::OsVfs;
 
@@ -177,5 +180,10 @@ mod tests {
     #[test]
     fn mem_vfs_behaves() {
         exercise(&MemVfs::new(), Path::new("/db"));
+    }
+
+    #[test]
+    fn fault_vfs_behaves() {
+        exercise(&FaultVfs::new(), Path::new("/db"));
     }
 }

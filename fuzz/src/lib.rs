@@ -1,0 +1,3 @@
+//! Fuzz targets for Strata's decoders of untrusted bytes; see `targets.rs`.
+
+pub mod targets;
