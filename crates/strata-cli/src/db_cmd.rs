@@ -280,7 +280,10 @@ pub fn load(a: LoadArgs) -> Result<()> {
 }
 
 pub fn lsm(db_path: &Path) -> Result<()> {
+    // The chart reads the MANIFEST before the open rewrites it.
+    let chart = crate::viz_cmd::text_chart(db_path)?;
     let db = open(db_path)?;
+    print!("{chart}");
     print_lsm(&db);
     Ok(())
 }

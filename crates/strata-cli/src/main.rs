@@ -6,6 +6,7 @@ mod db_cmd;
 mod demo;
 mod gen;
 mod sst_cmd;
+mod viz_cmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -47,6 +48,8 @@ enum Cmd {
     Ingest(db_cmd::IngestArgs),
     /// Write keys until killed (with --sync, print each acknowledged key).
     Stress(db_cmd::StressArgs),
+    /// Write the LSM visualiser's page: the tree's history as one HTML file.
+    Viz(viz_cmd::VizArgs),
     /// Run a comparison workload (shared/workloads/README.md).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Cmd::Stress(a) => db_cmd::stress(a),
         Cmd::Ingest(a) => db_cmd::ingest(a),
         Cmd::Bench(c) => bench::run(c),
+        Cmd::Viz(a) => viz_cmd::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,12 +15,19 @@
 //! - [`cache`]: the block cache shared by all table readers;
 //! - [`vfs`]: the file-system boundary (OS and in-memory);
 //! - [`key`]: internal keys (user key + sequence number + kind);
-//! - [`util`]: integer coding, checksums and hashes.
+//! - [`util`]: integer coding, checksums and hashes;
+//! - [`events`]: typed engine events, the listener in [`Options`] and the
+//!   `EVENTS` log format;
+//! - [`inspect`]: read-only access to a database directory's history (its
+//!   MANIFEST as version edits, its `EVENTS` log) for tools like the
+//!   visualiser, without opening the database.
 
 pub mod cache;
 pub mod compaction;
 pub mod db;
 pub mod error;
+pub mod events;
+pub mod inspect;
 pub mod iter;
 pub mod key;
 pub mod memtable;

@@ -11,7 +11,7 @@
 
 use super::commit::{apply, CommitPipeline, Wal};
 use super::compact::compaction_loop;
-use super::events::{Event, EventLog};
+use super::events::{open_event, EventLog};
 use super::flush::{delete_obsolete_files, flush_loop};
 use super::options::Options;
 use super::table_cache::TableCache;
@@ -195,6 +195,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         excised_seq: 0,
     };
     let vfs_for_events = Arc::clone(&vfs);
+    let listener = opts.event_listener.clone();
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         vfs,
@@ -212,7 +213,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         bg_error: Mutex::new(None),
         snapshots: Mutex::new(BTreeMap::new()),
         stats: Stats::default(),
-        events: EventLog::open(vfs_for_events.as_ref(), dir),
+        events: EventLog::open(vfs_for_events.as_ref(), dir, listener),
         l0_depth: AtomicU64::new(0),
         debt: AtomicU64::new(0),
         _lock: lock,
@@ -221,7 +222,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         let mut st = inner.state.lock();
         delete_obsolete_files(&inner, &mut st);
         inner.install_super_version(&st);
-        inner.events.record(&Event::open(&st.versions.current()));
+        inner.events.record(open_event(&st.versions.current()));
     }
     let bg = Arc::clone(&inner);
     let t = std::thread::Builder::new()

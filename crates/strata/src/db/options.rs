@@ -1,6 +1,7 @@
 //! Options for opening a database, writing and reading.
 
 pub use crate::compaction::picker::CompactionOptions;
+use crate::events::EventListener;
 use crate::sstable::SstOptions;
 use crate::vfs::Vfs;
 use std::sync::Arc;
@@ -43,6 +44,9 @@ pub struct Options {
     /// write, and a process crash may lose the last millisecond of unsynced
     /// writes (Pebble's behaviour). Synced writes are durable either way.
     pub wal_flush_interval: Duration,
+    /// Receives every engine event as it happens (see [`crate::events`]);
+    /// the `EVENTS` log gets them either way.
+    pub event_listener: Option<Arc<dyn EventListener>>,
 }
 
 impl Default for Options {
@@ -65,6 +69,7 @@ impl Default for Options {
             slowdown_debt_bytes: 4 << 30,
             slowdown_rate: 64 << 20,
             wal_flush_interval: Duration::from_millis(1),
+            event_listener: None,
         }
     }
 }
