@@ -176,7 +176,7 @@ mod tests {
             lines[0].contains("####"),
             "the wide file is marked: {chart}"
         );
-        assert!(lines[1].starts_with(" L0.0 ["), "{chart}");
+        assert!(lines[1].starts_with(" L0.0     [===]"), "{chart}");
         assert!(lines[1].contains("5 files"), "{chart}");
         assert!(lines[2].starts_with("   L6 ["), "{chart}");
         assert!(chart.contains("wide file #20 in L0"), "{chart}");
