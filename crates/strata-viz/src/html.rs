@@ -13,7 +13,6 @@
 use crate::history::History;
 use serde::Serialize;
 use std::collections::HashMap;
-use strata::util::hex;
 
 const TEMPLATE: &str = include_str!("page.html");
 
@@ -23,7 +22,8 @@ struct Placements {
     lvl: Vec<u8>,
     lo: Vec<u32>,
     hi: Vec<u32>,
-    ex: Vec<u8>,
+    /// Placements whose largest key is exclusive (rare: sparse).
+    ex: Vec<u32>,
     size: Vec<u64>,
     ent: Vec<i64>,
     lseq: Vec<i64>,
@@ -84,7 +84,7 @@ pub fn render(h: &History, dir: &str) -> String {
         lvl: Vec::with_capacity(n),
         lo: Vec::with_capacity(n),
         hi: Vec::with_capacity(n),
-        ex: Vec::with_capacity(n),
+        ex: Vec::new(),
         size: Vec::with_capacity(n),
         ent: Vec::with_capacity(n),
         lseq: Vec::with_capacity(n),
@@ -99,7 +99,9 @@ pub fn render(h: &History, dir: &str) -> String {
         p.lvl.push(f.level as u8);
         p.lo.push(rank[f.smallest.as_slice()]);
         p.hi.push(rank[f.largest.as_slice()]);
-        p.ex.push(f.largest_exclusive as u8);
+        if f.largest_exclusive {
+            p.ex.push(p.lvl.len() as u32 - 1);
+        }
         p.size.push(f.size);
         p.ent.push(f.entries.map(|e| e as i64).unwrap_or(-1));
         p.lseq.push(f.largest_seq as i64 - last_seq);
@@ -173,7 +175,7 @@ pub fn render(h: &History, dir: &str) -> String {
         notes: &h.notes,
         bookkeeping: h.bookkeeping_edits,
         reasons,
-        keys: h.keys.iter().map(|k| hex::escape(k)).collect(),
+        keys: h.keys.iter().map(|k| crate::text::display_key(k)).collect(),
         p,
         s,
     };

@@ -11,26 +11,68 @@ use strata::inspect::{self, TableInfo, Tree, LEVELS};
 use strata::util::hex;
 
 /// A file spanning at least this fraction of the key space whose bytes per
-/// fraction are below `1 / WIDE_DENSITY_RATIO` of its level's median is
-/// *wide but small* (the same rule as the page's).
+/// covered fraction are below `1 / WIDE_DENSITY_RATIO` of the median of its
+/// level, or (in L0) of Lbase's, is *wide but small*: in L0 such a file drags
+/// everything of Lbase under it into its compaction. The page uses the same
+/// rule.
 pub const WIDE_MIN_FRACTION: f64 = 0.02;
 pub const WIDE_DENSITY_RATIO: f64 = 10.0;
 
-/// The wide-but-small files among `files` (one level, or all of L0), given
-/// each file's covered fraction of the key space.
-pub fn wide_files<'a>(files: &[(&'a TableInfo, f64)]) -> Vec<&'a TableInfo> {
+/// Bytes per covered fraction of the key space.
+fn density(f: &TableInfo, fraction: f64) -> f64 {
+    f.size as f64 / fraction.max(1e-9)
+}
+
+/// The median density of a level's files (`None` below 4 files: too few
+/// to call one of them unusual).
+pub fn median_density(files: &[(&TableInfo, f64)]) -> Option<f64> {
     if files.len() < 4 {
-        return Vec::new();
+        return None;
     }
-    let density = |(f, frac): &(&TableInfo, f64)| f.size as f64 / frac.max(1e-9);
-    let mut d: Vec<f64> = files.iter().map(density).collect();
+    let mut d: Vec<f64> = files.iter().map(|(f, x)| density(f, *x)).collect();
     d.sort_by(|a, b| a.total_cmp(b));
-    let median = d[d.len() / 2];
+    Some(d[d.len() / 2])
+}
+
+/// The wide-but-small files among one level's `files` (each with its
+/// covered fraction of the key space); `lbase_median` is Lbase's median
+/// density when the level is L0.
+pub fn wide_files<'a>(
+    files: &[(&'a TableInfo, f64)],
+    lbase_median: Option<f64>,
+) -> Vec<&'a TableInfo> {
+    let own = median_density(files);
     files
         .iter()
-        .filter(|x| x.1 >= WIDE_MIN_FRACTION && density(x) < median / WIDE_DENSITY_RATIO)
-        .map(|x| x.0)
+        .filter(|(f, x)| {
+            let d = density(f, *x);
+            *x >= WIDE_MIN_FRACTION
+                && [own, lbase_median]
+                    .iter()
+                    .flatten()
+                    .any(|m| d < m / WIDE_DENSITY_RATIO)
+        })
+        .map(|(f, _)| *f)
         .collect()
+}
+
+/// A key as people read it: printable ASCII as text; a binary tail as hex
+/// after `·` (`d·00000000000186a0`); a key that starts with a binary byte
+/// as `0x` and hex.
+pub fn display_key(k: &[u8]) -> String {
+    let printable = |b: &u8| (0x20..0x7f).contains(b);
+    let head = k.iter().take_while(|b| printable(b)).count();
+    if head == k.len() {
+        String::from_utf8_lossy(k).into_owned()
+    } else if head == 0 {
+        format!("0x{}", hex::encode(k))
+    } else {
+        format!(
+            "{}·{}",
+            String::from_utf8_lossy(&k[..head]),
+            hex::encode(&k[head..])
+        )
+    }
 }
 
 /// Draws `tree` in `width` columns of key space (plus labels).
@@ -70,9 +112,15 @@ pub fn ascii_chart(tree: &Tree, width: usize) -> String {
         }
     }
     let mut wide: Vec<(usize, &TableInfo)> = Vec::new();
+    let level = |l: usize| -> Vec<(&TableInfo, f64)> {
+        tree.files(l).iter().map(|f| (f, frac(f))).collect()
+    };
+    let lbase = (1..LEVELS)
+        .find(|&l| !tree.files(l).is_empty())
+        .and_then(|l| median_density(&level(l)));
     for l in 0..LEVELS {
-        let fs: Vec<(&TableInfo, f64)> = tree.files(l).iter().map(|f| (f, frac(f))).collect();
-        wide.extend(wide_files(&fs).into_iter().map(|f| (l, f)));
+        let base = if l == 0 { lbase } else { None };
+        wide.extend(wide_files(&level(l), base).into_iter().map(|f| (l, f)));
     }
     let is_wide = |f: &TableInfo| wide.iter().any(|(_, w)| w.number == f.number);
 
@@ -100,8 +148,8 @@ pub fn ascii_chart(tree: &Tree, width: usize) -> String {
             bytes(files_bytes)
         ));
     }
-    let first = hex::escape(keys[0]);
-    let last = hex::escape(keys[keys.len() - 1]);
+    let first = display_key(keys[0]);
+    let last = display_key(keys[keys.len() - 1]);
     let gap = width.saturating_sub(first.chars().count() + last.chars().count());
     out.push_str(&format!("      {first}{}{last}\n", " ".repeat(gap.max(1))));
     out.push_str(&format!(
@@ -182,5 +230,30 @@ mod tests {
         assert!(chart.contains("wide file #20 in L0"), "{chart}");
         assert!(!chart.contains("wide file #1"), "{chart}");
         assert!(chart.contains("2 sublevels"), "{chart}");
+    }
+
+    #[test]
+    fn l0_files_alike_but_thin_against_lbase_are_wide() {
+        let mut t = Tree::new();
+        let mut files: Vec<TableInfo> = (0..5)
+            .map(|i| f(0, 10 + i, "a", &format!("y{i}"), 300 << 10))
+            .collect();
+        for (i, k) in ["b", "d", "f", "h", "j", "l"].iter().enumerate() {
+            files.push(f(6, 30 + i as u64, k, &format!("{k}z"), 1 << 20));
+        }
+        t.apply_files(&files, &[]).unwrap();
+        let chart = ascii_chart(&t, 60);
+        for n in 10..15 {
+            assert!(chart.contains(&format!("wide file #{n} in L0")), "{chart}");
+        }
+        assert!(!chart.contains("in L6"), "{chart}");
+    }
+
+    #[test]
+    fn keys_display_as_text_then_hex() {
+        assert_eq!(display_key(b"key01"), "key01");
+        assert_eq!(display_key(b"d\x00\x01"), "d·0001");
+        assert_eq!(display_key(b"\x00stats"), "0x007374617473");
+        assert_eq!(display_key(b""), "");
     }
 }

@@ -165,6 +165,15 @@ fn open_page(browser: &Browser, page: &Path) -> Arc<Tab> {
     tab
 }
 
+/// Moves the mouse over file `number` as drawn at the current step.
+fn hover(tab: &Tab, number: u64) {
+    let b = eval(tab, &format!("JSON.stringify(strataViz.fileBox({number}))"));
+    let b: serde_json::Value = serde_json::from_str(b.as_str().unwrap()).unwrap();
+    let (x, y) = (b["x"].as_f64().unwrap(), b["y"].as_f64().unwrap());
+    tab.move_mouse_to_point(headless_chrome::browser::tab::point::Point { x, y })
+        .unwrap();
+}
+
 fn screenshot(tab: &Tab, out: &Path) {
     let png = tab
         .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
@@ -240,21 +249,21 @@ fn page_matches_the_manifest_step_by_step() {
         .iter()
         .max_by_key(|f| shape.sublevel[&f.number])
         .unwrap();
-    let b = eval(
-        &tab,
-        &format!("JSON.stringify(strataViz.fileBox({}))", f.number),
-    );
-    let b: serde_json::Value = serde_json::from_str(b.as_str().unwrap()).unwrap();
-    let (x, y) = (b["x"].as_f64().unwrap(), b["y"].as_f64().unwrap());
-    tab.move_mouse_to_point(headless_chrome::browser::tab::point::Point { x, y })
-        .unwrap();
+    hover(&tab, f.number);
     eval(&tab, &format!("strataViz.show({deepest})"));
-    let details = text(&tab, "details");
+    // "key value" per line, from the details grid.
+    let details = eval(
+        &tab,
+        "[...document.querySelectorAll('#details .k')].map(k => k.textContent.padEnd(9) + k.nextElementSibling.textContent).join('\\n')",
+    )
+    .as_str()
+    .unwrap_or_default()
+    .to_string();
     let want_lines = [
         format!("file     {}", f.number),
         format!("level    L0, sublevel {}", shape.sublevel[&f.number]),
-        format!("smallest {}", strata::util::hex::escape(&f.smallest)),
-        format!("largest  {}", strata::util::hex::escape(&f.largest)),
+        format!("smallest {}", strata_viz::text::display_key(&f.smallest)),
+        format!("largest  {}", strata_viz::text::display_key(&f.largest)),
         format!("({} B)", f.size),
         format!("entries  {}", f.entries.unwrap()),
         format!("seqs     {} … {}", f.smallest_seq, f.largest_seq),
@@ -297,4 +306,97 @@ fn listing(dir: &Path) -> Vec<(String, u64)> {
         .collect();
     v.sort();
     v
+}
+
+/// The wide-file scenario of `crates/strata/tests/wide_file.rs` (a
+/// statistics key at the bottom of the key space written every 10,000 keys
+/// while 1,000,000 keys arrive shuffled within windows of 50,000), loaded
+/// with L0 sublevels and flush splitting off and on.
+fn wide_file_db(dir: &Path, split: bool) {
+    let opts = Options {
+        memtable_size: 1 << 20,
+        compaction: CompactionOptions {
+            l0_sublevels: split,
+            flush_split_bytes: 64 << 10,
+            target_file_size: 1 << 20,
+            base_level_bytes: 4 << 20,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts).unwrap();
+    let mut order: Vec<u64> = (0..1_000_000).collect();
+    let mut rng = StdRng::seed_from_u64(5);
+    for w in order.chunks_mut(50_000) {
+        w.shuffle(&mut rng);
+    }
+    for (n, i) in order.iter().enumerate() {
+        let mut k = b"d".to_vec();
+        k.extend_from_slice(&i.to_be_bytes());
+        db.put(&k, &i.to_le_bytes()).unwrap();
+        if (n + 1) % 10_000 == 0 {
+            db.put(b"\x00stats", (n + 1).to_string().as_bytes())
+                .unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+#[ignore = "writes the screenshots in docs/; run with --ignored"]
+fn docs_screenshots() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let d = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&d.path().join("profile")) else {
+        return;
+    };
+    for split in [false, true] {
+        let name = if split { "split" } else { "unsplit" };
+        let dir = d.path().join(name);
+        wide_file_db(&dir, split);
+        let page = d.path().join(format!("{name}.html"));
+        std::fs::write(&page, strata_viz::render_page(&dir).unwrap()).unwrap();
+        let tab = open_page(&browser, &page);
+        // The biggest compaction out of L0, and the step before it.
+        let big = eval(
+            &tab,
+            "(() => { let best = 0, at = 0; const S = JSON.parse(document.getElementById('data').textContent).s; \
+             for (let i = 0; i < S.kind.length; i++) if (S.kind[i] === 2 && S.slv[i] === 0 && S.br[i] > best) { best = S.br[i]; at = i; } return at; })()",
+        )
+        .as_u64()
+        .unwrap();
+        // Unsplit: the last flush before the biggest compaction (the wide
+        // files stacked up); split: the flush leaving the most L0 files.
+        let at = eval(
+            &tab,
+            &format!(
+                "(() => {{ const S = JSON.parse(document.getElementById('data').textContent).s; let at = 0, most = -1; \
+                 for (let i = 1; i < S.kind.length; i++) if (S.kind[i] === 1) {{ \
+                 if ({split}) {{ strataViz.show(i); const n = +document.getElementById('st-l0').textContent; if (n > most) {{ most = n; at = i; }} }} \
+                 else if (i < {big}) at = i; }} return at; }})()"
+            ),
+        )
+        .as_u64()
+        .unwrap();
+        eval(&tab, &format!("strataViz.show({at})"));
+        // Hover the newest flagged file, if any, so its details show.
+        let wide = eval(&tab, "JSON.stringify(strataViz.wide())");
+        let wide: Vec<u64> = serde_json::from_str(wide.as_str().unwrap()).unwrap();
+        eprintln!("{name}: wide files before the compaction: {wide:?}");
+        if let Some(n) = wide.iter().max() {
+            hover(&tab, *n);
+            eval(&tab, &format!("strataViz.show({at})"));
+        }
+        screenshot(&tab, &docs.join(format!("viz-wide-file-{name}.png")));
+        if !split {
+            eval(&tab, &format!("strataViz.show({big})"));
+            screenshot(
+                &tab,
+                &docs.join(format!("viz-wide-file-{name}-compaction.png")),
+            );
+        }
+        eprintln!("{name}: biggest L0 compaction at step {big}");
+    }
 }

@@ -76,7 +76,7 @@ impl Gen {
         let n = self.rng.gen_range(1..=3);
         let mut out = Vec::new();
         for _ in 0..n {
-            let w = self.space / self.rng.gen_range(200..2000);
+            let w = self.space / self.rng.gen_range(2000..6000);
             let lo = self.rng.gen_range(0..self.space - w);
             let size = self.rng.gen_range(200_000..2_000_000);
             out.push(self.file(0, lo, lo + w, size));
@@ -123,7 +123,8 @@ impl Gen {
             })
             .cloned()
             .collect();
-        self.l0.retain(|f| !l0_in.iter().any(|g| g.number == f.number));
+        self.l0
+            .retain(|f| !l0_in.iter().any(|g| g.number == f.number));
         let l6_in: Vec<(u64, u64, TableInfo)> = self.l6.drain(i0..i1).collect();
         let mut inputs: Vec<TableInfo> = l0_in.clone();
         inputs.extend(l6_in.iter().map(|x| x.2.clone()));
@@ -200,7 +201,11 @@ fn synthetic(steps: usize, l6_files: u64) -> (ManifestHistory, Vec<EventRecord>)
 #[test]
 fn large_history_stays_responsive() {
     let long = std::env::var("STRATA_LONG").as_deref() == Ok("1");
-    let (steps, l6) = if long { (100_000, 9_960) } else { (3_000, 1_000) };
+    let (steps, l6) = if long {
+        (100_000, 9_960)
+    } else {
+        (3_000, 1_000)
+    };
     let t = Instant::now();
     let (m, events) = synthetic(steps, l6);
     let h = strata_viz::history::build(&m, &events, vec![]).unwrap();
@@ -210,7 +215,9 @@ fn large_history_stays_responsive() {
     let rendered = t.elapsed();
     assert_eq!(h.steps.len(), steps);
     assert!(
-        h.steps.iter().all(|s| s.kind != strata_viz::history::StepKind::Edit),
+        h.steps
+            .iter()
+            .all(|s| s.kind != strata_viz::history::StepKind::Edit),
         "every edit matched its event"
     );
     // The replayed trees at some steps, to compare with the page.

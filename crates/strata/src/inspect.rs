@@ -230,52 +230,69 @@ impl Tree {
         added: &[TableInfo],
         removed: impl Iterator<Item = (usize, u64)>,
     ) -> std::result::Result<(), String> {
-        let mut touched = [false; LEVELS];
+        // One pass per level over what it loses (a level may hold thousands
+        // of files and a history hundreds of thousands of edits).
+        let mut gone: Vec<Vec<u64>> = vec![Vec::new(); LEVELS];
         for (level, n) in removed {
-            let files = self
-                .levels
-                .get_mut(level)
-                .ok_or_else(|| format!("edit names level {level}"))?;
+            gone.get_mut(level)
+                .ok_or_else(|| format!("edit names level {level}"))?
+                .push(n);
+        }
+        for (level, numbers) in gone.iter().enumerate() {
+            if numbers.is_empty() {
+                continue;
+            }
+            let files = &mut self.levels[level];
             let before = files.len();
-            files.retain(|f| f.number != n);
-            if files.len() == before {
+            files.retain(|f| !numbers.contains(&f.number));
+            if before - files.len() != numbers.len() {
                 return Err(format!(
-                    "edit deletes file {n} that level {level} does not hold"
+                    "edit deletes a file that level {level} does not hold (one of {numbers:?})"
                 ));
             }
         }
+        let mut l0_touched = false;
         for f in added {
-            self.levels
-                .get_mut(f.level)
-                .ok_or_else(|| format!("edit names level {}", f.level))?
-                .push(f.clone());
-            touched[f.level] = true;
+            if f.level >= LEVELS {
+                return Err(format!("edit names level {}", f.level));
+            }
+            if f.level == 0 {
+                self.levels[0].push(f.clone());
+                l0_touched = true;
+                continue;
+            }
+            // Below L0: insert in key order; only the neighbours can overlap.
+            let files = &mut self.levels[f.level];
+            let i = files.partition_point(|g| g.smallest < f.smallest);
+            let ends_before = |a: &TableInfo, b: &TableInfo| {
+                if a.largest_exclusive {
+                    a.largest <= b.smallest
+                } else {
+                    a.largest < b.smallest
+                }
+            };
+            let clash = (i > 0 && !ends_before(&files[i - 1], f))
+                .then(|| files[i - 1].number)
+                .or_else(|| {
+                    files
+                        .get(i)
+                        .filter(|g| !ends_before(f, g))
+                        .map(|g| g.number)
+                });
+            if let Some(other) = clash {
+                return Err(format!(
+                    "files {other} and {} overlap in level {}",
+                    f.number, f.level
+                ));
+            }
+            files.insert(i, f.clone());
         }
-        if touched[0] {
+        if l0_touched {
             self.levels[0].sort_by(|a, b| {
                 b.largest_seq
                     .cmp(&a.largest_seq)
                     .then(b.number.cmp(&a.number))
             });
-        }
-        for (level, files) in self.levels.iter_mut().enumerate().skip(1) {
-            if !touched[level] {
-                continue;
-            }
-            files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
-            for w in files.windows(2) {
-                let overlap = if w[0].largest_exclusive {
-                    w[0].largest > w[1].smallest
-                } else {
-                    w[0].largest >= w[1].smallest
-                };
-                if overlap {
-                    return Err(format!(
-                        "files {} and {} overlap in level {level}",
-                        w[0].number, w[1].number
-                    ));
-                }
-            }
         }
         Ok(())
     }
