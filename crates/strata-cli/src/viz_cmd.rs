@@ -16,9 +16,14 @@ pub struct VizArgs {
 }
 
 pub fn run(a: VizArgs) -> Result<()> {
-    let out = a.output.canonicalize().unwrap_or(a.output.clone());
+    // The page's directory, resolved (the page itself may not exist yet).
+    let parent = match a.output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let out_dir = parent.canonicalize().unwrap_or(parent);
     let db = a.db.canonicalize().unwrap_or(a.db.clone());
-    if out.starts_with(&db) {
+    if out_dir.starts_with(&db) {
         anyhow::bail!(
             "{} is inside the database directory; write the page elsewhere",
             a.output.display()

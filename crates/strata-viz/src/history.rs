@@ -148,6 +148,7 @@ pub fn build(
     let mut key_set: BTreeSet<Vec<u8>> = BTreeSet::new();
     let mut sublevel_of: HashMap<usize, usize> = HashMap::new();
     let (mut incoming, mut compacted) = (0u64, 0u64);
+    let mut level_bytes = [0u64; LEVELS];
     for (ei, e) in manifest.edits.iter().enumerate() {
         if !e.changes_tree() && e.queued.is_empty() {
             bookkeeping += 1;
@@ -254,9 +255,17 @@ pub fn build(
             step.read_amp = p.read_amp;
         }
         step.l0_files = tree.files(0).len();
-        for (l, b) in step.level_bytes.iter_mut().enumerate() {
-            *b = tree.level_bytes(l);
+        // Kept as running sums: summing a level of thousands of files at
+        // every one of 100,000 steps would dominate the build.
+        for &p in &step.removed {
+            let f = &placements[p].file;
+            level_bytes[f.level] -= f.size;
         }
+        for &p in &step.added {
+            let f = &placements[p].file;
+            level_bytes[f.level] += f.size;
+        }
+        step.level_bytes = level_bytes;
         // Read amplification: L0's depth plus one per non-empty level.
         step.read_amp += (1..LEVELS).filter(|&l| !tree.files(l).is_empty()).count();
         steps.push(step);
