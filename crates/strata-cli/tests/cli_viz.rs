@@ -36,15 +36,17 @@ fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn viz_writes_a_page_and_changes_nothing() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("db");
-    let input = d.path().join("in.txt");
-    let text: String = (0..3000)
-        .rev()
-        .map(|i| format!("key{i:05} ==> value{i}\n"))
-        .collect();
-    std::fs::write(&input, text).unwrap();
     let dbs = db.to_str().unwrap();
-    assert!(strata(&["load", dbs, input.to_str().unwrap()]).0);
-
+    // Two ingestions of the same generated keys: files on two levels.
+    assert!(strata(&["put", dbs, "a", "b"]).0);
+    for i in 0..2 {
+        let sst = d.path().join(format!("t{i}.sst"));
+        let sst = sst.to_str().unwrap();
+        let (ok, _, err) = strata(&["sst", "write", sst, "--keys", "3000"]);
+        assert!(ok, "{err}");
+        let (ok, _, err) = strata(&["ingest", dbs, sst, "--copy", "--small-file-bytes", "0"]);
+        assert!(ok, "{err}");
+    }
     let before = listing(&db);
     let page = d.path().join("lsm.html");
     let (ok, out, err) = strata(&["viz", dbs, "-o", page.to_str().unwrap()]);
