@@ -219,21 +219,44 @@ fn page_matches_the_manifest_step_by_step() {
     // Forwards, then backwards (checkpoint restores), then the end.
     let n = want.len();
     let mut points = vec![0, 1, n / 4, n / 2, n / 2 + 1, n - 1, n / 3, 2];
+    // And every step in order: the drawn layout must follow each edit.
+    points.extend(0..n);
     // The step with the deepest L0.
     let deepest = (0..n).max_by_key(|&i| want[i].1).unwrap();
     points.push(deepest);
     for &s in &points {
-        let shown = eval(&tab, &format!("strataViz.show({s})"))
-            .as_u64()
-            .unwrap() as usize;
-        assert_eq!(shown, s);
-        let files: usize = text(&tab, "st-files").parse().unwrap();
-        let subs: usize = text(&tab, "st-sub").parse().unwrap();
-        let l0: usize = text(&tab, "st-l0").parse().unwrap();
+        // One round trip per step: what the page shows after moving there.
+        let js = format!(
+            "JSON.stringify({{ shown: strataViz.show({s}), layout: strataViz.layout(), \
+             text: ['st-files', 'st-sub', 'st-l0', 'stepno'].map(id => document.getElementById(id).textContent) }})"
+        );
+        let page: serde_json::Value =
+            serde_json::from_str(eval(&tab, &js).as_str().unwrap()).unwrap();
+        assert_eq!(page["shown"].as_u64(), Some(s as u64));
+        let text_of = |i: usize| page["text"][i].as_str().unwrap().to_string();
+        let files: usize = text_of(0).parse().unwrap();
+        let subs: usize = text_of(1).parse().unwrap();
+        let l0: usize = text_of(2).parse().unwrap();
         assert_eq!(files, want[s].0, "files at step {s}");
         assert_eq!(subs, want[s].1, "L0 sublevels at step {s}");
         assert_eq!(l0, want[s].2.files(0).len(), "L0 files at step {s}");
-        let label = text(&tab, "stepno");
+        // Every file drawn where the MANIFEST puts it: level and, in L0,
+        // the engine's sublevel.
+        let mut drawn: Vec<(u64, usize, usize)> =
+            serde_json::from_value(page["layout"].clone()).unwrap();
+        drawn.sort_unstable();
+        let tree = &want[s].2;
+        let shape = inspect::l0_sublevels(tree.files(0));
+        let mut expect: Vec<(u64, usize, usize)> = (0..inspect::LEVELS)
+            .flat_map(|l| tree.files(l).iter().map(move |f| (l, f)))
+            .map(|(l, f)| {
+                let sub = if l == 0 { shape.sublevel[&f.number] } else { 0 };
+                (f.number, l, sub)
+            })
+            .collect();
+        expect.sort_unstable();
+        assert_eq!(drawn, expect, "files drawn at step {s}");
+        let label = text_of(3);
         assert!(
             label.starts_with(&format!("step {s} / {}", n - 1)),
             "{label}"
