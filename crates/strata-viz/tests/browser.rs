@@ -149,13 +149,6 @@ fn eval(tab: &Tab, js: &str) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
-fn text(tab: &Tab, id: &str) -> String {
-    eval(tab, &format!("document.getElementById('{id}').textContent"))
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 fn open_page(browser: &Browser, page: &Path) -> Arc<Tab> {
     let tab = browser.new_tab().unwrap();
     tab.navigate_to(&format!("file://{}", page.display()))
