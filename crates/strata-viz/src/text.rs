@@ -79,7 +79,7 @@ pub fn display_key(k: &[u8]) -> String {
 pub fn ascii_chart(tree: &Tree, width: usize) -> String {
     let width = width.max(10);
     let mut keys: Vec<&[u8]> = (0..LEVELS)
-        .flat_map(|l| tree.files(l))
+        .flat_map(|l| tree.files(l).iter())
         .flat_map(|f| [f.smallest.as_slice(), f.largest.as_slice()])
         .collect();
     keys.sort_unstable();
@@ -103,17 +103,24 @@ pub fn ascii_chart(tree: &Tree, width: usize) -> String {
             .files(0)
             .iter()
             .filter(|f| shape.sublevel.get(&f.number) == Some(&s))
+            .map(|f| f.as_ref())
             .collect();
         rows.push((format!("L0.{s}"), files));
     }
     for l in 1..LEVELS {
         if !tree.files(l).is_empty() {
-            rows.push((format!("L{l}"), tree.files(l).iter().collect()));
+            rows.push((
+                format!("L{l}"),
+                tree.files(l).iter().map(|f| f.as_ref()).collect(),
+            ));
         }
     }
     let mut wide: Vec<(usize, &TableInfo)> = Vec::new();
     let level = |l: usize| -> Vec<(&TableInfo, f64)> {
-        tree.files(l).iter().map(|f| (f, frac(f))).collect()
+        tree.files(l)
+            .iter()
+            .map(|f| (f.as_ref(), frac(f)))
+            .collect()
     };
     let lbase = (1..LEVELS)
         .find(|&l| !tree.files(l).is_empty())

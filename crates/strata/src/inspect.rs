@@ -184,10 +184,11 @@ pub fn read_events_in(vfs: &dyn Vfs, dir: &Path) -> Result<ParsedEvents> {
 
 /// The files of the tree at one step, by level, built by applying edits.
 /// L0 is kept newest first (as the engine reads it), other levels by
-/// smallest key.
+/// smallest key. Files are shared (`Arc`), so cloning a tree and inserting
+/// into a level of thousands of files stay cheap.
 #[derive(Clone, Debug, Default)]
 pub struct Tree {
-    levels: Vec<Vec<TableInfo>>,
+    levels: Vec<Vec<Arc<TableInfo>>>,
 }
 
 impl Tree {
@@ -197,7 +198,7 @@ impl Tree {
         }
     }
 
-    pub fn files(&self, level: usize) -> &[TableInfo] {
+    pub fn files(&self, level: usize) -> &[Arc<TableInfo>] {
         self.levels.get(level).map(Vec::as_slice).unwrap_or(&[])
     }
 
@@ -257,7 +258,7 @@ impl Tree {
                 return Err(format!("edit names level {}", f.level));
             }
             if f.level == 0 {
-                self.levels[0].push(f.clone());
+                self.levels[0].push(Arc::new(f.clone()));
                 l0_touched = true;
                 continue;
             }
@@ -285,7 +286,7 @@ impl Tree {
                     f.number, f.level
                 ));
             }
-            files.insert(i, f.clone());
+            files.insert(i, Arc::new(f.clone()));
         }
         if l0_touched {
             self.levels[0].sort_by(|a, b| {
@@ -310,9 +311,10 @@ pub struct L0Shape {
     pub read_amplification: usize,
 }
 
-/// The sublevels of `l0` (the L0 files, any order).
-pub fn l0_sublevels(l0: &[TableInfo]) -> L0Shape {
-    let metas: Vec<Arc<FileMeta>> = l0.iter().map(|f| Arc::new(to_meta(f))).collect();
+/// The sublevels of `l0` (the L0 files, any order; `TableInfo`s or
+/// `Arc<TableInfo>`s as [`Tree::files`] gives them).
+pub fn l0_sublevels<T: std::borrow::Borrow<TableInfo>>(l0: &[T]) -> L0Shape {
+    let metas: Vec<Arc<FileMeta>> = l0.iter().map(|f| Arc::new(to_meta(f.borrow()))).collect();
     let sub = L0Sublevels::new(&metas, 0);
     let mut sublevel = HashMap::with_capacity(l0.len());
     for (i, files) in sub.sublevels().iter().enumerate() {
