@@ -1,6 +1,11 @@
 //! Database commands: `get`, `put`, `delete`, `scan`, `lsm`, `load`, `dump`,
 //! and `stress` (the writer the crash test kills).
 //!
+//! Commands that only read (`get`, `scan`, `dump`, `lsm`) open the database
+//! read-only: they never create, rename or delete anything, so they work on
+//! a full disk or a read-only directory and fail on a path that is not a
+//! database instead of creating one.
+//!
 //! `load` and `dump` use the line format of RocksDB's `ldb load` / `ldb dump`
 //! (`key ==> value`, or `0xKEY ==> 0xVALUE` with `--hex`), so data moves
 //! between RocksDB and Strata with the tools people already have.
@@ -16,6 +21,14 @@ use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 pub fn open(path: &Path) -> Result<Db> {
     Db::open(path, Options::default())
         .with_context(|| format!("opening database {}", path.display()))
+}
+
+/// Opens for a command that only reads: nothing in the directory is
+/// created, renamed or deleted, and a missing path or a directory that is
+/// not a database is an error.
+pub fn open_read_only(path: &Path) -> Result<Db> {
+    Db::open_read_only(path, Options::default())
+        .with_context(|| format!("opening database {} (read-only)", path.display()))
 }
 
 /// Parses a key or value given on the command line or in a load file.
@@ -117,9 +130,10 @@ pub struct IngestArgs {
     pub db: PathBuf,
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Copy the files instead of hard-linking them.
-    #[arg(long)]
-    pub copy: bool,
+    /// Move the files into the database (hard-link them in, then remove
+    /// the given paths) instead of copying them.
+    #[arg(long = "move")]
+    pub move_files: bool,
     /// Files smaller than this (total bytes) are applied as a write batch.
     #[arg(long, default_value_t = 32 << 10)]
     pub small_file_bytes: u64,
@@ -128,7 +142,7 @@ pub struct IngestArgs {
 pub fn ingest(a: IngestArgs) -> Result<()> {
     let db = open(&a.db)?;
     let opts = strata::IngestOptions {
-        move_files: !a.copy,
+        move_files: a.move_files,
         small_file_bytes: a.small_file_bytes,
         ..strata::IngestOptions::default()
     };
@@ -157,7 +171,7 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
 }
 
 pub fn get(a: KeyArgs) -> Result<()> {
-    let db = open(&a.db)?;
+    let db = open_read_only(&a.db)?;
     match db.get(&parse(&a.key, a.hex)?)? {
         Some(v) => println!("{}", show(&v, a.hex)),
         None => bail!("key {} not found", a.key),
@@ -184,7 +198,7 @@ pub fn delete(a: KeyArgs) -> Result<()> {
 }
 
 pub fn scan(a: ScanArgs) -> Result<()> {
-    let db = open(&a.db)?;
+    let db = open_read_only(&a.db)?;
     let opts = ReadOptions {
         lower: a.from.as_deref().map(|s| parse(s, a.hex)).transpose()?,
         upper: a.to.as_deref().map(|s| parse(s, a.hex)).transpose()?,
@@ -211,7 +225,7 @@ pub fn scan(a: ScanArgs) -> Result<()> {
 }
 
 pub fn dump(a: DumpArgs) -> Result<()> {
-    let db = open(&a.db)?;
+    let db = open_read_only(&a.db)?;
     let mut it = db.iter(&ReadOptions::default())?;
     it.seek_to_first();
     let out = std::io::stdout();
@@ -280,10 +294,10 @@ pub fn load(a: LoadArgs) -> Result<()> {
 }
 
 pub fn lsm(db_path: &Path) -> Result<()> {
-    // The chart reads the MANIFEST before the open rewrites it.
-    let chart = crate::viz_cmd::text_chart(db_path)?;
-    let db = open(db_path)?;
-    print!("{chart}");
+    // The open comes first: its checks give the errors for what is not a
+    // database. Neither it nor the chart (read from the MANIFEST) writes.
+    let db = open_read_only(db_path)?;
+    print!("{}", crate::viz_cmd::text_chart(db_path)?);
     print_lsm(&db);
     Ok(())
 }

@@ -5,6 +5,7 @@ mod bench;
 mod db_cmd;
 mod demo;
 mod gen;
+mod repair_cmd;
 mod sst_cmd;
 mod viz_cmd;
 
@@ -48,6 +49,9 @@ enum Cmd {
     Ingest(db_cmd::IngestArgs),
     /// Write keys until killed (with --sync, print each acknowledged key).
     Stress(db_cmd::StressArgs),
+    /// Salvage a database that will not open (damaged MANIFEST or CURRENT,
+    /// missing tables) and report exactly what was lost.
+    Repair(repair_cmd::RepairArgs),
     /// Write the LSM visualiser's page: the tree's history as one HTML file.
     Viz(viz_cmd::VizArgs),
     /// Run a comparison workload (shared/workloads/README.md).
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Cmd::Dump(a) => db_cmd::dump(a),
         Cmd::Stress(a) => db_cmd::stress(a),
         Cmd::Ingest(a) => db_cmd::ingest(a),
+        Cmd::Repair(a) => repair_cmd::run(a),
         Cmd::Bench(c) => bench::run(c),
         Cmd::Viz(a) => viz_cmd::run(a),
     };

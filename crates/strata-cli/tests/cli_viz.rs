@@ -44,7 +44,7 @@ fn viz_writes_a_page_and_changes_nothing() {
         let sst = sst.to_str().unwrap();
         let (ok, _, err) = strata(&["sst", "write", sst, "--keys", "3000"]);
         assert!(ok, "{err}");
-        let (ok, _, err) = strata(&["ingest", dbs, sst, "--copy", "--small-file-bytes", "0"]);
+        let (ok, _, err) = strata(&["ingest", dbs, sst, "--small-file-bytes", "0"]);
         assert!(ok, "{err}");
     }
     let before = listing(&db);

@@ -238,8 +238,15 @@ fn run(seed: u64, vfs: Option<Arc<dyn Vfs>>, dir: &Path, steps: usize) {
                 kvs.sort();
                 kvs.dedup_by(|a, b| a.0 == b.0);
                 let path = files.path().join(format!("ingest-{step}.sst"));
-                let mut w =
-                    strata::sstable::SstWriter::create(&path, SstOptions::for_ingestion()).unwrap();
+                let mut w = match &vfs {
+                    Some(v) => strata::sstable::SstWriter::create_in(
+                        v.as_ref(),
+                        &path,
+                        SstOptions::for_ingestion(),
+                    ),
+                    None => strata::sstable::SstWriter::create(&path, SstOptions::for_ingestion()),
+                }
+                .unwrap();
                 for (k, v) in &kvs {
                     w.put(k, v).unwrap();
                 }

@@ -194,7 +194,13 @@ fn callers_files_are_never_modified() {
     db.put(b"k", b"v").unwrap();
     let f = write_sst(&d.path().join("f.sst"), &[(b"k", b"w")]);
     let before = std::fs::read(&f).unwrap();
-    db.ingest(std::slice::from_ref(&f), &files_opts()).unwrap();
+    // Copied: the caller's file stays (moving removes the caller's path,
+    // see tests/recovery.rs).
+    let copy = IngestOptions {
+        move_files: false,
+        ..files_opts()
+    };
+    db.ingest(std::slice::from_ref(&f), &copy).unwrap();
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     db.close().unwrap();

@@ -193,7 +193,9 @@ fn ingestion_beside_concurrent_writers_matches_the_model() {
                         ks.dedup();
                         let p = files.path().join(format!("{file_no}.sst"));
                         file_no += 1;
-                        let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+                        let mut w =
+                            SstWriter::create_in(vfs.as_ref(), &p, SstOptions::for_ingestion())
+                                .unwrap();
                         let val = |k: u32| format!("i{seed}-{phase}-{step}-{k}").into_bytes();
                         for &k in &ks {
                             w.put(&key(k), &val(k)).unwrap();

@@ -26,10 +26,11 @@ fn seeds(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Writes an ingestible SST at `path` of 1 to `max_keys - 1` random keys
+/// Writes an ingestible SST at `path` (on the database's `vfs`) of 1 to `max_keys - 1` random keys
 /// `k000`..`k099` (sorted, no duplicates) with values of up to
 /// `max_value` bytes, and returns its entries.
 fn random_sst(
+    vfs: &dyn Vfs,
     rng: &mut StdRng,
     path: &std::path::Path,
     max_keys: usize,
@@ -43,7 +44,7 @@ fn random_sst(
         .collect();
     kvs.sort();
     kvs.dedup_by(|a, b| a.0 == b.0);
-    let mut w = SstWriter::create(path, SstOptions::for_ingestion()).unwrap();
+    let mut w = SstWriter::create_in(vfs, path, SstOptions::for_ingestion()).unwrap();
     for (a, b) in &kvs {
         w.put(a, b).unwrap();
     }
@@ -77,7 +78,7 @@ fn ingestion_matches_a_model_across_reopens() {
                 }
                 6 | 7 => {
                     let p = files.path().join(format!("{step}.sst"));
-                    let kvs = random_sst(&mut rng, &p, 30, 50);
+                    let kvs = random_sst(vfs.as_ref(), &mut rng, &p, 30, 50);
                     // Sometimes excise a range as well (ingest and excise).
                     let excise = if rng.gen_bool(0.3) {
                         let a = format!("k{:03}", rng.gen_range(0..100)).into_bytes();
@@ -248,7 +249,7 @@ fn excise_with_snapshots_and_compactions_matches_a_model() {
                 }
                 10..=14 => {
                     let p = files.path().join(format!("{step}.sst"));
-                    let kvs = random_sst(&mut rng, &p, 40, 60);
+                    let kvs = random_sst(vfs.as_ref(), &mut rng, &p, 40, 60);
                     // Mostly an excise around the file, sometimes anywhere.
                     let excise = if rng.gen_bool(0.8) {
                         let (lo, hi) = (kvs[0].0.clone(), kvs[kvs.len() - 1].0.clone());

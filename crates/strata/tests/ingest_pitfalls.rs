@@ -121,11 +121,18 @@ fn open(vfs: &Arc<GateVfs>, memtable_size: usize) -> Db {
     .unwrap()
 }
 
-/// Writes an ingestible SST on the real file system (where callers' files
-/// live) with the given puts and range tombstones.
-fn sst(dir: &Path, name: &str, puts: &[&str], tombstones: &[(&str, &str)]) -> PathBuf {
+/// Writes an ingestible SST through the database's file system (ingestion
+/// reads the caller's files through it) with the given puts and range
+/// tombstones.
+fn sst(
+    vfs: &Arc<GateVfs>,
+    dir: &Path,
+    name: &str,
+    puts: &[&str],
+    tombstones: &[(&str, &str)],
+) -> PathBuf {
     let p = dir.join(name);
-    let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+    let mut w = SstWriter::create_in(vfs.as_ref(), &p, SstOptions::for_ingestion()).unwrap();
     for (a, b) in tombstones {
         w.delete_range(a.as_bytes(), b.as_bytes()).unwrap();
     }
@@ -167,7 +174,7 @@ fn a_full_memtable_queue_does_not_block_an_ingestion() {
     let (tx, rx) = std::sync::mpsc::channel();
     {
         let db = db.clone();
-        let p = sst(dir.path(), "a.sst", &["k0001", "k0002", "k9999"], &[]);
+        let p = sst(&vfs, dir.path(), "a.sst", &["k0001", "k0002", "k9999"], &[]);
         std::thread::spawn(move || {
             let t = std::time::Instant::now();
             let r = db.ingest(&[p], &files());
@@ -205,8 +212,8 @@ fn a_running_compaction_does_not_force_a_file_into_l0() {
     let r = db
         .ingest(
             &[
-                sst(dir.path(), "b.sst", &["b"], &[]),
-                sst(dir.path(), "y.sst", &["y"], &[]),
+                sst(&vfs, dir.path(), "b.sst", &["b"], &[]),
+                sst(&vfs, dir.path(), "y.sst", &["y"], &[]),
             ],
             &files(),
         )
@@ -215,8 +222,8 @@ fn a_running_compaction_does_not_force_a_file_into_l0() {
     let r = db
         .ingest(
             &[
-                sst(dir.path(), "ac.sst", &["a", "c"], &[]),
-                sst(dir.path(), "xz.sst", &["x", "z"], &[]),
+                sst(&vfs, dir.path(), "ac.sst", &["a", "c"], &[]),
+                sst(&vfs, dir.path(), "xz.sst", &["x", "z"], &[]),
             ],
             &files(),
         )
@@ -236,7 +243,10 @@ fn a_running_compaction_does_not_force_a_file_into_l0() {
     // [m, n] overlaps no file anywhere, only the running compaction's output
     // range in L6: it goes to L5, not L0.
     let r = db
-        .ingest(&[sst(dir.path(), "mn.sst", &["m", "n"], &[])], &files())
+        .ingest(
+            &[sst(&vfs, dir.path(), "mn.sst", &["m", "n"], &[])],
+            &files(),
+        )
         .unwrap();
     assert_eq!(r.levels, vec![Some(5)], "just above the compaction's level");
     vfs.set_shut(false);
@@ -258,19 +268,25 @@ fn touching_a_boundary_is_not_overlapping() {
     // [a, m) as a range tombstone with points before m: its end is exclusive.
     let r = db
         .ingest(
-            &[sst(dir.path(), "am.sst", &["a", "c"], &[("a", "m")])],
+            &[sst(&vfs, dir.path(), "am.sst", &["a", "c"], &[("a", "m")])],
             &files(),
         )
         .unwrap();
     assert_eq!(r.levels, vec![Some(6)]);
     // Starts exactly at m: touches [a, m) but shares no key with it.
     let r = db
-        .ingest(&[sst(dir.path(), "mq.sst", &["m", "q"], &[])], &files())
+        .ingest(
+            &[sst(&vfs, dir.path(), "mq.sst", &["m", "q"], &[])],
+            &files(),
+        )
         .unwrap();
     assert_eq!(r.levels, vec![Some(6)], "touching is not overlapping");
     // Ends at a, which the first file holds: that does overlap.
     let r = db
-        .ingest(&[sst(dir.path(), "0a.sst", &["0", "a"], &[])], &files())
+        .ingest(
+            &[sst(&vfs, dir.path(), "0a.sst", &["0", "a"], &[])],
+            &files(),
+        )
         .unwrap();
     assert_eq!(r.levels, vec![Some(5)], "sharing key a overlaps");
     assert_eq!(db.get(b"m").unwrap(), Some(b"ingested m".to_vec()));

@@ -582,6 +582,28 @@ impl CommitPipeline {
         if let IngestOutcome::Done(_) = outcome {
             db.stats.ingests.fetch_add(1, Ordering::Relaxed);
             db.stats.bytes_ingested.fetch_add(bytes, Ordering::Relaxed);
+            // A marker in the WAL, after the MANIFEST record was handed to
+            // the operating system and before any later write: an empty
+            // batch at the ingestion's sequence number. Recovery replays
+            // nothing from it, but if the MANIFEST lost the ingestion's
+            // record (damage cutting it away), the marker shows that an
+            // acknowledged ingestion is missing instead of the data
+            // silently disappearing (see `open::replay_wals`).
+            let mut marker = WriteBatch::new();
+            marker.set_sequence(seq);
+            let mut wal = self.wal.lock();
+            let written = wal.log.add_record(marker.data()).and_then(|_| {
+                if db.opts.wal_flush_interval.is_zero() {
+                    wal.log.flush()
+                } else {
+                    wal.dirty = true;
+                    Ok(())
+                }
+            });
+            if let Err(e) = written {
+                db.set_bg_error(e.clone());
+                return Err(e);
+            }
         }
         *slot.lock() = Some(outcome);
         Ok(())

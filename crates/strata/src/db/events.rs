@@ -67,6 +67,16 @@ impl EventLog {
         }
     }
 
+    /// A log that writes no file (a read-only database creates nothing);
+    /// the listener still hears every event.
+    pub fn disabled(listener: Option<Arc<dyn EventListener>>) -> EventLog {
+        EventLog {
+            file: Mutex::new(None),
+            listener,
+            next_job: AtomicU64::new(1),
+        }
+    }
+
     /// A number for a new flush or compaction job.
     pub fn new_job(&self) -> u64 {
         self.next_job.fetch_add(1, Ordering::Relaxed)

@@ -2,9 +2,20 @@
 //!
 //! 1. **Prepare**, outside every lock: open each file, verify its checksums
 //!    and that every key has sequence number 0, find its bounds, check the
-//!    files do not overlap each other, and hard-link (or copy) them into the
-//!    database directory under new file numbers. Strata never writes into
-//!    an ingested file: its global sequence number lives in the MANIFEST.
+//!    files do not overlap each other, and hard-link (`move_files`) or copy
+//!    them into the database directory under new file numbers, all through
+//!    the database's `Vfs`. Strata never writes into an ingested file: its
+//!    global sequence number lives in the MANIFEST.
+//!
+//! **The database owns what it ingests.** No path outside the directory
+//! may share an inode with a live table, or rewriting that path in place
+//! would change (or, truncated, corrupt) what the database serves. With
+//! `move_files` (RocksDB's meaning) the file is hard-linked in and the
+//! caller's link is removed once the ingestion succeeded (on failure the
+//! database's link is removed instead and the caller keeps the file); a
+//! link that fails (another file system) falls back to a copy, which leaves
+//! the caller's file alone. Opening checks every table's size against the
+//! MANIFEST, so a file changed behind the database's back is reported.
 //!    A set whose total size is under `small_file_bytes` is applied as a
 //!    write batch instead.
 //! 2. **Commit**: the ingestion takes one sequence number through the commit
@@ -19,9 +30,11 @@
 //!    in the MANIFEST as queued, and placed at their own best level when the
 //!    queue reaches them.
 //! 4. **Sync**: either way the commit writes one MANIFEST record without
-//!    waiting for the disk, publishes the sequence number and lets the
-//!    writes behind it go; the ingesting caller then syncs the MANIFEST
-//!    before it returns. Writes queued behind an ingestion therefore never
+//!    waiting for the disk and publishes the sequence number, then appends
+//!    a marker to the WAL (an empty batch at the ingestion's sequence
+//!    number, so recovery can tell if that record is ever lost) before it
+//!    lets the writes behind it go; the ingesting caller then syncs the
+//!    MANIFEST before it returns. Writes queued behind an ingestion therefore never
 //!    wait for its sync.
 //!
 //! All files of one call appear together or not at all: one MANIFEST
@@ -78,7 +91,6 @@ use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::sstable::{Found, RangeTombstone, Table, TableOptions};
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
-use crate::vfs::OsVfs;
 use crate::vfs::Vfs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -86,9 +98,11 @@ use std::sync::Arc;
 /// How to ingest.
 #[derive(Clone, Debug)]
 pub struct IngestOptions {
-    /// Hard-link the files (they must not be modified afterwards); false
-    /// copies them. A link that fails (another file system) falls back to a
-    /// copy.
+    /// Move the files into the database (RocksDB's `move_files`): hard-link
+    /// each one in, and once the ingestion succeeded remove the caller's
+    /// path, so nothing outside the database shares the table's inode.
+    /// False copies them and leaves the caller's files as they were. A link
+    /// that fails (another file system) falls back to a copy.
     pub move_files: bool,
     /// A set of files holding less than this in total (uncompressed keys and
     /// values) is applied as a write batch instead of entering the tree as
@@ -211,10 +225,10 @@ fn bounds(
 }
 
 /// Opens and checks a file to ingest; returns the table and its bounds.
-fn inspect(path: &Path, verify: bool) -> Result<Inspected> {
+fn inspect(vfs: &dyn Vfs, path: &Path, verify: bool) -> Result<Inspected> {
     let name = path.display().to_string();
     // Opened with the keys' own sequence numbers, which must all be 0.
-    let t = Table::open_path(path, TableOptions::default())?;
+    let t = Table::open_in(vfs, path, TableOptions::default())?;
     let p = t.properties();
     if let Some(v) = p.external_version {
         if v >= 2 && p.global_seqno.unwrap_or(0) != 0 {
@@ -306,7 +320,9 @@ fn as_batch(t: &Arc<Table>) -> Result<WriteBatch> {
 
 pub(crate) enum Prepare {
     Batch(WriteBatch),
-    Files(Vec<Prepared>, Vec<Arc<Table>>),
+    /// The prepared files, their tables, and the caller's paths that were
+    /// hard-linked (to remove once the ingestion succeeded).
+    Files(Vec<Prepared>, Vec<Arc<Table>>, Vec<PathBuf>),
 }
 
 /// Step 1: checks and links the files (or builds the batch).
@@ -321,7 +337,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     }
     let mut inspected = Vec::new();
     for p in paths {
-        inspected.push(inspect(p, opts.verify_checksums)?);
+        inspected.push(inspect(db.vfs.as_ref(), p, opts.verify_checksums)?);
     }
     for i in 0..inspected.len() {
         for j in i + 1..inspected.len() {
@@ -354,10 +370,13 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     }
     let mut out = Vec::new();
     let mut tables = Vec::new();
+    let mut linked = Vec::new();
     for (p, (t, lo, hi, excl)) in paths.iter().zip(inspected) {
         let number = db.new_file_number();
         let dst = filenames::table(&db.dir, number);
-        link_or_copy(db.vfs.as_ref(), p, &dst, opts.move_files)?;
+        if link_or_copy(db.vfs.as_ref(), p, &dst, opts.move_files)? {
+            linked.push(p.clone());
+        }
         let props = t.properties();
         out.push(Prepared {
             number,
@@ -384,7 +403,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
         }
     }
     db.vfs.sync_dir(&db.dir)?;
-    Ok(Prepare::Files(out, tables))
+    Ok(Prepare::Files(out, tables, linked))
 }
 
 /// Writes the range-tombstone file of an excise of `[a, b)` (synced; the
@@ -412,14 +431,15 @@ pub(crate) fn write_excise_tombstone(db: &DbInner, a: &[u8], b: &[u8]) -> Result
     })
 }
 
-fn link_or_copy(vfs: &dyn Vfs, src: &Path, dst: &Path, link: bool) -> Result<()> {
+/// Puts `src` into the database as `dst`: a hard link if `link` and the
+/// file system allows it (returns true: the caller's link must go once the
+/// ingestion succeeded), else a synced copy (false).
+fn link_or_copy(vfs: &dyn Vfs, src: &Path, dst: &Path, link: bool) -> Result<bool> {
     if link && vfs.link(src, dst).is_ok() {
-        return Ok(());
+        return Ok(true);
     }
-    // Read through the OS (the caller's file is outside the database) and
-    // write through the database's file system.
-    let data = crate::vfs::read_all(&OsVfs, src).or_else(|_| crate::vfs::read_all(vfs, src))?;
-    crate::vfs::write_all(vfs, dst, &data)
+    vfs.copy(src, dst)?;
+    Ok(false)
 }
 
 /// The level a file goes to: the lowest level such that neither it nor any
@@ -679,7 +699,7 @@ mod tests {
                 excise: Some((b"k0".to_vec(), b"k9".to_vec())),
                 ..IngestOptions::default()
             };
-            let Prepare::Files(files, _) = prepare(inner, &[p], &opts).unwrap() else {
+            let Prepare::Files(files, _, _) = prepare(inner, &[p], &opts).unwrap() else {
                 panic!("files expected");
             };
             assert!(

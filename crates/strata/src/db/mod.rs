@@ -1,7 +1,9 @@
 //! The database: `Db::open`, writes through the commit pipeline, reads over
 //! memtables and levels, background flushes, recovery.
 //!
-//! Module map: `open` (recovery), `commit` (write path), `read` (point
+//! Module map: `open` (recovery, read-write and read-only),
+//! `recovery_checks` (what recovery verifies and may delete), `repair`
+//! (salvage with a report), `commit` (write path), `read` (point
 //! lookups and iterators), `flush` (immutable queue to L0), `flushable` (what
 //! the immutable queue holds), `ingest` (external files), `excise` (cutting
 //! a key range out of a version with virtual files), `compact`,
@@ -28,6 +30,8 @@ mod level_iter;
 mod open;
 mod output;
 mod read;
+mod recovery_checks;
+pub mod repair;
 mod table_cache;
 
 pub use flushable::Flushable;
@@ -260,6 +264,8 @@ pub(crate) struct DbInner {
     /// debt of the current version, for backpressure.
     pub l0_depth: AtomicU64,
     pub debt: AtomicU64,
+    /// Opened with `Db::open_read_only`: every write is refused.
+    pub read_only: bool,
     _lock: Box<dyn std::any::Any + Send + Sync>,
 }
 
@@ -412,7 +418,39 @@ pub struct Db {
 
 impl Db {
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        open::open(path.as_ref(), opts)
+        open::open(path.as_ref(), opts, false)
+    }
+
+    /// Opens an existing database for reading only: nothing in its
+    /// directory is created, renamed or deleted (no LOCK, no new MANIFEST,
+    /// no WAL), so any number of read-only opens may run at once, on a full
+    /// disk or a read-only directory. The live WALs are replayed into
+    /// memory, so every acknowledged write is readable. The same recovery
+    /// checks as `open` run, and fail the same way. Writes, ingestions,
+    /// flushes and compactions return `Error::NotSupported`. A missing path
+    /// or a directory that is not a Strata database is an error; nothing is
+    /// created.
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        open::open(path.as_ref(), opts, true)
+    }
+
+    /// Salvages a database that `open` refuses (a damaged or missing
+    /// MANIFEST or CURRENT, missing tables): keeps every edit before the
+    /// damage, drops what is gone, puts back tables whose MANIFEST record
+    /// was lost, and reports exactly what was lost (see `db::repair`).
+    /// Then opens and closes the database once.
+    pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<repair::RepairReport> {
+        repair::repair(path.as_ref(), opts)
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Err(Error::NotSupported(format!(
+                "{} is open read-only",
+                self.inner.dir.display()
+            )));
+        }
+        Ok(())
     }
 
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -436,6 +474,7 @@ impl Db {
 
     /// Applies a batch atomically.
     pub fn write(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.check_writable()?;
         if batch.is_empty() {
             return Ok(());
         }
@@ -452,12 +491,30 @@ impl Db {
         paths: &[PathBuf],
         opts: &ingest::IngestOptions,
     ) -> Result<ingest::IngestResult> {
+        self.check_writable()?;
         let start = std::time::Instant::now();
         // Files linked by `prepare` are in no version until the commit
         // places them; the floor keeps the obsolete-file pass off them.
         let floor = self.inner.new_file_number();
         self.inner.state.lock().pending_outputs.insert(floor);
-        let r = self.ingest_prepared(paths, opts, start);
+        let mut linked = Vec::new();
+        let r = self.ingest_prepared(paths, opts, start, &mut linked);
+        // The database owns what it ingested: with `move_files` the
+        // caller's links go once the ingestion is durable, so no outside
+        // path shares a live table's inode.
+        let r = r.and_then(|res| {
+            for p in &linked {
+                self.inner.vfs.remove(p).map_err(|e| {
+                    Error::invalid(format!(
+                        "ingested, but the caller's link {} could not be removed ({e}); \
+                         it shares its inode with a table of the database: remove it, \
+                         do not modify it",
+                        p.display()
+                    ))
+                })?;
+            }
+            Ok(res)
+        });
         let mut st = self.inner.state.lock();
         st.pending_outputs.remove(&floor);
         if r.as_ref().is_ok_and(|r| r.excised) {
@@ -473,6 +530,7 @@ impl Db {
         paths: &[PathBuf],
         opts: &ingest::IngestOptions,
         start: std::time::Instant,
+        linked: &mut Vec<PathBuf>,
     ) -> Result<ingest::IngestResult> {
         match ingest::prepare(&self.inner, paths, opts)? {
             ingest::Prepare::Batch(b) => {
@@ -490,7 +548,8 @@ impl Db {
                     excised: false,
                 })
             }
-            ingest::Prepare::Files(mut files, _tables) => loop {
+            ingest::Prepare::Files(mut files, _tables, links) => loop {
+                linked.clone_from(&links);
                 let slot = Arc::new(Mutex::new(None));
                 let job = commit::IngestJob {
                     files,
@@ -586,6 +645,7 @@ impl Db {
     /// Moves the memtable onto the immutable queue and waits until every
     /// queued memtable is in L0.
     pub fn flush(&self) -> Result<()> {
+        self.check_writable()?;
         self.inner.commit.commit(&self.inner, Job::Rotate, false)?;
         flush::wait_for_flushes(&self.inner)
     }
@@ -593,12 +653,17 @@ impl Db {
     /// Compacts every file overlapping `[lo, hi]` (`None`: unbounded) down
     /// the tree, after flushing the memtable.
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        self.check_writable()?;
         self.flush()?;
         compact::compact_range(&self.inner, lo, hi)
     }
 
     /// Waits until no flush or compaction is running or needed.
     pub fn wait_for_compactions(&self) -> Result<()> {
+        if self.inner.read_only {
+            // Nothing runs: the replayed memtables stay in memory.
+            return Ok(());
+        }
         flush::wait_for_flushes(&self.inner)?;
         compact::wait_for_compactions(&self.inner)
     }

@@ -1,19 +1,28 @@
-//! Opening a database: lock the directory, rebuild the version from the
-//! MANIFEST, replay every live WAL into a memtable, write what was replayed
-//! to L0, start a fresh WAL, delete what nothing needs, start the flush
-//! thread.
+//! Opening a database: decide what the directory is, rebuild the version
+//! from the MANIFEST, check it against the files present, replay every live
+//! WAL into memory, and only then, if every check passed, write: a new
+//! MANIFEST, the replayed data as L0 tables, a fresh WAL; then delete what
+//! the recovered MANIFEST proves obsolete and start the background threads.
+//! A read-only open (`Db::open_read_only`) stops before writing: the
+//! replayed WAL contents stay in memory, nothing in the directory is
+//! created, renamed or deleted, and no lock is taken.
 //!
-//! A WAL's torn tail (an incomplete record at the very end, left by a crash
-//! in the middle of a write) is dropped: no writer was told that write had
-//! succeeded with `sync`. Damage followed by valid records, or a torn tail in
-//! any WAL but the newest, is corruption and fails the open, because data
+//! The recovery rules (what is corruption, what may be dropped, what may be
+//! deleted) are in `docs/architecture.md`, "Recovery rules"; the checks are
+//! in `recovery_checks`. A WAL's torn tail (what an interrupted append
+//! leaves: see `wal::tail`) is dropped: no writer was told that write had
+//! succeeded with `sync`. Damage followed by valid records, a torn tail in
+//! any WAL but the newest, or a gap in the sequence numbers that no
+//! MANIFEST record explains, is corruption and fails the open, because data
 //! after the damage was acknowledged.
 
 use super::commit::{apply, CommitPipeline, Wal};
 use super::compact::compaction_loop;
 use super::events::{open_event, EventLog};
 use super::flush::{delete_obsolete_files, flush_loop};
+use super::flushable::{Flushable, ImmutableMemTable};
 use super::options::Options;
+use super::recovery_checks::{self as checks, DirKind, SeqRanges, Unreferenced};
 use super::table_cache::TableCache;
 use super::write_batch::WriteBatch;
 use super::{filenames, Db, DbInner, DbState, Stats};
@@ -22,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::SstOptions;
 use crate::version::{FileMeta, VersionEdit, VersionSet};
-use crate::vfs::{OsVfs, Vfs};
+use crate::vfs::{OsVfs, Vfs, WritableFile};
 use crate::wal::reader::{LogReader, TailPolicy};
 use crate::wal::writer::LogWriter;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -31,33 +40,84 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
-pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
-    let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
-    vfs.create_dir_all(dir)?;
-    let lock = vfs.lock(&filenames::lock(dir))?;
-    let exists = vfs.exists(&filenames::current(dir));
-    if exists && opts.error_if_exists {
-        return Err(Error::invalid(format!(
-            "database {} already exists",
-            dir.display()
-        )));
+/// What WAL replay produced, oldest first: memtables, and ingestions that
+/// were waiting in the immutable queue (they go back in sequence order
+/// among the replayed records).
+enum Replayed {
+    /// A memtable and the highest sequence number in it (or before it).
+    Mem(Arc<MemTable>, u64),
+    Queued(u64, Vec<FileMeta>),
+}
+
+/// The WAL writer of a read-only database: every write is refused.
+struct NoWal;
+
+impl WritableFile for NoWal {
+    fn append(&mut self, _data: &[u8]) -> Result<()> {
+        Err(Error::NotSupported("the database is open read-only".into()))
     }
-    let mut versions = if exists {
-        VersionSet::recover(Arc::clone(&vfs), dir)?.set
-    } else if opts.create_if_missing {
-        VersionSet::create(Arc::clone(&vfs), dir)?
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+}
+
+pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
+    let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
+    let kind = checks::classify_dir(vfs.as_ref(), dir)?;
+    let shown = dir.display();
+    match kind {
+        DirKind::Missing if read_only => {
+            return Err(Error::invalid(format!("{shown} does not exist")))
+        }
+        DirKind::Missing | DirKind::Fresh if read_only || !opts.create_if_missing => {
+            return Err(Error::invalid(format!(
+                "{shown} is not a database (no CURRENT){}",
+                if read_only {
+                    " and a read-only open creates nothing"
+                } else {
+                    " and create_if_missing is off"
+                }
+            )));
+        }
+        DirKind::Database if opts.error_if_exists && !read_only => {
+            return Err(Error::invalid(format!("database {shown} already exists")));
+        }
+        _ => {}
+    }
+    let lock: Box<dyn std::any::Any + Send + Sync> = if read_only {
+        Box::new(())
     } else {
-        return Err(Error::invalid(format!(
-            "{} is not a database (no CURRENT) and create_if_missing is off",
-            dir.display()
-        )));
+        vfs.create_dir_all(dir)?;
+        vfs.lock(&filenames::lock(dir))?
     };
+    // Decided again under the lock: another process may have created the
+    // database in between.
+    let exists = vfs.exists(&filenames::current(dir));
+    let mut deleted = Default::default();
+    let mut versions = if exists {
+        let r = VersionSet::recover(Arc::clone(&vfs), dir)?;
+        checks::check_referenced(vfs.as_ref(), dir, &r.set)?;
+        deleted = r.deleted;
+        r.set
+    } else if read_only {
+        return Err(Error::invalid(format!("{shown} has no CURRENT")));
+    } else {
+        VersionSet::create(Arc::clone(&vfs), dir)?
+    };
+    let recovered_next_file = versions.next_file_number();
+    let names = vfs.list(dir)?;
 
     // Every numbered file in the directory counts as used: a WAL, or a file
     // an ingestion linked before the crash, may be newer than the MANIFEST's
     // counter, and reusing its number would overwrite it.
-    for name in vfs.list(dir)? {
-        match filenames::parse(&name) {
+    for name in &names {
+        match filenames::parse(name) {
             Some(filenames::FileKind::Wal(n))
             | Some(filenames::FileKind::Table(n))
             | Some(filenames::FileKind::Manifest(n)) => versions.mark_file_number_used(n),
@@ -65,108 +125,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         }
     }
 
-    // Replay live WALs, oldest first.
-    let mut wals: Vec<u64> = vfs
-        .list(dir)?
-        .iter()
-        .filter_map(|n| match filenames::parse(n) {
-            Some(filenames::FileKind::Wal(w)) if w >= versions.log_number() => Some(w),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    let mut last_seq = versions.last_sequence();
-    let flushed_seq = versions.flushed_seq();
-    // Ingestions that were waiting in the immutable queue go back in
-    // sequence order among the replayed records: what was replayed before
-    // one is older, so it is written to L0 first, then the files.
-    let mut queued: VecDeque<(u64, Vec<FileMeta>)> = versions.queued_ingestions().into();
-    let mut placed_seq = None;
-    let mut edit = VersionEdit::default();
-    let mut mem = Arc::new(MemTable::new(0));
-    let mut place_queued_before = |seq: u64,
-                                   mem: &mut Arc<MemTable>,
-                                   edit: &mut VersionEdit,
-                                   versions: &VersionSet|
-     -> Result<()> {
-        while queued.front().is_some_and(|(s, _)| *s < seq) {
-            let Some((s, files)) = queued.pop_front() else {
-                break;
-            };
-            let m = std::mem::replace(mem, Arc::new(MemTable::new(0)));
-            if !m.is_empty() {
-                for f in write_table(vfs.as_ref(), dir, versions, &opts.sst, &m)? {
-                    edit.add_file(0, f);
-                }
-            }
-            for f in files {
-                edit.add_file(0, f);
-            }
-            placed_seq = Some(s);
-        }
-        Ok(())
-    };
-    for (i, &w) in wals.iter().enumerate() {
-        let path = filenames::wal(dir, w);
-        let name = path.display().to_string();
-        let mut r = LogReader::new(
-            vfs.open_sequential(&path)?,
-            &name,
-            TailPolicy::TolerateTornTail,
-        );
-        while let Some(rec) = r.read_record()? {
-            let off = r.last_record_offset();
-            let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
-            if b.count() == 0 {
-                continue;
-            }
-            let b_last = b.sequence() + b.count() as u64 - 1;
-            last_seq = last_seq.max(b_last);
-            // Already in a table: the WAL was shared with a memtable that
-            // was flushed before the crash.
-            if b_last <= flushed_seq {
-                continue;
-            }
-            place_queued_before(b.sequence(), &mut mem, &mut edit, &versions)?;
-            apply(&mem, &b)?;
-            if mem.approximate_memory_usage() >= opts.memtable_size {
-                let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &m)? {
-                    edit.add_file(0, f);
-                }
-            }
-        }
-        if let Some(t) = r.dropped_tail() {
-            if i + 1 < wals.len() {
-                return Err(Error::corruption(
-                    &name,
-                    t.offset,
-                    format!(
-                        "damaged record ({:?}) in a WAL that is not the newest",
-                        t.damage
-                    ),
-                ));
-            }
-        }
-    }
-    place_queued_before(u64::MAX, &mut mem, &mut edit, &versions)?;
-    if let Some(s) = placed_seq {
-        last_seq = last_seq.max(s);
-        edit.ingested_seq = Some(s);
-    }
-    if !mem.is_empty() {
-        for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &mem)? {
-            edit.add_file(0, f);
-        }
-    }
-    edit.flushed_seq = Some(last_seq);
-
-    // A fresh WAL; everything older is now in tables.
-    let wal_number = versions.new_file_number();
-    let wal_path = filenames::wal(dir, wal_number);
-    let log = LogWriter::new(vfs.create(&wal_path)?, wal_path.display().to_string());
-    edit.log_number = Some(wal_number);
-    versions.log_and_apply(edit, last_seq)?;
+    let (replayed, ranges, mut last_seq) =
+        replay_wals(vfs.as_ref(), dir, &names, &versions, &opts)?;
+    let audit = checks::audit_unreferenced(vfs.as_ref(), dir, &names, &versions, &deleted, ranges)?;
 
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
     let table_cache = Arc::new(TableCache::new(
@@ -175,6 +136,73 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         opts.max_open_files,
         block_cache,
     ));
+
+    // Every check passed. A read-only open keeps what it replayed in the
+    // immutable queue; a read-write open writes it to L0.
+    let mut imm: VecDeque<Arc<dyn Flushable>> = VecDeque::new();
+    let (log, wal_number) = if read_only {
+        for r in replayed {
+            match r {
+                Replayed::Mem(m, last) => {
+                    imm.push_back(Arc::new(ImmutableMemTable {
+                        mem: m,
+                        wal_number: 0,
+                        last_seq: last,
+                    }));
+                }
+                Replayed::Queued(seq, files) => {
+                    imm.push_back(Arc::new(queued_flushable(&table_cache, seq, files)?));
+                }
+            }
+        }
+        (LogWriter::new(Box::new(NoWal), "(read-only)"), 0)
+    } else {
+        versions.start_manifest()?;
+        let mut edit = VersionEdit::default();
+        let mut placed_seq = None;
+        for r in replayed {
+            match r {
+                Replayed::Mem(m, _) => {
+                    for f in write_table(vfs.as_ref(), dir, &versions, &opts.sst, &m)? {
+                        edit.add_file(0, f);
+                    }
+                }
+                Replayed::Queued(seq, files) => {
+                    for f in files {
+                        edit.add_file(0, f);
+                    }
+                    placed_seq = Some(seq);
+                }
+            }
+        }
+        if let Some(s) = placed_seq {
+            last_seq = last_seq.max(s);
+            edit.ingested_seq = Some(s);
+        }
+        edit.flushed_seq = Some(last_seq);
+        // A fresh WAL; everything older is now in tables.
+        let wal_number = versions.new_file_number();
+        let wal_path = filenames::wal(dir, wal_number);
+        let log = LogWriter::new(vfs.create(&wal_path)?, wal_path.display().to_string());
+        edit.log_number = Some(wal_number);
+        versions.log_and_apply(edit, last_seq)?;
+        // Tables nothing references that cannot be proven redundant, or
+        // that carry a number the MANIFEST never handed out, are moved
+        // aside; the rest are left to the obsolete-file pass below.
+        for (n, verdict) in &audit {
+            let why = match verdict {
+                Unreferenced::Unknown(why) => why.clone(),
+                Unreferenced::Redundant if *n >= recovered_next_file => format!(
+                    "redundant, but numbered at or past the MANIFEST's next file number                      {recovered_next_file}"
+                ),
+                Unreferenced::Redundant => continue,
+            };
+            let name = format!("{n:06}.sst");
+            checks::move_to_lost(vfs.as_ref(), dir, &name, &why)?;
+        }
+        (log, wal_number)
+    };
+
     let next_file = versions.file_number_allocator();
     let manifest_unsynced = versions.unsynced_flag();
     let mem = Arc::new(MemTable::new(wal_number));
@@ -182,7 +210,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         versions,
         mem,
         mem_wal: wal_number,
-        imm: VecDeque::new(),
+        imm,
         pending_outputs: BTreeSet::new(),
         running: Default::default(),
         manual_compactions: 0,
@@ -190,7 +218,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
     };
     let sv = super::SuperVersion {
         mem: Arc::clone(&state.mem),
-        imm: Vec::new(),
+        imm: state.imm.iter().cloned().collect(),
         version: state.versions.current(),
         excised_seq: 0,
     };
@@ -213,16 +241,30 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Db> {
         bg_error: Mutex::new(None),
         snapshots: Mutex::new(BTreeMap::new()),
         stats: Stats::default(),
-        events: EventLog::open(vfs_for_events.as_ref(), dir, listener),
+        events: if read_only {
+            EventLog::disabled(listener)
+        } else {
+            EventLog::open(vfs_for_events.as_ref(), dir, listener)
+        },
+        read_only,
         l0_depth: AtomicU64::new(0),
         debt: AtomicU64::new(0),
         _lock: lock,
     });
     {
         let mut st = inner.state.lock();
-        delete_obsolete_files(&inner, &mut st);
+        if !read_only {
+            delete_obsolete_files(&inner, &mut st);
+        }
         inner.install_super_version(&st);
         inner.events.record(open_event(&st.versions.current()));
+    }
+    if read_only {
+        // No flush, compaction or WAL thread: nothing may be written.
+        return Ok(Db {
+            inner,
+            threads: Mutex::new(Vec::new()),
+        });
     }
     let bg = Arc::clone(&inner);
     let t = std::thread::Builder::new()
@@ -263,6 +305,171 @@ fn wal_flush_loop(db: Arc<DbInner>) {
             return;
         }
     }
+}
+
+/// Replays the WALs the MANIFEST does not cover (numbered at or above its
+/// log number), oldest first, into memory. Returns what was replayed, the
+/// sequence numbers of the records, and the last sequence number.
+///
+/// Sequence numbers must run on without a gap from the MANIFEST's flushed
+/// sequence, except for numbers the MANIFEST accounts for (ingestions: at
+/// or below its last sequence): a WAL record whose number jumps past the
+/// MANIFEST's last sequence follows something no surviving record holds (a
+/// lost MANIFEST edit, such as an acknowledged ingestion's), so recovery
+/// stops and names the record instead of serving data with a hole in it.
+fn replay_wals(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    names: &[String],
+    versions: &VersionSet,
+    opts: &Options,
+) -> Result<(Vec<Replayed>, SeqRanges, u64)> {
+    let mut wals: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match filenames::parse(n) {
+            Some(filenames::FileKind::Wal(w)) if w >= versions.log_number() => Some(w),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    let mut last_seq = versions.last_sequence();
+    let manifest_last = versions.last_sequence();
+    let flushed_seq = versions.flushed_seq();
+    let mut queued: VecDeque<(u64, Vec<FileMeta>)> = versions.queued_ingestions().into();
+    let mut out = Vec::new();
+    let mut ranges = SeqRanges::default();
+    let mut mem = Arc::new(MemTable::new(0));
+    let mut mem_last = flushed_seq;
+    let mut expect = flushed_seq + 1;
+    for (i, &w) in wals.iter().enumerate() {
+        let path = filenames::wal(dir, w);
+        let name = path.display().to_string();
+        let mut r = LogReader::new(
+            vfs.open_sequential(&path)?,
+            &name,
+            TailPolicy::TolerateTornTail,
+        );
+        while let Some(rec) = r.read_record()? {
+            let off = r.last_record_offset();
+            let b = WriteBatch::from_bytes(rec).map_err(|m| Error::corruption(&name, off, m))?;
+            if b.count() == 0 {
+                // An ingestion's marker (see `commit`): its sequence number
+                // must be one the MANIFEST accounts for.
+                let s = b.sequence();
+                if s > flushed_seq && s > manifest_last {
+                    return Err(Error::corruption(
+                        &name,
+                        off,
+                        format!(
+                            "an ingestion at sequence number {s} was committed before this \
+                             point, but the MANIFEST (last sequence {manifest_last}) has no \
+                             record of it: a MANIFEST record is missing"
+                        ),
+                    ));
+                }
+                if s > flushed_seq {
+                    ranges.add(s, s);
+                    expect = expect.max(s + 1);
+                }
+                continue;
+            }
+            let b_last = b.sequence() + b.count() as u64 - 1;
+            last_seq = last_seq.max(b_last);
+            ranges.add(b.sequence(), b_last);
+            // Already in a table: the WAL was shared with a memtable that
+            // was flushed before the crash.
+            if b_last <= flushed_seq {
+                continue;
+            }
+            if b.sequence() > expect && b.sequence() - 1 > manifest_last {
+                return Err(Error::corruption(
+                    &name,
+                    off,
+                    format!(
+                        "this record has sequence number {}, but {}..={} appear in no WAL \
+                         record and are past the MANIFEST's last sequence {manifest_last}: \
+                         a MANIFEST record is missing",
+                        b.sequence(),
+                        expect,
+                        b.sequence() - 1
+                    ),
+                ));
+            }
+            expect = expect.max(b_last + 1);
+            while queued.front().is_some_and(|(s, _)| *s < b.sequence()) {
+                let Some((s, files)) = queued.pop_front() else {
+                    break;
+                };
+                if !mem.is_empty() {
+                    let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
+                    out.push(Replayed::Mem(m, mem_last));
+                }
+                out.push(Replayed::Queued(s, files));
+                mem_last = mem_last.max(s);
+            }
+            apply(&mem, &b)?;
+            mem_last = mem_last.max(b_last);
+            if mem.approximate_memory_usage() >= opts.memtable_size {
+                let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
+                out.push(Replayed::Mem(m, mem_last));
+            }
+        }
+        if let Some(t) = r.dropped_tail() {
+            if i + 1 < wals.len() {
+                return Err(Error::corruption(
+                    &name,
+                    t.offset,
+                    format!(
+                        "damaged record ({:?}) in a WAL that is not the newest",
+                        t.damage
+                    ),
+                ));
+            }
+            if let Some(why) = crate::wal::tail::judge(vfs.open_random(&path)?.as_ref(), &t)? {
+                return Err(Error::corruption(&name, t.offset, why));
+            }
+        }
+    }
+    if !mem.is_empty() {
+        out.push(Replayed::Mem(mem, mem_last));
+    }
+    for (s, files) in queued {
+        out.push(Replayed::Queued(s, files));
+    }
+    Ok((out, ranges, last_seq))
+}
+
+/// A queued ingestion rebuilt for a read-only open, which keeps it in the
+/// immutable queue instead of placing it.
+fn queued_flushable(
+    tc: &TableCache,
+    seq: u64,
+    files: Vec<FileMeta>,
+) -> Result<super::ingest::IngestedFlushable> {
+    let mut tables = Vec::new();
+    let mut prepared = Vec::new();
+    for f in files {
+        tables.push(tc.get(&f)?);
+        prepared.push(super::ingest::Prepared {
+            number: f.number,
+            size: f.size,
+            smallest_user: f.smallest_user_key().to_vec(),
+            largest_user: f.largest_user_key().to_vec(),
+            largest_exclusive: f.largest_is_exclusive(),
+            num_entries: f.num_entries,
+            num_deletions: f.num_deletions,
+            num_range_deletions: f.num_range_deletions,
+            excise_tombstone: false,
+        });
+    }
+    Ok(super::ingest::IngestedFlushable {
+        id: seq,
+        wal_number: 0,
+        seq,
+        files: prepared,
+        tables,
+        excise: None,
+    })
 }
 
 /// Writes a recovered memtable as L0 tables.

@@ -15,9 +15,14 @@
 //! file, syncing it and renaming it over `CURRENT` (atomic), then syncing
 //! the directory.
 //!
-//! Every open starts a new MANIFEST holding one snapshot of the recovered
-//! version, and a MANIFEST that grows past `MAX_MANIFEST_BYTES` is replaced
-//! the same way, so recovery never replays an unbounded history.
+//! Recovery (`recover`) only reads: CURRENT must name an existing MANIFEST
+//! exactly, and damage in the MANIFEST is corruption unless
+//! `wal::tail::judge` accepts it as an unfinished last write; `salvage`
+//! (for repair) keeps the edits before the damage instead. A read-write
+//! open then starts a new MANIFEST (`start_manifest`) holding one snapshot
+//! of the recovered version, once its checks passed; a MANIFEST that grows
+//! past `MAX_MANIFEST_BYTES` is replaced the same way, so recovery never
+//! replays an unbounded history.
 
 use super::edit::FileMeta;
 use super::edit::{VersionEdit, COMPARATOR};
@@ -25,7 +30,7 @@ use super::version::Version;
 use crate::db::filenames;
 use crate::error::{Error, Result};
 use crate::vfs::{self, Vfs};
-use crate::wal::reader::{LogReader, TailPolicy};
+use crate::wal::reader::{DroppedTail, LogReader, TailPolicy};
 use crate::wal::writer::LogWriter;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -64,10 +69,53 @@ pub struct VersionSet {
 
 /// What recovery learned besides the version itself.
 pub struct Recovered {
+    /// The recovered state. It has no MANIFEST open: nothing was written,
+    /// and `start_manifest` must be called before any edit is logged.
     pub set: VersionSet,
-    /// The MANIFEST's own number and every earlier one are obsolete once the
-    /// new MANIFEST is in place.
+    /// The MANIFEST that was read (CURRENT's). It and every earlier one are
+    /// obsolete once a new MANIFEST is in place.
     pub old_manifest: Option<u64>,
+    /// Salvage only: where reading stopped early, and why. Every edit from
+    /// this offset on is lost.
+    pub stopped: Option<(u64, String)>,
+    /// A torn tail (an unfinished last write) that was dropped.
+    pub dropped_tail: Option<DroppedTail>,
+    /// Physical tables an edit of this MANIFEST removed from the version
+    /// and that nothing references any more: provably obsolete.
+    pub deleted: HashSet<u64>,
+}
+
+/// The MANIFEST number CURRENT names. A CURRENT that is not exactly
+/// `MANIFEST-NNNNNN\n`, or names a MANIFEST that does not exist, is
+/// corruption of CURRENT.
+pub fn read_current(vfs: &dyn Vfs, dir: &Path) -> Result<u64> {
+    let cur_path = filenames::current(dir);
+    let cname = cur_path.display().to_string();
+    let cur = vfs::read_all(vfs, &cur_path)?;
+    let cur = String::from_utf8_lossy(&cur);
+    let name = cur.trim_end_matches('\n');
+    let number = match filenames::parse(name) {
+        Some(filenames::FileKind::Manifest(n))
+            if cur.ends_with('\n') && name.len() + 1 == cur.len() =>
+        {
+            n
+        }
+        _ => {
+            return Err(Error::corruption(
+                cname,
+                0,
+                format!("CURRENT does not name a MANIFEST: {name:?}"),
+            ))
+        }
+    };
+    if !vfs.exists(&filenames::manifest(dir, number)) {
+        return Err(Error::corruption(
+            cname,
+            0,
+            format!("CURRENT names {name}, which does not exist"),
+        ));
+    }
+    Ok(number)
 }
 
 impl VersionSet {
@@ -94,22 +142,25 @@ impl VersionSet {
         Ok(set)
     }
 
-    /// Rebuilds the version from CURRENT's MANIFEST and starts a new MANIFEST.
+    /// Rebuilds the version from CURRENT's MANIFEST, writing nothing.
+    ///
+    /// Any damage is [`Error::Corruption`] naming the MANIFEST and offset,
+    /// except a torn tail that [`wal::tail::judge`](crate::wal::tail::judge)
+    /// accepts as an unfinished last write (reported in `dropped_tail`).
     pub fn recover(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<Recovered> {
-        let cur_path = filenames::current(dir);
-        let cur = vfs::read_all(vfs.as_ref(), &cur_path)?;
-        let cur = String::from_utf8_lossy(&cur);
-        let name = cur.trim_end_matches('\n');
-        let number = match filenames::parse(name) {
-            Some(filenames::FileKind::Manifest(n)) if cur.ends_with('\n') => n,
-            _ => {
-                return Err(Error::corruption(
-                    cur_path.display().to_string(),
-                    0,
-                    format!("CURRENT does not name a MANIFEST: {name:?}"),
-                ))
-            }
-        };
+        let number = read_current(vfs.as_ref(), dir)?;
+        Self::recover_manifest(vfs, dir, number, false)
+    }
+
+    /// Rebuilds the version from MANIFEST-`number`, writing nothing. With
+    /// `salvage`, damage ends the reading instead of failing it: the edits
+    /// before it are kept and `stopped` says where and why.
+    pub fn recover_manifest(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        number: u64,
+        salvage: bool,
+    ) -> Result<Recovered> {
         let mpath = filenames::manifest(dir, number);
         let mname = mpath.display().to_string();
         let mut reader = LogReader::new(
@@ -123,15 +174,47 @@ impl VersionSet {
         let mut flushed_seq = 0;
         let mut queued: BTreeMap<u64, Vec<FileMeta>> = BTreeMap::new();
         let mut saw_any = false;
-        while let Some(rec) = reader.read_record()? {
-            let off = reader.last_record_offset();
-            let edit = VersionEdit::decode(&rec).map_err(|m| Error::corruption(&mname, off, m))?;
+        let mut stopped = None;
+        let mut deleted = HashSet::new();
+        loop {
+            let step = reader.read_record().and_then(|rec| match rec {
+                None => Ok(None),
+                Some(rec) => {
+                    let off = reader.last_record_offset();
+                    let edit =
+                        VersionEdit::decode(&rec).map_err(|m| Error::corruption(&mname, off, m))?;
+                    // Name the record, not the file's start.
+                    let v = version.apply(&edit, &mname).map_err(|e| match e {
+                        Error::Corruption { file, msg, .. } => Error::Corruption {
+                            file,
+                            offset: off,
+                            msg,
+                        },
+                        e => e,
+                    })?;
+                    Ok(Some((edit, v)))
+                }
+            });
+            let (edit, v) = match step {
+                Ok(Some(x)) => x,
+                Ok(None) => break,
+                Err(e) if salvage && !matches!(e, Error::Io { .. }) => {
+                    let off = match &e {
+                        Error::Corruption { offset, .. } => *offset,
+                        _ => reader.last_record_end(),
+                    };
+                    stopped = Some((off, e.to_string()));
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
             if let Some(c) = &edit.comparator {
                 if c != COMPARATOR {
                     return Err(Error::NotSupported(format!("{mname}: comparator {c}")));
                 }
             }
-            version = version.apply(&edit, &mname)?;
+            deleted.extend(edit.deleted_files.iter().map(|&(_, n)| n));
+            version = v;
             log_number = edit.log_number.or(log_number);
             next_file = edit.next_file_number.or(next_file);
             last_seq = edit.last_sequence.or(last_seq);
@@ -140,6 +223,18 @@ impl VersionSet {
             add_queued(&mut queued, &edit.queued_files);
             queued.retain(|&s, _| s > ingested_seq);
             saw_any = true;
+        }
+        let dropped_tail = reader.dropped_tail();
+        if let Some(t) = dropped_tail {
+            // Dropping a tail is safe only if it was never a whole record:
+            // a MANIFEST edit is synced before anything relies on it, so a
+            // record that was complete once may have been relied on.
+            if let Some(why) = crate::wal::tail::judge(vfs.open_random(&mpath)?.as_ref(), &t)? {
+                if !salvage {
+                    return Err(Error::corruption(&mname, t.offset, why));
+                }
+                stopped.get_or_insert((t.offset, why));
+            }
         }
         let missing = |what: &str| Error::corruption(&mname, 0, format!("MANIFEST has no {what}"));
         if !saw_any {
@@ -155,7 +250,7 @@ impl VersionSet {
             vfs,
             current: Arc::new(version),
             manifest: None,
-            manifest_number: 0,
+            manifest_number: number,
             next_file: Arc::new(AtomicU64::new(next_file.max(max_file + 1))),
             log_number: log_number.unwrap_or(0),
             last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
@@ -167,11 +262,48 @@ impl VersionSet {
         };
         let v = Arc::downgrade(&set.current);
         set.remember(v);
-        set.write_new_manifest()?;
+        for f in set.live_files() {
+            deleted.remove(&f);
+        }
         Ok(Recovered {
             set,
             old_manifest: Some(number),
+            stopped,
+            dropped_tail,
+            deleted,
         })
+    }
+
+    /// Starts a new MANIFEST holding a snapshot of the recovered state and
+    /// points CURRENT at it; the MANIFEST that was read is then deleted.
+    /// Called by a read-write open once every recovery check has passed.
+    pub fn start_manifest(&mut self) -> Result<()> {
+        self.write_new_manifest()
+    }
+
+    /// The next file number the MANIFEST recorded (or, once files were
+    /// allocated, the next to allocate).
+    pub fn next_file_number(&self) -> u64 {
+        self.next_file.load(Ordering::SeqCst)
+    }
+
+    /// Applies a repair's edit to the version without logging it (the
+    /// repaired state goes into a new MANIFEST by `start_manifest`), and
+    /// forgets queued ingestions holding a file in `drop_queued`.
+    pub fn repair_version(&mut self, edit: &VersionEdit, drop_queued: &[u64]) -> Result<()> {
+        let v = self.current.apply(edit, "repair")?;
+        self.current = Arc::new(v);
+        self.queued
+            .retain(|_, fs| !fs.iter().any(|f| drop_queued.contains(&f.number)));
+        let v = Arc::downgrade(&self.current);
+        self.remember(v);
+        Ok(())
+    }
+
+    /// Raises the last sequence number (repair: past tables it put back
+    /// and WAL records whose gap it reported).
+    pub fn raise_last_sequence(&mut self, last: u64) {
+        self.last_sequence = self.last_sequence.max(last);
     }
 
     /// Starts a new MANIFEST holding a snapshot of the current state and
@@ -434,7 +566,8 @@ mod tests {
         let want: Vec<u64> = set.current().files(1).iter().map(|f| f.number).collect();
         let next = set.new_file_number();
         drop(set);
-        let r = VersionSet::recover(vfs.clone(), dir).unwrap();
+        let mut r = VersionSet::recover(vfs.clone(), dir).unwrap();
+        r.set.start_manifest().unwrap();
         let got: Vec<u64> = r.set.current().files(1).iter().map(|f| f.number).collect();
         assert_eq!(got, want);
         assert_eq!(r.set.last_sequence(), 149);

@@ -39,9 +39,11 @@
 //! starts: a damaged length field hides where the next record in the same
 //! block begins.
 //!
-//! Limits of the format, not of the rule: damage inside the *last* record
-//! (bit rot after it was synced) looks exactly like a torn write of it and
-//! is dropped as a tail. Bytes after damage that happen to form a valid
+//! Damage inside the *last* record (bit rot after it was synced) looks to
+//! the reader exactly like a torn write of it and is dropped as a tail;
+//! recovery then asks [`tail::judge`] whether the dropped bytes are what an
+//! unfinished write leaves (a short read at end of file, or zero fill) and
+//! reports anything else as corruption. Bytes after damage that happen to form a valid
 //! record (a 2^-32 chance per candidate offset for garbage; stale log data
 //! in a garbage-filled tail) turn a torn tail into a corruption error:
 //! recovery then stops and asks instead of dropping data. Likewise a hole
@@ -54,6 +56,7 @@
 
 pub mod format;
 pub mod reader;
+pub mod tail;
 pub mod writer;
 
 pub use reader::{Damage, DroppedTail, LogReader, TailPolicy};

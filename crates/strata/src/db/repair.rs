@@ -1,0 +1,419 @@
+//! `Db::repair`: the explicit, reported way past the corruption that
+//! `Db::open` refuses. It salvages what the files prove and lists exactly
+//! what was lost; it never runs on its own.
+//!
+//! 1. **The MANIFEST**: CURRENT's, or if CURRENT is missing or damaged the
+//!    highest-numbered `MANIFEST-*` in the directory. Its edits are read up
+//!    to the first damage; the edits from there on are lost (reported with
+//!    the offset and reason).
+//! 2. **Tables it names**: a table that is missing, or whose size is not
+//!    the recorded one, leaves the version (reported: level, key range,
+//!    entries); so do virtual files of a missing physical table and queued
+//!    ingestions with a missing file.
+//! 3. **Tables it does not name**: a readable table holding entries that
+//!    nothing else accounts for (the output of a flush whose MANIFEST edit
+//!    was lost, see `recovery_checks`) is put back in L0, with bounds and
+//!    sequence numbers read from its entries. Its entries are newer than
+//!    everything the recovered version holds in tables, so L0 is where
+//!    they belong. A table with sequence number 0 (an ingested file whose
+//!    sequence number only the lost record held) cannot be placed safely:
+//!    the open that ends the repair moves it to `lost/`, and the report
+//!    says so.
+//! 4. **Sequence numbers**: WAL records past the MANIFEST's last sequence
+//!    number with a gap before them (an ingestion whose record was lost)
+//!    are kept; the gap is reported as lost and the last sequence raised
+//!    past it.
+//! 5. A new MANIFEST holding the repaired version is written and CURRENT
+//!    pointed at it; then the database is opened normally (which replays
+//!    the WALs and moves what it cannot prove redundant to `lost/`), so a
+//!    repair that leaves the database unopenable fails.
+
+use super::filenames::{self, FileKind};
+use super::options::Options;
+use super::recovery_checks::{self as checks, DirKind};
+use super::write_batch::WriteBatch;
+use super::Db;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
+use crate::sstable::{Table, TableOptions};
+use crate::version::{FileMeta, VersionEdit, VersionSet};
+use crate::vfs::{OsVfs, Vfs};
+use crate::wal::{LogReader, TailPolicy};
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What `Db::repair` found, kept and lost.
+#[derive(Clone, Debug, Default)]
+pub struct RepairReport {
+    /// The MANIFEST the repair started from.
+    pub manifest: String,
+    /// Everything that was lost, one line each (empty: nothing was).
+    pub lost: Vec<String>,
+    /// What was salvaged or set aside, one line each.
+    pub recovered: Vec<String>,
+}
+
+impl RepairReport {
+    pub fn lost_nothing(&self) -> bool {
+        self.lost.is_empty()
+    }
+}
+
+/// See the module documentation.
+pub(crate) fn repair(dir: &Path, opts: Options) -> Result<RepairReport> {
+    let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
+    let shown = dir.display();
+    if checks::classify_dir(vfs.as_ref(), dir).or_else(|e| match e {
+        // No CURRENT but files: exactly what repair may be for.
+        Error::InvalidArgument(_) => Ok(DirKind::Database),
+        e => Err(e),
+    })? == DirKind::Missing
+    {
+        return Err(Error::invalid(format!("{shown} does not exist")));
+    }
+    let mut report = RepairReport::default();
+    let names = vfs.list(dir)?;
+    // Not even a MANIFEST: nothing here is Strata's, so nothing (not even
+    // LOCK) is created.
+    if !names.iter().any(|n| {
+        matches!(
+            filenames::parse(n),
+            Some(FileKind::Current) | Some(FileKind::Manifest(_))
+        )
+    }) {
+        return Err(Error::invalid(format!(
+            "{shown} has no CURRENT and no MANIFEST: not a Strata database, nothing to repair"
+        )));
+    }
+    let manifest = {
+        let _lock = vfs.lock(&filenames::lock(dir))?;
+        repair_locked(&vfs, dir, &names, &mut report)?
+    };
+    report.manifest = manifest;
+    // The normal open finishes the job; what it moves aside is reported.
+    let lost_log = dir.join("lost").join("LOG");
+    let before = crate::vfs::read_all(vfs.as_ref(), &lost_log).unwrap_or_default();
+    let db = Db::open(
+        dir,
+        Options {
+            create_if_missing: false,
+            error_if_exists: false,
+            ..opts
+        },
+    )?;
+    db.close()?;
+    let after = crate::vfs::read_all(vfs.as_ref(), &lost_log).unwrap_or_default();
+    if after.len() > before.len() {
+        for line in String::from_utf8_lossy(&after[before.len()..]).lines() {
+            report.recovered.push(format!("moved to lost/: {line}"));
+        }
+    }
+    Ok(report)
+}
+
+fn repair_locked(
+    vfs: &Arc<dyn Vfs>,
+    dir: &Path,
+    names: &[String],
+    report: &mut RepairReport,
+) -> Result<String> {
+    let number = match crate::version::set::read_current(vfs.as_ref(), dir) {
+        Ok(n) => n,
+        Err(e) => {
+            let newest = names
+                .iter()
+                .filter_map(|n| match filenames::parse(n) {
+                    Some(FileKind::Manifest(m)) => Some(m),
+                    _ => None,
+                })
+                .max()
+                .ok_or_else(|| {
+                    Error::NotSupported(format!(
+                        "{}: no MANIFEST to repair from ({e}); rebuilding a database from \
+                         its tables alone is not supported",
+                        dir.display()
+                    ))
+                })?;
+            report.recovered.push(format!(
+                "CURRENT unusable ({e}): using the newest MANIFEST, MANIFEST-{newest:06}"
+            ));
+            newest
+        }
+    };
+    let mname = format!("MANIFEST-{number:06}");
+    let r = VersionSet::recover_manifest(Arc::clone(vfs), dir, number, true)?;
+    if let Some((off, why)) = &r.stopped {
+        report
+            .lost
+            .push(format!("{mname}: every edit from offset {off} on ({why})"));
+    }
+    let mut set = r.set;
+    let flushed = set.flushed_seq();
+
+    // Tables the MANIFEST names that are not there as it recorded them.
+    let mut edit = VersionEdit::default();
+    let mut gone = std::collections::HashSet::new();
+    for (level, f) in set.current().all_files() {
+        let path = filenames::table(dir, f.backing_number());
+        let problem = if !vfs.exists(&path) {
+            Some("missing".to_string())
+        } else if !f.is_virtual() {
+            let size = vfs.file_size(&path)?;
+            (size != f.size).then(|| format!("{size} bytes, {} recorded", f.size))
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            edit.delete_file(level, f.number);
+            gone.insert(f.backing_number());
+            report.lost.push(format!(
+                "table {:06} (level {level}, keys {}..{}, {} entries, sequence numbers \
+                 {}..={}): {p}",
+                f.number,
+                crate::util::hex::escape(f.smallest_user_key()),
+                crate::util::hex::escape(f.largest_user_key()),
+                f.num_entries,
+                f.smallest_seq,
+                f.largest_seq
+            ));
+        }
+    }
+    // Virtual files cut from a physical table that left.
+    for (level, f) in set.current().all_files() {
+        if f.is_virtual()
+            && gone.contains(&f.backing_number())
+            && !edit.deleted_files.contains(&(level, f.number))
+        {
+            edit.delete_file(level, f.number);
+        }
+    }
+    let mut drop_queued = Vec::new();
+    for (seq, files) in set.queued_ingestions() {
+        if let Some(f) = files
+            .iter()
+            .find(|f| !vfs.exists(&filenames::table(dir, f.number)))
+        {
+            drop_queued.extend(files.iter().map(|f| f.number));
+            report.lost.push(format!(
+                "the ingestion at sequence {seq} ({} files): file {:06} is missing",
+                files.len(),
+                f.number
+            ));
+        }
+    }
+
+    // WAL sequence numbers, to tell what unreferenced tables hold that
+    // nothing else does, and to find gaps.
+    let mut wal_ranges: Vec<(u64, u64)> = Vec::new();
+    // Sequence numbers of ingestions, from their WAL markers.
+    let mut markers: Vec<u64> = Vec::new();
+    let mut wals: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match filenames::parse(n) {
+            Some(FileKind::Wal(w)) if w >= set.log_number() => Some(w),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    for w in wals {
+        let path = filenames::wal(dir, w);
+        let mut rd = LogReader::new(
+            vfs.open_sequential(&path)?,
+            path.display().to_string(),
+            TailPolicy::TolerateTornTail,
+        );
+        loop {
+            match rd.read_record() {
+                Ok(Some(rec)) => {
+                    if let Ok(b) = WriteBatch::from_bytes(rec) {
+                        if b.count() > 0 {
+                            wal_ranges.push((b.sequence(), b.sequence() + b.count() as u64 - 1));
+                        } else {
+                            markers.push(b.sequence());
+                        }
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    report
+                        .lost
+                        .push(format!("{w:06}.log: every record from the damage on ({e})"));
+                    break;
+                }
+            }
+        }
+    }
+    let in_wal = |s: u64| wal_ranges.iter().any(|&(a, b)| a <= s && s <= b);
+    let ingested: std::collections::HashSet<u64> = set
+        .current()
+        .all_files()
+        .filter_map(|(_, f)| f.global_seqno)
+        .chain(set.queued_ingestions().into_iter().map(|(s, _)| s))
+        .collect();
+
+    // Unreferenced tables holding data nothing else accounts for go back.
+    let referenced: std::collections::HashSet<u64> = set
+        .current()
+        .all_files()
+        .map(|(_, f)| f.backing_number())
+        .chain(
+            set.queued_ingestions()
+                .into_iter()
+                .flat_map(|(_, fs)| fs.into_iter().map(|f| f.number)),
+        )
+        .collect();
+    let mut top = set.last_sequence();
+    for name in names {
+        let Some(FileKind::Table(n)) = filenames::parse(name) else {
+            continue;
+        };
+        if referenced.contains(&n) || r.deleted.contains(&n) {
+            continue;
+        }
+        let accounted = |s: u64| s <= flushed || in_wal(s) || ingested.contains(&s);
+        let Ok(Some((meta, unaccounted))) = table_meta(vfs.as_ref(), dir, n, &accounted) else {
+            continue;
+        };
+        if meta.smallest_seq == 0 {
+            report.lost.push(format!(
+                "{name}: an ingested file (sequence number 0) that no surviving MANIFEST \
+                 record places; kept in lost/ for you to ingest again"
+            ));
+            continue;
+        }
+        if unaccounted {
+            report.recovered.push(format!(
+                "{name}: put back in L0 (keys {}..{}, {} entries, sequence numbers {}..={})",
+                crate::util::hex::escape(meta.smallest_user_key()),
+                crate::util::hex::escape(meta.largest_user_key()),
+                meta.num_entries,
+                meta.smallest_seq,
+                meta.largest_seq
+            ));
+            top = top.max(meta.largest_seq);
+            edit.add_file(0, meta);
+        }
+    }
+
+    // Gaps in the WAL's sequence numbers past the MANIFEST's last one.
+    wal_ranges.sort_unstable();
+    let mut expect = flushed + 1;
+    let mut gaps = Vec::new();
+    for &(a, b) in &wal_ranges {
+        if b <= flushed {
+            continue;
+        }
+        if a > expect && a - 1 > top {
+            gaps.push((expect.max(top + 1), a - 1));
+            report.lost.push(format!(
+                "sequence numbers {}..={}: in no WAL record, past every surviving MANIFEST \
+                 record (an ingestion whose record was lost)",
+                expect.max(top + 1),
+                a - 1
+            ));
+        }
+        expect = expect.max(b + 1);
+    }
+    for &s in &markers {
+        let in_gap = gaps.iter().any(|&(a, b)| a <= s && s <= b);
+        if s > top && s > flushed && !in_gap {
+            report.lost.push(format!(
+                "the ingestion at sequence number {s}: its WAL marker survives but its \
+                 MANIFEST record does not (an ingested file no record places is kept in \
+                 lost/)"
+            ));
+        }
+    }
+    if let Some(&(_, b)) = wal_ranges.last() {
+        top = top.max(b);
+    }
+    if let Some(&m) = markers.iter().max() {
+        top = top.max(m);
+    }
+
+    set.repair_version(&edit, &drop_queued)?;
+    set.raise_last_sequence(top);
+    set.start_manifest()?;
+    Ok(mname)
+}
+
+/// The MANIFEST record of table `n`, read from its entries (`None` if it
+/// holds none), and whether some entry's sequence number is not
+/// `accounted` for.
+fn table_meta(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    n: u64,
+    accounted: &dyn Fn(u64) -> bool,
+) -> Result<Option<(FileMeta, bool)>> {
+    let path = filenames::table(dir, n);
+    let t = Table::open_in(vfs, &path, TableOptions::default())?;
+    let mut it = t.iter();
+    it.seek_to_first();
+    let mut smallest: Option<Vec<u8>> = None;
+    let mut largest: Option<Vec<u8>> = None;
+    let (mut lo_seq, mut hi_seq) = (u64::MAX, 0);
+    let (mut entries, mut deletions) = (0, 0);
+    let mut unaccounted = false;
+    while it.valid() {
+        let k = it.key();
+        let pk = ParsedKey::parse(k)
+            .ok_or_else(|| Error::corruption(path.display().to_string(), 0, "bad key"))?;
+        lo_seq = lo_seq.min(pk.seq);
+        hi_seq = hi_seq.max(pk.seq);
+        unaccounted |= !accounted(pk.seq);
+        entries += 1;
+        if matches!(
+            pk.value_kind(),
+            Some(ValueKind::Deletion) | Some(ValueKind::SingleDeletion)
+        ) {
+            deletions += 1;
+        }
+        if smallest.is_none() {
+            smallest = Some(k.to_vec());
+        }
+        largest = Some(k.to_vec());
+        it.next();
+    }
+    it.status()?;
+    for r in t.range_tombstones() {
+        unaccounted |= !accounted(r.seq);
+        lo_seq = lo_seq.min(r.seq);
+        hi_seq = hi_seq.max(r.seq);
+        let s = key::make_internal_key(&r.start, r.seq, ValueKind::RangeDeletion);
+        let e = key::make_internal_key(&r.end, MAX_SEQUENCE, ValueKind::RangeDeletion);
+        if smallest
+            .as_ref()
+            .is_none_or(|x| key::compare_internal(&s, x) == Ordering::Less)
+        {
+            smallest = Some(s);
+        }
+        if largest
+            .as_ref()
+            .is_none_or(|x| key::compare_internal(&e, x) == Ordering::Greater)
+        {
+            largest = Some(e);
+        }
+    }
+    let (Some(smallest), Some(largest)) = (smallest, largest) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        FileMeta {
+            number: n,
+            size: t.file_size(),
+            smallest,
+            largest,
+            smallest_seq: lo_seq,
+            largest_seq: hi_seq,
+            global_seqno: None,
+            num_entries: entries,
+            num_deletions: deletions,
+            num_range_deletions: t.range_tombstones().len() as u64,
+            backing: None,
+        },
+        unaccounted,
+    )))
+}
