@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs Strata's tests on a fresh machine: installs what the tests need
-# (RocksDB 7.8's tools and headers, for the compatibility tests), checks
+# (RocksDB 7.8's tools and headers, for the compatibility tests; Chromium,
+# for the visualiser's browser test), checks
 # formatting and lints, then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -18,6 +19,20 @@ if need_rocksdb; then
   else
     echo "== RocksDB tools missing and apt-get unavailable: compatibility tests will skip"
     echo "   (install with: sudo apt-get install rocksdb-tools librocksdb-dev g++)"
+  fi
+fi
+
+# Chromium renders the visualiser's page in the browser test
+# (crates/strata-viz/tests/browser.rs).
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing Chromium (chromium) for the visualiser's browser test"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq chromium >/dev/null
+  else
+    echo "== Chromium missing and apt-get unavailable: the browser test will skip"
+    echo "   (install with: sudo apt-get install chromium)"
   fi
 fi
 

@@ -8,12 +8,15 @@
 //! process (which has done nothing yet).
 
 use anyhow::Result;
-use std::io::BufRead;
 use std::path::Path;
+use strata::events::{self, Event};
 use strata::Db;
 
 pub fn lsm(db_path: &Path) -> Result<()> {
+    // The open comes first: its checks give the errors for what is not a
+    // database. Neither it nor the chart (read from the MANIFEST) writes.
     let db = crate::open::read_only(db_path)?;
+    print!("{}", crate::viz_cmd::text_chart(db_path)?);
     print_tree(&db);
     let totals = EventTotals::read(&db_path.join("EVENTS"))?;
     totals.print();
@@ -60,60 +63,59 @@ pub struct EventTotals {
     pub bytes_ingested: u64,
     pub stalls: u64,
     pub stall_micros: u64,
-    /// Lines that did not parse (a torn last line after a crash).
+    /// Lines skipped: of kinds this version does not know, or a torn last
+    /// line after a crash.
     pub unreadable: u64,
 }
 
 impl EventTotals {
-    /// Sums the log at `path`; a missing log (a database from before the
-    /// log existed) gives zeros.
+    /// Sums the log at `path` (read through `strata::events`, the one
+    /// event type the engine writes); a missing log (a database from before
+    /// the log existed) gives zeros. A torn last line is skipped.
     pub fn read(path: &Path) -> Result<EventTotals> {
         let mut t = EventTotals::default();
-        let f = match std::fs::File::open(path) {
-            Ok(f) => f,
+        let text = match std::fs::read(path) {
+            Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(t),
             Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", path.display())),
         };
-        for line in std::io::BufReader::new(f).lines() {
-            let line = line?;
-            match serde_json::from_str::<serde_json::Value>(&line) {
-                Ok(v) => t.add(&v),
-                Err(_) => t.unreadable += 1,
-            }
+        let parsed = events::parse_events(&text, &path.display().to_string())?;
+        t.unreadable = parsed.unknown.len() as u64 + u64::from(parsed.torn_tail);
+        for r in &parsed.records {
+            t.add(&r.event);
         }
         Ok(t)
     }
 
-    fn add(&mut self, v: &serde_json::Value) {
-        let n = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
-        let added_bytes = || {
-            v.get("added")
-                .and_then(|a| a.as_array())
-                .map(|a| a.iter().filter_map(|f| f.get("size")?.as_u64()).sum())
-                .unwrap_or(0)
-        };
-        match v.get("event").and_then(|e| e.as_str()) {
-            Some("open") => self.opens += 1,
-            Some("flush") => {
+    fn add(&mut self, e: &Event) {
+        match e {
+            Event::Open { .. } => self.opens += 1,
+            Event::FlushEnd { bytes_written, .. } => {
                 self.flushes += 1;
-                self.bytes_flushed += n("bytes_written");
+                self.bytes_flushed += bytes_written;
             }
-            Some("compaction") => {
-                if v.get("moved").and_then(|m| m.as_bool()) == Some(true) {
+            Event::CompactionEnd {
+                moved,
+                cancelled,
+                bytes_read,
+                bytes_written,
+                ..
+            } => {
+                if *moved {
                     self.moves += 1;
-                } else {
+                } else if !*cancelled {
                     self.compactions += 1;
-                    self.bytes_compacted_read += n("bytes_read");
-                    self.bytes_compacted_written += n("bytes_written");
+                    self.bytes_compacted_read += bytes_read;
+                    self.bytes_compacted_written += bytes_written;
                 }
             }
-            Some("ingest") => {
+            Event::Ingest { added, .. } => {
                 self.ingests += 1;
-                self.bytes_ingested += added_bytes();
+                self.bytes_ingested += added.iter().map(|f| f.size).sum::<u64>();
             }
-            Some("stall") => {
+            Event::WriteStallEnd { micros, .. } => {
                 self.stalls += 1;
-                self.stall_micros += n("micros");
+                self.stall_micros += micros;
             }
             _ => {}
         }

@@ -21,6 +21,7 @@ mod repair_cmd;
 mod scan;
 mod sst_cmd;
 mod stress;
+mod viz_cmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -72,6 +73,8 @@ enum Cmd {
     Check(check_cmd::CheckArgs),
     /// Crash-test driver: SIGKILL and simulated power cuts for --duration seconds.
     CrashTest(crash_cmd::CrashTestArgs),
+    /// Write the LSM visualiser's page: the tree's history as one HTML file.
+    Viz(viz_cmd::VizArgs),
     /// Run a comparison workload (shared/workloads/README.md).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Cmd::Stress(a) => stress::stress(a),
         Cmd::Check(a) => check_cmd::run(a),
         Cmd::CrashTest(a) => crash_cmd::run(a),
+        Cmd::Viz(a) => viz_cmd::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

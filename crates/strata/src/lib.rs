@@ -18,7 +18,10 @@
 //! boundary (an in-memory [`vfs::MemVfs`] makes tests fast, and
 //! [`vfs::FaultVfs`] simulates power cuts and injects I/O errors), and
 //! [`check`] verifies a database directory without changing it (what
-//! `strata check` runs).
+//! `strata check` runs). [`events`] holds the typed engine events (the
+//! listener in [`Options`] and the `EVENTS` log format), and [`inspect`]
+//! reads a database directory's history (its MANIFEST as version edits, its
+//! `EVENTS` log) without opening it, for tools like the visualiser.
 //!
 //! The modules `cache`, `iter`, `key`, `memtable`, `util`, `version` and
 //! `wal`, and the items marked hidden in `sstable`, are the engine's
@@ -34,6 +37,8 @@ mod error;
 #[doc(hidden)]
 pub mod cache;
 pub mod check;
+pub mod events;
+pub mod inspect;
 #[doc(hidden)]
 pub mod iter;
 #[doc(hidden)]

@@ -5,8 +5,9 @@
 //! makes an L0 file spanning from the statistics key up to the window being
 //! loaded: a tiny file over the whole key space below it, overlapping every
 //! other L0 file, so L0 stacks up. With flush split keys the statistics key
-//! lands in its own narrow file. The flush events in the `EVENTS` log show
-//! every L0 file each flush made.
+//! lands in its own narrow file. The flush events (the `EVENTS` log, read
+//! through `strata::events`, checked equal to what a listener received)
+//! show every L0 file each flush made.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -14,7 +15,7 @@ use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
 use std::path::Path;
 use std::sync::Arc;
-use strata::util::hex;
+use strata::events::{Event, EventCollector};
 use strata::vfs::{self, MemVfs, Vfs};
 use strata::{CompactionOptions, Db, Options};
 
@@ -41,9 +42,8 @@ struct Outcome {
     peak_sublevels: u64,
 }
 
-/// Position of a hex-encoded data key in the key space, 0..1.
-fn position(hex_key: &str) -> f64 {
-    let b = hex::decode(hex_key).unwrap();
+/// Position of a data key in the key space, 0..1.
+fn position(b: &[u8]) -> f64 {
     if b.len() != 9 || b[0] != b'd' {
         return 0.0;
     }
@@ -52,6 +52,7 @@ fn position(hex_key: &str) -> f64 {
 
 fn load(split: bool) -> Outcome {
     let vfs = MemVfs::new();
+    let listener = Arc::new(EventCollector::new());
     let dir = Path::new("/db");
     let opts = Options {
         vfs: Some(Arc::new(vfs.clone())),
@@ -63,6 +64,7 @@ fn load(split: bool) -> Outcome {
             base_level_bytes: 4 << 20,
             ..CompactionOptions::default()
         },
+        event_listener: Some(listener.clone()),
         ..Options::default()
     };
     let db = Db::open(dir, opts).unwrap();
@@ -86,33 +88,35 @@ fn load(split: bool) -> Outcome {
     let peak_sublevels = db.metrics().peak_l0_sublevels;
     db.close().unwrap();
 
-    let events =
-        String::from_utf8(vfs::read_all(&vfs as &dyn Vfs, &dir.join("EVENTS")).unwrap()).unwrap();
-    let stats_hex = hex::encode(STATS);
+    // The EVENTS log, read back through the shared event type, must agree
+    // with what the listener saw.
+    let text = vfs::read_all(&vfs as &dyn Vfs, &dir.join("EVENTS")).unwrap();
+    let logged = strata::events::parse_events(&text, "EVENTS")
+        .unwrap()
+        .records;
+    let heard = listener.records();
+    assert_eq!(logged, heard, "EVENTS log and listener differ");
     let (mut flush_files, mut stats_spans, mut single_file_flushes, mut reaching) =
         (0, Vec::new(), 0, 0);
-    for line in events.lines().filter(|l| l.contains("\"event\":\"flush\"")) {
-        let files: Vec<(&str, &str)> = line
-            .split("\"smallest\":\"")
-            .skip(1)
-            .map(|s| {
-                let lo = &s[..s.find('"').unwrap()];
-                let rest = &s[s.find("\"largest\":\"").unwrap() + 11..];
-                (lo, &rest[..rest.find('"').unwrap()])
-            })
-            .collect();
-        flush_files += files.len();
-        if files.len() == 1 {
+    for r in &logged {
+        let Event::FlushEnd { outputs, .. } = &r.event else {
+            continue;
+        };
+        flush_files += outputs.len();
+        if outputs.len() == 1 {
             single_file_flushes += 1;
         }
         // The window being loaded is the one holding this flush's largest key.
-        let top = files.iter().map(|f| position(f.1)).fold(0.0, f64::max);
+        let top = outputs
+            .iter()
+            .map(|f| position(&f.largest))
+            .fold(0.0, f64::max);
         let window_start =
             (top * KEYS as f64 / WINDOW as f64).floor() * WINDOW as f64 / KEYS as f64;
-        for (lo, hi) in files {
-            if lo == stats_hex {
-                stats_spans.push(position(hi));
-                if position(hi) >= window_start && window_start > 0.0 {
+        for f in outputs {
+            if f.smallest == STATS {
+                stats_spans.push(position(&f.largest));
+                if position(&f.largest) >= window_start && window_start > 0.0 {
                     reaching += 1;
                 }
             }

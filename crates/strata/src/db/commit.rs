@@ -184,7 +184,7 @@ impl CommitPipeline {
         }
         let job = w.job.lock().take();
         let (result, group) = match job {
-            Some(Job::Rotate) => (self.rotate(db, &mut q), vec![Arc::clone(&w)]),
+            Some(Job::Rotate) => (self.rotate(db, &mut q, "flush"), vec![Arc::clone(&w)]),
             Some(Job::Ingest(j)) => (self.ingest(db, &mut q, j), vec![Arc::clone(&w)]),
             Some(Job::Batch(b)) => self.lead(db, &mut q, &w, b),
             None => (
@@ -338,7 +338,10 @@ impl CommitPipeline {
         while db.l0_depth.load(Ordering::Relaxed) >= o.l0_stop_sublevels as u64
             && db.bg_error().is_none()
         {
-            stopped.get_or_insert_with(Instant::now);
+            if stopped.is_none() {
+                stopped = Some(Instant::now());
+                db.stall_begun("stop: l0 sublevels");
+            }
             db.bg_cv.notify_all();
             self.room_cv.wait_for(q, Duration::from_millis(50));
         }
@@ -382,14 +385,17 @@ impl CommitPipeline {
                 break Ok(());
             }
             if queue_full {
-                stalled.get_or_insert_with(Instant::now);
+                if stalled.is_none() {
+                    stalled = Some(Instant::now());
+                    db.stall_begun("stop: memtable queue full");
+                }
                 // Ingestions need no room in the memtable: let them through
                 // while this group waits (the Pebble #4944 pitfall).
                 self.run_waiting_ingestions(db, q);
                 self.room_cv.wait_for(q, Duration::from_millis(100));
                 continue;
             }
-            break self.rotate(db, q);
+            break self.rotate(db, q, "full");
         };
         if let Some(t) = stalled {
             db.record_stall("stop: memtable queue full", t.elapsed());
@@ -425,14 +431,14 @@ impl CommitPipeline {
 
     /// Starts a new WAL and memtable; the old memtable joins the immutable
     /// queue. Called by the leader, so no insert is in progress.
-    fn rotate(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>) -> Result<()> {
+    fn rotate(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>, reason: &str) -> Result<()> {
         let last_seq = q.last_seq;
-        self.rotate_now(db, last_seq)
+        self.rotate_now(db, last_seq, reason)
     }
 
     /// The rotation itself; only the current leader may call it. `last_seq`
     /// is the highest sequence number assigned so far.
-    fn rotate_now(&self, db: &DbInner, last_seq: u64) -> Result<()> {
+    fn rotate_now(&self, db: &DbInner, last_seq: u64, reason: &str) -> Result<()> {
         if db.super_version().mem.is_empty() {
             return Ok(());
         }
@@ -447,9 +453,11 @@ impl CommitPipeline {
             *wal = Wal::new(log);
         }
         let mut st = db.state.lock();
+        let (sealed, sealed_wal) = (st.mem.id(), st.mem_wal);
         st.seal_memtable(Arc::new(MemTable::new(number)), number, last_seq);
         db.install_super_version(&st);
         drop(st);
+        db.memtable_rotated(sealed, sealed_wal, reason);
         db.bg_cv.notify_all();
         Ok(())
     }
@@ -525,6 +533,7 @@ impl CommitPipeline {
                     job.excise.as_ref(),
                     placed.excised.as_ref(),
                     &placed.added,
+                    false,
                 );
                 if placed.excised.is_some() {
                     // The tombstone file is in no version and no MANIFEST
@@ -558,7 +567,9 @@ impl CommitPipeline {
                 let wal_number = st.mem_wal;
                 if !st.mem.is_empty() {
                     let fresh = Arc::new(MemTable::new(db.new_file_number()));
+                    let sealed = st.mem.id();
                     st.seal_memtable(fresh, wal_number, seq - 1);
+                    db.memtable_rotated(sealed, wal_number, "ingest");
                 }
                 let edit = crate::version::VersionEdit {
                     queued_files: job.files.iter().map(|f| f.meta(seq)).collect(),

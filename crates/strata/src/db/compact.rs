@@ -17,7 +17,7 @@
 //! the inputs it would delete are gone. Nothing else removes a compaction's
 //! inputs (the picker never gives one file to two compactions).
 
-use super::events::Event;
+use super::events::{micros, tables};
 use super::flush::delete_obsolete_files;
 use super::level_iter::LevelIter;
 use super::output::{CutPolicy, OutputWriter};
@@ -25,6 +25,7 @@ use super::{DbInner, DbState};
 use crate::compaction::iter::CompactionIter;
 use crate::compaction::picker::{self, Compaction};
 use crate::error::Result;
+use crate::events::Event;
 use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::sstable::RangeTombstone;
@@ -91,12 +92,41 @@ fn inputs_intact(v: &Version, c: &Compaction) -> bool {
 /// pass until the compaction is installed or cancelled.
 pub(crate) fn run(db: &DbInner, c: &Compaction, pinned: Arc<Version>) -> Result<()> {
     let start = Instant::now();
-    if let Some(r) = try_move(db, c, start) {
+    let job = db.events.new_job();
+    let inputs = tables(c.all_inputs().map(|(l, f)| (l, f.as_ref())));
+    db.events.record(Event::CompactionBegin {
+        job,
+        reason: c.reason.name().to_string(),
+        start_level: c.start_level,
+        output_level: c.output_level,
+        inputs: inputs.clone(),
+    });
+    let end = |outputs: &[crate::version::FileMeta], moved: bool, cancelled: bool| {
+        let written = if moved || cancelled {
+            0
+        } else {
+            outputs.iter().map(|f| f.size).sum()
+        };
+        Event::CompactionEnd {
+            job,
+            reason: if moved { "move" } else { c.reason.name() }.to_string(),
+            start_level: c.start_level,
+            output_level: c.output_level,
+            moved,
+            cancelled,
+            inputs: inputs.clone(),
+            outputs: tables(outputs.iter().map(|f| (c.output_level, f))),
+            bytes_read: if moved { 0 } else { c.input_bytes() },
+            bytes_written: written,
+            micros: micros(start.elapsed()),
+        }
+    };
+    if let Some(r) = try_move(db, c, &end) {
         return r;
     }
     let floor = db.new_file_number();
     db.state.lock().pending_outputs.insert(floor);
-    let r = write_outputs(db, c);
+    let r = write_outputs(db, c, job);
     let mut st = db.state.lock();
     st.pending_outputs.remove(&floor);
     let outputs = r?;
@@ -106,6 +136,7 @@ pub(crate) fn run(db: &DbInner, c: &Compaction, pinned: Arc<Version>) -> Result<
         db.stats
             .compactions_cancelled
             .fetch_add(1, Ordering::Relaxed);
+        db.events.record(end(&outputs, false, true));
         drop(pinned);
         delete_obsolete_files(db, &mut st);
         return Ok(());
@@ -129,24 +160,18 @@ pub(crate) fn run(db: &DbInner, c: &Compaction, pinned: Arc<Version>) -> Result<
     db.stats
         .bytes_compacted_written
         .fetch_add(written, Ordering::Relaxed);
-    let inputs: Vec<(usize, &crate::version::FileMeta)> =
-        c.all_inputs().map(|(l, f)| (l, f.as_ref())).collect();
-    db.events.record(&Event::compaction(
-        c.reason.name(),
-        c.start_level,
-        c.output_level,
-        &inputs,
-        &outputs,
-        false,
-        start.elapsed(),
-    ));
+    db.events.record(end(&outputs, false, false));
     drop(pinned);
     delete_obsolete_files(db, &mut st);
     Ok(())
 }
 
 /// A single input file with nothing to merge moves down by relinking.
-fn try_move(db: &DbInner, c: &Compaction, start: Instant) -> Option<Result<()>> {
+fn try_move(
+    db: &DbInner,
+    c: &Compaction,
+    end: &dyn Fn(&[crate::version::FileMeta], bool, bool) -> Event,
+) -> Option<Result<()>> {
     let gp: u64 = c.grandparents.iter().map(|f| f.size).sum();
     let single =
         c.inputs.len() == 1 && c.output_inputs.is_empty() && c.start_level != c.output_level;
@@ -172,6 +197,7 @@ fn try_move(db: &DbInner, c: &Compaction, start: Instant) -> Option<Result<()>> 
         db.stats
             .compactions_cancelled
             .fetch_add(1, Ordering::Relaxed);
+        db.events.record(end(&[], true, true));
         return Some(Ok(()));
     }
     let seq = db.visible_seq.load(Ordering::Acquire);
@@ -180,19 +206,12 @@ fn try_move(db: &DbInner, c: &Compaction, start: Instant) -> Option<Result<()>> 
     }
     db.install_super_version(&st);
     db.stats.moves.fetch_add(1, Ordering::Relaxed);
-    db.events.record(&Event::compaction(
-        "move",
-        c.start_level,
-        c.output_level,
-        &[(c.start_level, f.as_ref())],
-        std::slice::from_ref(f.as_ref()),
-        true,
-        start.elapsed(),
-    ));
+    db.events
+        .record(end(std::slice::from_ref(f.as_ref()), true, false));
     Some(Ok(()))
 }
 
-fn write_outputs(db: &DbInner, c: &Compaction) -> Result<Vec<crate::version::FileMeta>> {
+fn write_outputs(db: &DbInner, c: &Compaction, job: u64) -> Result<Vec<crate::version::FileMeta>> {
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
     let mut collect = |f: &crate::version::FileMeta| -> Result<()> {
@@ -249,7 +268,15 @@ fn write_outputs(db: &DbInner, c: &Compaction) -> Result<Vec<crate::version::Fil
             Vec::new()
         },
     };
-    let new_number = || db.new_file_number();
+    let new_number = || {
+        let number = db.new_file_number();
+        db.events.record(Event::TableCreated {
+            job,
+            number,
+            reason: "compaction".into(),
+        });
+        number
+    };
     let mut w = OutputWriter::new(
         db.vfs.as_ref(),
         &db.dir,

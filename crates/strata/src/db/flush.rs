@@ -8,11 +8,12 @@
 //! files are newer than everything below them and older than everything
 //! still queued.
 
-use super::events::Event;
+use super::events::{micros, tables};
 use super::flushable::Flushable;
 use super::output::{CutPolicy, OutputWriter};
 use super::{filenames, DbInner};
 use crate::error::Result;
+use crate::events::Event;
 use crate::iter::InternalIterator;
 use crate::sstable::{RangeTombstone, SstOptions};
 use crate::version::sublevels::L0Sublevels;
@@ -71,7 +72,12 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     // queued memtable may share it) is synced here. If the WAL cannot be
     // synced, no table is written.
     db.commit.sync_wal(db)?;
-    let r = write_l0(db, &imm);
+    let job = db.events.new_job();
+    db.events.record(Event::FlushBegin {
+        job,
+        memtable: imm.id(),
+    });
+    let r = write_l0(db, &imm, job);
     let mut st = db.state.lock();
     st.pending_outputs.remove(&floor);
     let outputs = r?;
@@ -94,8 +100,13 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     st.imm.pop_front();
     db.install_super_version(&st);
     db.stats.flushes.fetch_add(1, Ordering::Relaxed);
-    db.events
-        .record(&Event::flush(imm.id(), &outputs, start.elapsed()));
+    db.events.record(Event::FlushEnd {
+        job,
+        memtable: imm.id(),
+        outputs: tables(outputs.iter().map(|f| (0, f))),
+        bytes_written: bytes,
+        micros: micros(start.elapsed()),
+    });
     delete_obsolete_files(db, &mut st);
     Ok(())
 }
@@ -140,6 +151,7 @@ fn place_ingested(
         ing.excise.as_ref(),
         placed.excised.as_ref(),
         &placed.added,
+        true,
     );
     let _ = imm;
     // Deletes the tombstone file if the range was cut: it was recorded only
@@ -154,7 +166,7 @@ fn place_ingested(
 /// target files' worth of Lbase (so each L0 file compacts into a small,
 /// separate part of Lbase: without this a first wide flush would leave L0
 /// with no interior boundaries to split later flushes at).
-fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>) -> Result<Vec<FileMeta>> {
+fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>, job: u64) -> Result<Vec<FileMeta>> {
     let o = &db.opts.compaction;
     let policy = if o.l0_sublevels {
         let v = db.super_version().version.clone();
@@ -175,7 +187,15 @@ fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>) -> Result<Vec<FileMeta>> {
         policy,
         imm.iter(),
         imm.range_tombstones(),
-        &|| db.new_file_number(),
+        &|| {
+            let number = db.new_file_number();
+            db.events.record(Event::TableCreated {
+                job,
+                number,
+                reason: "flush".into(),
+            });
+            number
+        },
     )
 }
 
@@ -251,10 +271,13 @@ pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut super::DbState) {
             _ => true,
         };
         if !keep {
+            let removed = db.vfs.remove(&db.dir.join(&name)).is_ok();
             if let Some(filenames::FileKind::Table(n)) = filenames::parse(&name) {
                 db.table_cache.evict(n);
+                if removed {
+                    db.events.record(Event::TableDeleted { number: n });
+                }
             }
-            let _ = db.vfs.remove(&db.dir.join(&name));
         }
     }
 }

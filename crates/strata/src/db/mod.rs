@@ -21,7 +21,7 @@ pub mod write_batch;
 
 mod commit;
 mod compact;
-mod events;
+pub(crate) mod events;
 mod excise;
 mod flush;
 mod flushable;
@@ -357,6 +357,7 @@ impl DbInner {
         excise: Option<&(Vec<u8>, Vec<u8>)>,
         excised: Option<&excise::Excised>,
         added: &[(usize, crate::version::FileMeta)],
+        flushable: bool,
     ) {
         if excise.is_some() {
             let c = if excised.is_some() {
@@ -366,24 +367,51 @@ impl DbInner {
             };
             c.fetch_add(1, Ordering::Relaxed);
         }
-        let removed: Vec<(usize, &crate::version::FileMeta)> = excised
-            .map(|x| x.removed.iter().map(|(l, f)| (*l, f.as_ref())).collect())
+        let removed = excised
+            .map(|x| events::tables(x.removed.iter().map(|(l, f)| (*l, f.as_ref()))))
             .unwrap_or_default();
-        self.events
-            .record(&events::Event::ingest(seq, excise, &removed, added));
+        self.events.record(crate::events::Event::Ingest {
+            sequence: seq,
+            flushable: Some(flushable),
+            excise: excise.map(|(a, b)| crate::events::KeyRange {
+                start: a.clone(),
+                end: b.clone(),
+            }),
+            added: events::tables(added.iter().map(|(l, f)| (*l, f))),
+            removed,
+        });
     }
 
     pub fn bg_error(&self) -> Option<Error> {
         self.bg_error.lock().clone()
     }
 
-    /// Counts a stall and logs it as an event.
+    /// Logs the start of a write stop (slowdowns happen per write group and
+    /// are only counted).
+    pub fn stall_begun(&self, cause: &'static str) {
+        self.events.record(crate::events::Event::WriteStallBegin {
+            cause: cause.to_string(),
+        });
+    }
+
+    /// Counts a stall; a stop is also logged as ended.
     pub fn record_stall(&self, cause: &'static str, d: Duration) {
         self.stats.record_stall(cause, d);
-        // Slowdowns happen per write group; only stops go to the event log.
         if cause.starts_with("stop") {
-            self.events.record(&events::Event::stall(cause, d));
+            self.events.record(crate::events::Event::WriteStallEnd {
+                cause: cause.to_string(),
+                micros: events::micros(d),
+            });
         }
+    }
+
+    /// Logs a memtable joining the immutable queue.
+    pub fn memtable_rotated(&self, memtable: u64, wal: u64, reason: &str) {
+        self.events.record(crate::events::Event::MemtableRotated {
+            memtable,
+            wal,
+            reason: reason.to_string(),
+        });
     }
 
     pub fn set_bg_error(&self, e: Error) {

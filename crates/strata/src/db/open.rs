@@ -18,7 +18,7 @@
 
 use super::commit::{apply, CommitPipeline, Wal};
 use super::compact::compaction_loop;
-use super::events::{Event, EventLog};
+use super::events::{open_event, EventLog};
 use super::flush::{delete_obsolete_files, flush_loop};
 use super::flushable::{Flushable, ImmutableMemTable};
 use super::options::Options;
@@ -238,6 +238,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         excised_seq: 0,
     };
     let vfs_for_events = Arc::clone(&vfs);
+    let listener = opts.event_listener.clone();
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         vfs,
@@ -256,9 +257,9 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         snapshots: Mutex::new(BTreeMap::new()),
         stats: Stats::default(),
         events: if read_only {
-            EventLog::disabled()
+            EventLog::disabled(listener)
         } else {
-            EventLog::open(vfs_for_events.as_ref(), dir)
+            EventLog::open(vfs_for_events.as_ref(), dir, listener)
         },
         read_only,
         l0_depth: AtomicU64::new(0),
@@ -271,7 +272,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             delete_obsolete_files(&inner, &mut st);
         }
         inner.install_super_version(&st);
-        inner.events.record(&Event::open(&st.versions.current()));
+        inner.events.record(open_event(&st.versions.current()));
     }
     if read_only {
         // No flush, compaction or WAL thread: nothing may be written.

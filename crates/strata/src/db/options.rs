@@ -14,6 +14,7 @@
 
 use super::Snapshot;
 pub use crate::compaction::picker::CompactionOptions;
+use crate::events::EventListener;
 use crate::sstable::SstOptions;
 use crate::vfs::Vfs;
 use std::sync::Arc;
@@ -82,6 +83,9 @@ pub struct Options {
     /// may lose unsynced writes; writes with [`WriteOptions::sync`] are
     /// durable when they return.
     pub wal_flush_interval: Duration,
+    /// Receives every engine event as it happens (see [`crate::events`]);
+    /// the `EVENTS` log gets them either way.
+    pub event_listener: Option<Arc<dyn EventListener>>,
 }
 
 impl Default for Options {
@@ -104,6 +108,7 @@ impl Default for Options {
             slowdown_debt_bytes: 4 << 30,
             slowdown_rate: 64 << 20,
             wal_flush_interval: Duration::from_millis(1),
+            event_listener: None,
         }
     }
 }

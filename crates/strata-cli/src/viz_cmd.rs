@@ -1,0 +1,47 @@
+//! `strata viz DB -o lsm.html`: the LSM visualiser's page for a database
+//! (see the `strata-viz` crate). Reads the database directory only; it never
+//! opens the database, so it works on a closed one and beside a live one.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct VizArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// Where to write the page.
+    #[arg(short, long, default_value = "lsm.html")]
+    pub output: PathBuf,
+}
+
+pub fn run(a: VizArgs) -> Result<()> {
+    // The page's directory, resolved (the page itself may not exist yet).
+    let parent = match a.output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let out_dir = parent.canonicalize().unwrap_or(parent);
+    let db = a.db.canonicalize().unwrap_or(a.db.clone());
+    if out_dir.starts_with(&db) {
+        anyhow::bail!(
+            "{} is inside the database directory; write the page elsewhere",
+            a.output.display()
+        );
+    }
+    let page = strata_viz::render_page(&a.db)
+        .with_context(|| format!("reading the history of {}", a.db.display()))?;
+    std::fs::write(&a.output, &page).with_context(|| format!("writing {}", a.output.display()))?;
+    println!(
+        "wrote {} ({} bytes); open it in a browser",
+        a.output.display(),
+        page.len()
+    );
+    Ok(())
+}
+
+/// The text chart for `strata lsm`, read from the MANIFEST before the
+/// database is opened.
+pub fn text_chart(db: &Path) -> Result<String> {
+    strata_viz::text_chart(db, 72).with_context(|| format!("reading {}", db.display()))
+}

@@ -1,0 +1,95 @@
+//! `strata viz` and the text chart of `strata lsm`: the page is written
+//! outside the database, the database directory is left exactly as it was,
+//! and bad input gets a clear error without creating anything.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::path::Path;
+use std::process::Command;
+
+fn strata(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn viz_writes_a_page_and_changes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let dbs = db.to_str().unwrap();
+    // Two ingestions of the same generated keys: files on two levels.
+    assert!(strata(&["put", dbs, "a", "b"]).0);
+    for i in 0..2 {
+        let sst = d.path().join(format!("t{i}.sst"));
+        let sst = sst.to_str().unwrap();
+        let (ok, _, err) = strata(&["sst", "write", sst, "--keys", "3000"]);
+        assert!(ok, "{err}");
+        let (ok, _, err) = strata(&["ingest", dbs, sst, "--small-file-bytes", "0"]);
+        assert!(ok, "{err}");
+    }
+    let before = listing(&db);
+    let page = d.path().join("lsm.html");
+    let (ok, out, err) = strata(&["viz", dbs, "-o", page.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("wrote"), "{out}");
+    assert_eq!(listing(&db), before, "viz changed the database directory");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<canvas id=\"lsm\""));
+    assert!(
+        html.contains("\"keys\":[") && html.contains("key0"),
+        "keys embedded"
+    );
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+
+    // Not inside the database.
+    let inside = db.join("lsm.html");
+    let (ok, _, err) = strata(&["viz", dbs, "-o", inside.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("inside the database directory"),
+        "{err}"
+    );
+    assert!(!inside.exists());
+
+    // Not a database: a clear error, nothing created.
+    let missing = d.path().join("nope");
+    let (ok, _, err) = strata(&[
+        "viz",
+        missing.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("not a Strata database"), "{err}");
+    assert!(!missing.exists());
+
+    // The text chart leads `strata lsm`.
+    let (ok, out, err) = strata(&["lsm", dbs]);
+    assert!(ok, "{err}");
+    assert!(out.contains("L0: ") && out.contains("sublevels"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains('[') && l.contains(" files ")),
+        "{out}"
+    );
+}

@@ -1,0 +1,417 @@
+//! The page in a real browser: builds a database with a workload that makes
+//! L0 sublevels, compactions, moves and ingestions, renders `strata viz`'s
+//! page in headless Chromium (driven over the DevTools protocol by the
+//! `headless_chrome` crate, which never downloads a browser), steps the
+//! timeline forwards and backwards and checks that the file count and L0
+//! sublevel count the page shows equal the MANIFEST's at each step, hovers a
+//! file and checks its details, and saves a screenshot.
+//!
+//! Without Chromium the test prints how to install it and passes, except
+//! under CI (`CI=true`), where it fails.
+//!
+//! `docs_screenshots` (ignored; `cargo test -p strata-viz --release --test
+//! browser -- --ignored`) renders the wide-file scenario with flush
+//! splitting off and on and writes the PNGs in `docs/`.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+use headless_chrome::{Browser, LaunchOptions, Tab};
+use rand::seq::SliceRandom;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use strata::inspect::{self, ManifestHistory, Tree};
+use strata::sstable::{SstOptions, SstWriter};
+use strata::{CompactionOptions, Db, IngestOptions, Options};
+
+const CHROMIUM: &[&str] = &["/usr/bin/chromium", "/usr/bin/chromium-browser"];
+
+fn chromium() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("CHROME") {
+        return Some(PathBuf::from(p));
+    }
+    CHROMIUM.iter().map(PathBuf::from).find(|p| p.exists())
+}
+
+/// The browser, or `None` (after saying how to get one) when there is none
+/// outside CI.
+fn browser(profile: &Path) -> Option<Browser> {
+    let Some(path) = chromium() else {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("Chromium is missing under CI: test.sh installs it (apt-get install chromium)");
+        }
+        eprintln!(
+            "SKIPPED: Chromium not found; install it with `sudo apt-get install chromium` \
+             (or set CHROME=/path/to/chrome) to run the browser test"
+        );
+        return None;
+    };
+    let args: Vec<&OsStr> = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ]
+    .iter()
+    .map(OsStr::new)
+    .collect();
+    let opts = LaunchOptions::default_builder()
+        .path(Some(path))
+        .headless(true)
+        .sandbox(false)
+        .window_size(Some((1600, 1000)))
+        .user_data_dir(Some(profile.to_path_buf()))
+        .args(args)
+        .idle_browser_timeout(std::time::Duration::from_secs(120))
+        .build()
+        .expect("launch options");
+    Some(Browser::new(opts).expect("starting Chromium"))
+}
+
+fn small_opts() -> Options {
+    Options {
+        memtable_size: 48 << 10,
+        compaction: CompactionOptions {
+            target_file_size: 24 << 10,
+            base_level_bytes: 256 << 10,
+            flush_split_bytes: 16 << 10,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+/// Random puts, an overwrite pass, and two ingestions (one over keys still
+/// in the memtable, which takes the queued path).
+fn build_db(dir: &Path) {
+    let db = Db::open(dir, small_opts()).unwrap();
+    let mut rng = StdRng::seed_from_u64(13);
+    let mut keys: Vec<u32> = (0..12_000).collect();
+    keys.shuffle(&mut rng);
+    for (n, k) in keys.iter().enumerate() {
+        db.put(format!("key{k:06}").as_bytes(), [b'v'; 60]).unwrap();
+        if n % 3000 == 2999 {
+            db.flush().unwrap();
+        }
+    }
+    for i in 0..2 {
+        let f = dir.with_extension(format!("ingest{i}.sst"));
+        let mut w = SstWriter::create(&f, SstOptions::for_ingestion()).unwrap();
+        for j in 0..200 {
+            let v = [b'i'; 40];
+            w.put(format!("key{:06}", 20_000 + i * 1000 + j).as_bytes(), v)
+                .unwrap();
+        }
+        w.finish().unwrap();
+        if i == 1 {
+            db.put(b"key021050", b"in the memtable").unwrap();
+        }
+        let o = IngestOptions {
+            small_file_bytes: 0,
+            ..IngestOptions::default()
+        };
+        db.ingest(&[f], &o).unwrap();
+    }
+    for _ in 0..3000 {
+        let k: u32 = rng.gen_range(0..12_000);
+        db.put(format!("key{k:06}").as_bytes(), [b'w'; 60]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    db.close().unwrap();
+}
+
+/// Per step of the page (an edit that changes the tree or queues an
+/// ingestion): the file count and L0 sublevel count of the MANIFEST's tree.
+fn expected_steps(m: &ManifestHistory) -> Vec<(usize, usize, Tree)> {
+    let mut tree = Tree::new();
+    let mut out = Vec::new();
+    for e in &m.edits {
+        if !e.changes_tree() && e.queued.is_empty() {
+            continue;
+        }
+        tree.apply(e).unwrap();
+        let sub = inspect::l0_sublevels(tree.files(0)).num_sublevels;
+        out.push((tree.num_files(), sub, tree.clone()));
+    }
+    out
+}
+
+fn eval(tab: &Tab, js: &str) -> serde_json::Value {
+    tab.evaluate(js, false)
+        .unwrap_or_else(|e| panic!("{js}: {e}"))
+        .value
+        .unwrap_or(serde_json::Value::Null)
+}
+
+fn open_page(browser: &Browser, page: &Path) -> Arc<Tab> {
+    let tab = browser.new_tab().unwrap();
+    tab.navigate_to(&format!("file://{}", page.display()))
+        .unwrap();
+    tab.wait_until_navigated().unwrap();
+    tab.wait_for_element("body[data-ready='1']").unwrap();
+    tab
+}
+
+/// Moves the mouse over file `number` as drawn at the current step.
+fn hover(tab: &Tab, number: u64) {
+    let b = eval(tab, &format!("JSON.stringify(strataViz.fileBox({number}))"));
+    let b: serde_json::Value = serde_json::from_str(b.as_str().unwrap()).unwrap();
+    let (x, y) = (b["x"].as_f64().unwrap(), b["y"].as_f64().unwrap());
+    tab.move_mouse_to_point(headless_chrome::browser::tab::point::Point { x, y })
+        .unwrap();
+}
+
+fn screenshot(tab: &Tab, out: &Path) {
+    let png = tab
+        .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+        .unwrap();
+    std::fs::write(out, png).unwrap();
+}
+
+#[test]
+fn page_matches_the_manifest_step_by_step() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    build_db(&dir);
+    let manifest = inspect::read_manifest(&dir).unwrap();
+    let want = expected_steps(&manifest);
+    assert!(want.len() > 20, "{} steps", want.len());
+    assert!(
+        want.iter().any(|s| s.1 >= 2),
+        "the workload should stack L0 into sublevels"
+    );
+
+    let page = d.path().join("lsm.html");
+    let before: Vec<(String, u64)> = listing(&dir);
+    std::fs::write(&page, strata_viz::render_page(&dir).unwrap()).unwrap();
+    assert_eq!(
+        listing(&dir),
+        before,
+        "rendering changed the database directory"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "the page must fetch nothing"
+    );
+
+    let profile = d.path().join("chrome-profile");
+    let Some(browser) = browser(&profile) else {
+        return;
+    };
+    let tab = open_page(&browser, &page);
+    let steps = eval(&tab, "strataViz.steps").as_u64().unwrap() as usize;
+    assert_eq!(steps, want.len(), "page steps vs MANIFEST edits");
+
+    // Forwards, then backwards (checkpoint restores), then the end.
+    let n = want.len();
+    let mut points = vec![0, 1, n / 4, n / 2, n / 2 + 1, n - 1, n / 3, 2];
+    // And every step in order: the drawn layout must follow each edit.
+    points.extend(0..n);
+    // The step with the deepest L0.
+    let deepest = (0..n).max_by_key(|&i| want[i].1).unwrap();
+    points.push(deepest);
+    for &s in &points {
+        // One round trip per step: what the page shows after moving there.
+        let js = format!(
+            "JSON.stringify({{ shown: strataViz.show({s}), layout: strataViz.layout(), \
+             text: ['st-files', 'st-sub', 'st-l0', 'stepno'].map(id => document.getElementById(id).textContent) }})"
+        );
+        let page: serde_json::Value =
+            serde_json::from_str(eval(&tab, &js).as_str().unwrap()).unwrap();
+        assert_eq!(page["shown"].as_u64(), Some(s as u64));
+        let text_of = |i: usize| page["text"][i].as_str().unwrap().to_string();
+        let files: usize = text_of(0).parse().unwrap();
+        let subs: usize = text_of(1).parse().unwrap();
+        let l0: usize = text_of(2).parse().unwrap();
+        assert_eq!(files, want[s].0, "files at step {s}");
+        assert_eq!(subs, want[s].1, "L0 sublevels at step {s}");
+        assert_eq!(l0, want[s].2.files(0).len(), "L0 files at step {s}");
+        // Every file drawn where the MANIFEST puts it: level and, in L0,
+        // the engine's sublevel.
+        let mut drawn: Vec<(u64, usize, usize)> =
+            serde_json::from_value(page["layout"].clone()).unwrap();
+        drawn.sort_unstable();
+        let tree = &want[s].2;
+        let shape = inspect::l0_sublevels(tree.files(0));
+        let mut expect: Vec<(u64, usize, usize)> = (0..inspect::LEVELS)
+            .flat_map(|l| tree.files(l).iter().map(move |f| (l, f)))
+            .map(|(l, f)| {
+                let sub = if l == 0 { shape.sublevel[&f.number] } else { 0 };
+                (f.number, l, sub)
+            })
+            .collect();
+        expect.sort_unstable();
+        assert_eq!(drawn, expect, "files drawn at step {s}");
+        let label = text_of(3);
+        assert!(
+            label.starts_with(&format!("step {s} / {}", n - 1)),
+            "{label}"
+        );
+    }
+
+    // Hover the newest L0 file at the deepest step: its details.
+    eval(&tab, &format!("strataViz.show({deepest})"));
+    let tree = &want[deepest].2;
+    let shape = inspect::l0_sublevels(tree.files(0));
+    let f = tree
+        .files(0)
+        .iter()
+        .max_by_key(|f| shape.sublevel[&f.number])
+        .unwrap();
+    hover(&tab, f.number);
+    eval(&tab, &format!("strataViz.show({deepest})"));
+    // "key value" per line, from the details grid.
+    let details = eval(
+        &tab,
+        "[...document.querySelectorAll('#details .k')].map(k => k.textContent.padEnd(9) + k.nextElementSibling.textContent).join('\\n')",
+    )
+    .as_str()
+    .unwrap_or_default()
+    .to_string();
+    let want_lines = [
+        format!("file     {}", f.number),
+        format!("level    L0, sublevel {}", shape.sublevel[&f.number]),
+        format!("smallest {}", strata_viz::text::display_key(&f.smallest)),
+        format!("largest  {}", strata_viz::text::display_key(&f.largest)),
+        format!("({} B)", f.size),
+        format!("entries  {}", f.entries.unwrap()),
+        format!("seqs     {} … {}", f.smallest_seq, f.largest_seq),
+    ];
+    for w in &want_lines {
+        assert!(
+            details.contains(w.as_str()),
+            "details lack {w:?}:\n{details}"
+        );
+    }
+    assert!(
+        details.contains("made by  step")
+            && (details.contains("flush job") || details.contains("compaction job")),
+        "{details}"
+    );
+
+    // Keyboard: an arrow key steps once.
+    eval(&tab, "strataViz.show(3)");
+    tab.press_key("ArrowRight").unwrap();
+    eval(&tab, "strataViz.show(strataViz.step())");
+    assert_eq!(eval(&tab, "strataViz.step()").as_u64(), Some(4));
+
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viz-browser-test.png");
+    eval(&tab, &format!("strataViz.show({deepest})"));
+    screenshot(&tab, &shot);
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+    eprintln!("screenshot: {}", shot.display());
+}
+
+fn listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The wide-file scenario of `crates/strata/tests/wide_file.rs` (a
+/// statistics key at the bottom of the key space written every 10,000 keys
+/// while 1,000,000 keys arrive shuffled within windows of 50,000), loaded
+/// with L0 sublevels and flush splitting off and on.
+fn wide_file_db(dir: &Path, split: bool) {
+    let opts = Options {
+        memtable_size: 1 << 20,
+        compaction: CompactionOptions {
+            l0_sublevels: split,
+            flush_split_bytes: 64 << 10,
+            target_file_size: 1 << 20,
+            base_level_bytes: 4 << 20,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts).unwrap();
+    let mut order: Vec<u64> = (0..1_000_000).collect();
+    let mut rng = StdRng::seed_from_u64(5);
+    for w in order.chunks_mut(50_000) {
+        w.shuffle(&mut rng);
+    }
+    for (n, i) in order.iter().enumerate() {
+        let mut k = b"d".to_vec();
+        k.extend_from_slice(&i.to_be_bytes());
+        db.put(&k, i.to_le_bytes()).unwrap();
+        if (n + 1) % 10_000 == 0 {
+            db.put(b"\x00stats", (n + 1).to_string().as_bytes())
+                .unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+#[ignore = "writes the screenshots in docs/; run with --ignored"]
+fn docs_screenshots() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let d = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&d.path().join("profile")) else {
+        return;
+    };
+    for split in [false, true] {
+        let name = if split { "split" } else { "unsplit" };
+        let dir = d.path().join(name);
+        wide_file_db(&dir, split);
+        let page = d.path().join(format!("{name}.html"));
+        std::fs::write(&page, strata_viz::render_page(&dir).unwrap()).unwrap();
+        let tab = open_page(&browser, &page);
+        // The biggest compaction out of L0, and the step before it.
+        let big = eval(
+            &tab,
+            "(() => { let best = 0, at = 0; const S = JSON.parse(document.getElementById('data').textContent).s; \
+             for (let i = 0; i < S.kind.length; i++) if (S.kind[i] === 2 && S.slv[i] === 0 && S.br[i] > best) { best = S.br[i]; at = i; } return at; })()",
+        )
+        .as_u64()
+        .unwrap();
+        // Unsplit: the last flush before the biggest compaction (the wide
+        // files stacked up); split: the flush leaving the most L0 files.
+        let at = eval(
+            &tab,
+            &format!(
+                "(() => {{ const S = JSON.parse(document.getElementById('data').textContent).s; let at = 0, most = -1; \
+                 for (let i = 1; i < S.kind.length; i++) if (S.kind[i] === 1) {{ \
+                 if ({split}) {{ strataViz.show(i); const n = +document.getElementById('st-l0').textContent; if (n > most) {{ most = n; at = i; }} }} \
+                 else if (i < {big}) at = i; }} return at; }})()"
+            ),
+        )
+        .as_u64()
+        .unwrap();
+        eval(&tab, &format!("strataViz.show({at})"));
+        // Hover the newest flagged file, if any, so its details show.
+        let wide = eval(&tab, "JSON.stringify(strataViz.wide())");
+        let wide: Vec<u64> = serde_json::from_str(wide.as_str().unwrap()).unwrap();
+        eprintln!("{name}: wide files before the compaction: {wide:?}");
+        if let Some(n) = wide.iter().max() {
+            hover(&tab, *n);
+            eval(&tab, &format!("strataViz.show({at})"));
+        }
+        screenshot(&tab, &docs.join(format!("viz-wide-file-{name}.png")));
+        if !split {
+            eval(&tab, &format!("strataViz.show({big})"));
+            screenshot(
+                &tab,
+                &docs.join(format!("viz-wide-file-{name}-compaction.png")),
+            );
+        }
+        eprintln!("{name}: biggest L0 compaction at step {big}");
+    }
+}

@@ -1,0 +1,714 @@
+//! Engine events: what the database did, as one typed value per happening
+//! (flushes, compactions, ingestions, write stalls, memtable rotations,
+//! table files created and deleted), delivered to an optional
+//! [`EventListener`] in [`Options`](crate::Options) and appended to the
+//! database's `EVENTS` log as JSON lines.
+//!
+//! The visualiser (`strata-viz`), the benchmarks and the tests all read
+//! events through this one type ([`EventRecord`], parsed with
+//! [`parse_events`]), so the log format has one definition.
+//!
+//! # The `EVENTS` format
+//! One JSON object per line, each an [`EventRecord`]: `"v"` (the format
+//! version, [`FORMAT_VERSION`]), `"time"` (seconds since the Unix epoch, as a
+//! float), `"event"` (the kind, in `snake_case`), then the fields of that
+//! kind. User keys are lower-case hex strings. The file only grows; it is
+//! kept across reopens and is for people and tools, never read by recovery.
+//!
+//! Version 1 (before this module) had no `"v"` field and five kinds:
+//! `open`, `flush`, `compaction`, `ingest`, `stall`, with `added`/`removed`
+//! file lists. [`parse_events`] still reads those lines, converted to
+//! [`Event::Open`], [`Event::FlushEnd`], [`Event::CompactionEnd`],
+//! [`Event::Ingest`] (with `flushable: None`: version 1 did not record it)
+//! and [`Event::WriteStallEnd`].
+//!
+//! Invariants:
+//! - every event that changes the tree (`open`, `flush_end`,
+//!   `compaction_end` unless cancelled, `ingest`) names every file it added
+//!   and removed with its level, so replaying them from an `open` gives the
+//!   tree after each change;
+//! - events are written in the order they happened to the tree (each is
+//!   recorded after its MANIFEST record), except `*_begin` events, which
+//!   come before the work they announce;
+//! - a reader skips kinds it does not know (a newer Strata may add some,
+//!   e.g. import phases) rather than failing.
+
+use crate::error::{Error, Result};
+use crate::util::hex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Mutex;
+
+/// The `"v"` field written on every line. Version 1 had no such field.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The name of the event log in a database directory.
+pub const EVENTS_FILE: &str = "EVENTS";
+
+/// One table file as an event (or a MANIFEST record) names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableInfo {
+    /// The level the file is on (the level it left, for removed files).
+    pub level: usize,
+    /// The file number (`NNNNNN.sst`).
+    pub number: u64,
+    /// Bytes on disk (an estimate for a virtual file).
+    pub size: u64,
+    /// Smallest and largest user keys (range tombstones included).
+    #[serde(with = "hex_bytes")]
+    pub smallest: Vec<u8>,
+    #[serde(with = "hex_bytes")]
+    /// Largest user key.
+    pub largest: Vec<u8>,
+    /// The largest bound is a range tombstone's exclusive end: the file holds
+    /// nothing at `largest` itself.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub largest_exclusive: bool,
+    /// Smallest sequence number of the file's entries.
+    pub smallest_seq: u64,
+    /// Largest sequence number of the file's entries.
+    pub largest_seq: u64,
+    /// Entries in the file, when known (absent in version-1 logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
+    /// For a virtual file (an excise's key range of another table), that
+    /// table's number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing: Option<u64>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl TableInfo {
+    pub(crate) fn from_meta(level: usize, f: &crate::version::FileMeta) -> TableInfo {
+        TableInfo {
+            level,
+            number: f.number,
+            size: f.size,
+            smallest: f.smallest_user_key().to_vec(),
+            largest: f.largest_user_key().to_vec(),
+            largest_exclusive: f.largest_is_exclusive(),
+            smallest_seq: f.smallest_seq,
+            largest_seq: f.largest_seq,
+            entries: Some(f.num_entries),
+            backing: f.backing,
+        }
+    }
+}
+
+/// Files and bytes per level of a list of files (a compaction's inputs, say).
+pub fn per_level(files: &[TableInfo]) -> BTreeMap<usize, (usize, u64)> {
+    let mut m = BTreeMap::new();
+    for f in files {
+        let e = m.entry(f.level).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += f.size;
+    }
+    m
+}
+
+/// A key range `[start, end)` (an ingestion's excise).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyRange {
+    #[serde(with = "hex_bytes")]
+    /// First key of the range (inclusive).
+    pub start: Vec<u8>,
+    #[serde(with = "hex_bytes")]
+    /// End of the range (exclusive).
+    pub end: Vec<u8>,
+}
+
+/// What happened. New kinds may be added (hence `non_exhaustive`); readers
+/// of a log skip kinds they do not know.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// The database was opened; `files` is the whole tree it recovered.
+    Open {
+        /// Every table of the recovered tree, at its level.
+        files: Vec<TableInfo>,
+    },
+    /// A flush of the oldest immutable memtable starts.
+    FlushBegin {
+        /// The job's number (unique within one open).
+        job: u64,
+        /// The memtable being flushed.
+        memtable: u64,
+    },
+    /// A flush finished and its L0 files are in the tree.
+    FlushEnd {
+        /// The job's number, as in its `FlushBegin`.
+        job: u64,
+        /// The memtable flushed.
+        memtable: u64,
+        /// The L0 files written.
+        outputs: Vec<TableInfo>,
+        /// Bytes written to those files.
+        bytes_written: u64,
+        /// How long the flush took.
+        micros: u64,
+    },
+    /// A compaction starts. `reason` is the picker's (`l0`, `size`,
+    /// `intra-l0`, `manual`, ...).
+    CompactionBegin {
+        /// The job's number (unique within one open).
+        job: u64,
+        /// Why the picker chose it.
+        reason: String,
+        /// The level its first inputs come from.
+        start_level: usize,
+        /// The level its outputs go to.
+        output_level: usize,
+        /// The files it reads, at their levels.
+        inputs: Vec<TableInfo>,
+    },
+    /// A compaction finished. A move relinks its single input one level
+    /// down (`moved`, no bytes written); a cancelled one (an excise removed
+    /// an input meanwhile) changed nothing. [`per_level`] sums the inputs
+    /// and outputs per level.
+    CompactionEnd {
+        /// The job's number, as in its `CompactionBegin`.
+        job: u64,
+        /// Why the picker chose it.
+        reason: String,
+        /// The level its first inputs came from.
+        start_level: usize,
+        /// The level its outputs went to.
+        output_level: usize,
+        /// The single input was moved down a level, not rewritten.
+        moved: bool,
+        /// An excise took an input meanwhile; nothing changed.
+        #[serde(default)]
+        cancelled: bool,
+        /// The files it read, at their levels.
+        inputs: Vec<TableInfo>,
+        /// The files it wrote, at the output level.
+        outputs: Vec<TableInfo>,
+        /// Bytes read from the inputs.
+        bytes_read: u64,
+        /// Bytes written to the outputs.
+        bytes_written: u64,
+        /// How long it took.
+        micros: u64,
+    },
+    /// An ingestion is in the tree. `added` holds each ingested file at the
+    /// level it landed on (and an excise's virtual files), `removed` what an
+    /// excise took out. `flushable` says whether it waited in the immutable
+    /// queue behind an overlapping memtable (`None` in version-1 logs).
+    Ingest {
+        /// The sequence number every ingested entry got.
+        sequence: u64,
+        /// Whether it waited in the immutable queue (`None`: not recorded).
+        flushable: Option<bool>,
+        /// The key range an excise cut out of the tree first, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        excise: Option<KeyRange>,
+        /// The files put into the tree, at their levels.
+        added: Vec<TableInfo>,
+        /// The files an excise took out.
+        removed: Vec<TableInfo>,
+    },
+    /// Writes stopped. `cause`: `stop: l0 sublevels` or `stop: memtable
+    /// queue full`. (Slowdowns, which delay one write group a little, are
+    /// counted in the metrics but not logged.)
+    WriteStallBegin {
+        /// Why writes stopped.
+        cause: String,
+    },
+    /// Writes resumed after `micros`.
+    WriteStallEnd {
+        /// Why writes had stopped.
+        cause: String,
+        /// How long they were stopped.
+        micros: u64,
+    },
+    /// The active memtable `memtable` (writing to WAL `wal`) joined the
+    /// immutable queue. `reason`: `full`, `flush` (asked for) or `ingest`
+    /// (an overlapping ingestion queued behind it).
+    MemtableRotated {
+        /// The memtable that joined the queue.
+        memtable: u64,
+        /// The WAL it was written to.
+        wal: u64,
+        /// Why it was rotated.
+        reason: String,
+    },
+    /// A flush or compaction (`reason`) started writing table `number`.
+    TableCreated {
+        /// The flush or compaction writing it.
+        job: u64,
+        /// The new table's file number.
+        number: u64,
+        /// `flush` or the compaction's reason.
+        reason: String,
+    },
+    /// Table file `number` was deleted (no live version needs it).
+    TableDeleted {
+        /// The deleted table's file number.
+        number: u64,
+    },
+}
+
+impl Event {
+    /// The kind, as written in the `"event"` field.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Open { .. } => "open",
+            Event::FlushBegin { .. } => "flush_begin",
+            Event::FlushEnd { .. } => "flush_end",
+            Event::CompactionBegin { .. } => "compaction_begin",
+            Event::CompactionEnd { .. } => "compaction_end",
+            Event::Ingest { .. } => "ingest",
+            Event::WriteStallBegin { .. } => "write_stall_begin",
+            Event::WriteStallEnd { .. } => "write_stall_end",
+            Event::MemtableRotated { .. } => "memtable_rotated",
+            Event::TableCreated { .. } => "table_created",
+            Event::TableDeleted { .. } => "table_deleted",
+        }
+    }
+
+    /// The files this event put into and took out of the tree, if it
+    /// changed the tree (an `open` "adds" the whole tree).
+    pub fn tree_change(&self) -> Option<(&[TableInfo], &[TableInfo])> {
+        match self {
+            Event::Open { files } => Some((files, &[])),
+            Event::FlushEnd { outputs, .. } => Some((outputs, &[])),
+            Event::CompactionEnd {
+                inputs,
+                outputs,
+                cancelled: false,
+                ..
+            } => Some((outputs, inputs)),
+            Event::Ingest { added, removed, .. } => Some((added, removed)),
+            _ => None,
+        }
+    }
+}
+
+/// One line of the `EVENTS` log: an event and when it happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Format version ([`FORMAT_VERSION`]; 1 for lines of the old format).
+    pub v: u32,
+    /// Seconds since the Unix epoch.
+    pub time: f64,
+    #[serde(flatten)]
+    /// What happened.
+    pub event: Event,
+}
+
+impl EventRecord {
+    /// The line written to the log (no newline).
+    pub fn to_json(&self) -> String {
+        // Serialising these plain structs cannot fail (no maps with
+        // non-string keys, no failing Serialize impls).
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Receives every event as it happens. Pebble's `EventListener` is the
+/// model, with one method over the [`Event`] enum instead of one per kind.
+///
+/// Called synchronously on the thread doing the work, sometimes while the
+/// database holds internal locks: an implementation must return quickly and
+/// must not call back into the [`Db`](crate::Db).
+pub trait EventListener: Send + Sync {
+    /// Called once per event, in the order the events happen.
+    fn on_event(&self, record: &EventRecord);
+}
+
+impl fmt::Debug for dyn EventListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EventListener")
+    }
+}
+
+/// A listener that keeps every event in memory (tests, benchmarks).
+#[derive(Debug, Default)]
+pub struct EventCollector {
+    records: Mutex<Vec<EventRecord>>,
+}
+
+impl EventCollector {
+    /// An empty collector.
+    pub fn new() -> EventCollector {
+        EventCollector::default()
+    }
+
+    /// Everything received so far, in order.
+    pub fn records(&self) -> Vec<EventRecord> {
+        self.records.lock().map(|g| g.clone()).unwrap_or_default()
+    }
+}
+
+impl EventListener for EventCollector {
+    fn on_event(&self, record: &EventRecord) {
+        if let Ok(mut g) = self.records.lock() {
+            g.push(record.clone());
+        }
+    }
+}
+
+/// What [`parse_events`] read.
+#[derive(Clone, Debug, Default)]
+pub struct ParsedEvents {
+    /// The events, in log order.
+    pub records: Vec<EventRecord>,
+    /// Lines of kinds this Strata does not know (written by a newer one),
+    /// skipped: (1-based line number, kind).
+    pub unknown: Vec<(usize, String)>,
+    /// The last line was cut short (a crash while it was written) and was
+    /// ignored.
+    pub torn_tail: bool,
+}
+
+/// Parses the text of an `EVENTS` log (`file` names it in errors). A line
+/// that is not a valid event is corruption, reported with its byte offset;
+/// only the last line may be torn (written partly before a crash), which is
+/// ignored and reported in [`ParsedEvents::torn_tail`].
+pub fn parse_events(text: &[u8], file: &str) -> Result<ParsedEvents> {
+    let mut out = ParsedEvents::default();
+    let mut offset = 0usize;
+    let mut lines = text.split(|&b| b == b'\n').enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        let start = offset;
+        offset += line.len() + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let last = lines.peek().is_none_or(|(_, rest)| rest.is_empty()) && !text.ends_with(b"\n");
+        match parse_line(line) {
+            Ok(Parsed::Record(r)) => out.records.push(r),
+            Ok(Parsed::Unknown(kind)) => out.unknown.push((i + 1, kind)),
+            Err(_) if last => out.torn_tail = true,
+            Err(msg) => {
+                return Err(Error::corruption(
+                    file,
+                    start as u64,
+                    format!("line {}: {msg}", i + 1),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+enum Parsed {
+    Record(EventRecord),
+    Unknown(String),
+}
+
+const KNOWN: &[&str] = &[
+    "open",
+    "flush_begin",
+    "flush_end",
+    "compaction_begin",
+    "compaction_end",
+    "ingest",
+    "write_stall_begin",
+    "write_stall_end",
+    "memtable_rotated",
+    "table_created",
+    "table_deleted",
+];
+
+fn parse_line(line: &[u8]) -> std::result::Result<Parsed, String> {
+    let value: serde_json::Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+    let kind = value
+        .get("event")
+        .and_then(|k| k.as_str())
+        .ok_or("no \"event\" field")?
+        .to_string();
+    if value.get("v").is_none() {
+        return legacy::convert(&value, &kind);
+    }
+    if !KNOWN.contains(&kind.as_str()) {
+        return Ok(Parsed::Unknown(kind));
+    }
+    serde_json::from_value(value)
+        .map(Parsed::Record)
+        .map_err(|e| format!("{kind} event: {e}"))
+}
+
+/// Version-1 lines (no `"v"`): see the module documentation.
+mod legacy {
+    use super::{Event, EventRecord, Parsed, TableInfo};
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    #[derive(Deserialize)]
+    struct Common {
+        time: f64,
+        #[serde(default)]
+        added: Vec<TableInfo>,
+        #[serde(default)]
+        removed: Vec<TableInfo>,
+        #[serde(default)]
+        memtable: u64,
+        #[serde(default)]
+        bytes_written: u64,
+        #[serde(default)]
+        bytes_read: u64,
+        #[serde(default)]
+        micros: u64,
+        #[serde(default)]
+        reason: String,
+        #[serde(default)]
+        start_level: usize,
+        #[serde(default)]
+        output_level: usize,
+        #[serde(default)]
+        moved: bool,
+        #[serde(default)]
+        sequence: u64,
+        #[serde(default)]
+        excise: Option<(String, String)>,
+        #[serde(default)]
+        cause: String,
+    }
+
+    pub(super) fn convert(v: &Value, kind: &str) -> Result<Parsed, String> {
+        let c = Common::deserialize(v).map_err(|e| format!("version-1 {kind} event: {e}"))?;
+        let event = match kind {
+            "open" => Event::Open { files: c.added },
+            "flush" => Event::FlushEnd {
+                job: 0,
+                memtable: c.memtable,
+                outputs: c.added,
+                bytes_written: c.bytes_written,
+                micros: c.micros,
+            },
+            "compaction" => Event::CompactionEnd {
+                job: 0,
+                reason: c.reason,
+                start_level: c.start_level,
+                output_level: c.output_level,
+                moved: c.moved,
+                cancelled: false,
+                inputs: c.removed,
+                outputs: c.added,
+                bytes_read: c.bytes_read,
+                bytes_written: c.bytes_written,
+                micros: c.micros,
+            },
+            "ingest" => Event::Ingest {
+                sequence: c.sequence,
+                flushable: None,
+                excise: match c.excise {
+                    Some((a, b)) => Some(super::KeyRange {
+                        start: crate::util::hex::decode(&a).ok_or("excise start is not hex")?,
+                        end: crate::util::hex::decode(&b).ok_or("excise end is not hex")?,
+                    }),
+                    None => None,
+                },
+                added: c.added,
+                removed: c.removed,
+            },
+            "stall" => Event::WriteStallEnd {
+                cause: c.cause,
+                micros: c.micros,
+            },
+            other => return Ok(Parsed::Unknown(other.to_string())),
+        };
+        Ok(Parsed::Record(EventRecord {
+            v: 1,
+            time: c.time,
+            event,
+        }))
+    }
+}
+
+/// User keys as lower-case hex strings.
+mod hex_bytes {
+    use super::hex;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode(b))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        hex::decode(&s).ok_or_else(|| serde::de::Error::custom(format!("{s:?} is not hex")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(level: usize, number: u64) -> TableInfo {
+        TableInfo {
+            level,
+            number,
+            size: 100 * number,
+            smallest: b"a\x00".to_vec(),
+            largest: b"z".to_vec(),
+            largest_exclusive: number & 1 == 0,
+            smallest_seq: 1,
+            largest_seq: 9,
+            entries: Some(3),
+            backing: None,
+        }
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_json() {
+        let events = vec![
+            Event::Open {
+                files: vec![table(1, 4)],
+            },
+            Event::FlushBegin {
+                job: 1,
+                memtable: 7,
+            },
+            Event::FlushEnd {
+                job: 1,
+                memtable: 7,
+                outputs: vec![table(0, 8), table(0, 9)],
+                bytes_written: 1700,
+                micros: 12,
+            },
+            Event::CompactionBegin {
+                job: 2,
+                reason: "l0".into(),
+                start_level: 0,
+                output_level: 3,
+                inputs: vec![table(0, 8), table(3, 4)],
+            },
+            Event::CompactionEnd {
+                job: 2,
+                reason: "l0".into(),
+                start_level: 0,
+                output_level: 3,
+                moved: false,
+                cancelled: false,
+                inputs: vec![table(0, 8), table(3, 4)],
+                outputs: vec![table(3, 10)],
+                bytes_read: 1200,
+                bytes_written: 1000,
+                micros: 99,
+            },
+            Event::Ingest {
+                sequence: 5,
+                flushable: Some(true),
+                excise: Some(KeyRange {
+                    start: b"b".to_vec(),
+                    end: b"c".to_vec(),
+                }),
+                added: vec![table(6, 11)],
+                removed: vec![],
+            },
+            Event::WriteStallBegin {
+                cause: "stop: l0 sublevels".into(),
+            },
+            Event::WriteStallEnd {
+                cause: "stop: l0 sublevels".into(),
+                micros: 5,
+            },
+            Event::MemtableRotated {
+                memtable: 3,
+                wal: 3,
+                reason: "full".into(),
+            },
+            Event::TableCreated {
+                job: 1,
+                number: 8,
+                reason: "flush".into(),
+            },
+            Event::TableDeleted { number: 8 },
+        ];
+        let mut text = String::new();
+        for (i, e) in events.iter().enumerate() {
+            let r = EventRecord {
+                v: FORMAT_VERSION,
+                time: 1000.5 + i as f64,
+                event: e.clone(),
+            };
+            let line = r.to_json();
+            assert!(
+                line.contains(&format!("\"event\":\"{}\"", e.kind())),
+                "{line}"
+            );
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let parsed = parse_events(text.as_bytes(), "EVENTS").unwrap();
+        let got: Vec<Event> = parsed.records.into_iter().map(|r| r.event).collect();
+        assert_eq!(got, events);
+        assert!(parsed.unknown.is_empty() && !parsed.torn_tail);
+    }
+
+    #[test]
+    fn version_one_lines_still_read() {
+        let text = br#"{"time":1.5,"event":"open","added":[{"level":6,"number":3,"size":10,"smallest":"61","largest":"7a","smallest_seq":0,"largest_seq":4}],"removed":[]}
+{"time":2.0,"event":"flush","memtable":5,"added":[{"level":0,"number":6,"size":20,"smallest":"62","largest":"63","smallest_seq":5,"largest_seq":9}],"removed":[],"bytes_written":20,"micros":7}
+{"time":2.5,"event":"compaction","reason":"l0","start_level":0,"output_level":6,"moved":false,"added":[{"level":6,"number":7,"size":25,"smallest":"61","largest":"7a","smallest_seq":0,"largest_seq":9}],"removed":[{"level":0,"number":6,"size":20,"smallest":"62","largest":"63","smallest_seq":5,"largest_seq":9},{"level":6,"number":3,"size":10,"smallest":"61","largest":"7a","smallest_seq":0,"largest_seq":4}],"bytes_read":30,"bytes_written":25,"micros":8}
+{"time":3.0,"event":"ingest","sequence":10,"excise":["61","62"],"added":[],"removed":[]}
+{"time":3.5,"event":"stall","cause":"stop: l0 sublevels","micros":40}
+"#;
+        let p = parse_events(text, "EVENTS").unwrap();
+        let kinds: Vec<&str> = p.records.iter().map(|r| r.event.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "open",
+                "flush_end",
+                "compaction_end",
+                "ingest",
+                "write_stall_end"
+            ]
+        );
+        assert!(p.records.iter().all(|r| r.v == 1));
+        match &p.records[2].event {
+            Event::CompactionEnd {
+                inputs, outputs, ..
+            } => {
+                assert_eq!(per_level(inputs).get(&0), Some(&(1, 20)));
+                assert_eq!(per_level(inputs).get(&6), Some(&(1, 10)));
+                assert_eq!(outputs[0].number, 7);
+            }
+            e => panic!("{e:?}"),
+        }
+        match &p.records[3].event {
+            Event::Ingest {
+                excise, flushable, ..
+            } => {
+                assert_eq!(excise.as_ref().map(|r| r.end.clone()), Some(b"b".to_vec()));
+                assert_eq!(*flushable, None);
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn torn_tail_is_ignored_but_bad_middle_line_is_corruption() {
+        let good = EventRecord {
+            v: FORMAT_VERSION,
+            time: 1.0,
+            event: Event::TableDeleted { number: 4 },
+        }
+        .to_json();
+        let torn = format!("{good}\n{}", &good[..good.len() / 2]);
+        let p = parse_events(torn.as_bytes(), "EVENTS").unwrap();
+        assert_eq!(p.records.len(), 1);
+        assert!(p.torn_tail);
+
+        let bad = format!("{good}\n{{\"v\":2,\"time\":1,\"event\":\"flush_end\"}}\n{good}\n");
+        match parse_events(bad.as_bytes(), "EVENTS") {
+            Err(Error::Corruption { offset, msg, .. }) => {
+                assert_eq!(offset as usize, good.len() + 1);
+                assert!(msg.contains("line 2"), "{msg}");
+            }
+            r => panic!("{r:?}"),
+        }
+
+        let newer = format!("{good}\n{{\"v\":3,\"time\":1,\"event\":\"import_phase\"}}\n");
+        let p = parse_events(newer.as_bytes(), "EVENTS").unwrap();
+        assert_eq!(p.unknown, vec![(2, "import_phase".to_string())]);
+    }
+}
