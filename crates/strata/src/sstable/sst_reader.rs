@@ -23,7 +23,7 @@ use std::sync::Arc;
 /// w.put("a", "1")?;
 /// w.put("b", "2")?;
 /// w.finish()?;
-/// let pairs: Vec<_> = SstReader::open(&path)?.collect::<Result<_, _>>()?;
+/// let pairs: Vec<(Vec<u8>, Vec<u8>)> = SstReader::open(&path)?.collect::<strata::Result<_>>()?;
 /// assert_eq!(pairs, vec![(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]);
 /// # Ok::<(), strata::Error>(())
 /// ```
