@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// ```
 /// use strata::{SstOptions, SstWriter};
 /// use strata::sstable::SstReader;
-/// # let dir = tempfile::tempdir()?;
+/// # let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("a.sst");
 /// let mut w = SstWriter::create(&path, SstOptions::for_ingestion())?;
 /// w.put("a", "1")?;
