@@ -152,7 +152,7 @@ fn database(a: &DemoArgs) -> Result<()> {
     db.flush()?;
     db.wait_for_compactions()?;
     println!("   flushed and compacted; the tree:");
-    crate::db_cmd::print_lsm(&db);
+    crate::lsm::print_tree(&db);
     db.close()?;
 
     println!("== 5. Reopen and read everything back");

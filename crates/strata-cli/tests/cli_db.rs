@@ -2,6 +2,8 @@
 //! load/dump round trips in `ldb`'s line format, and clear errors for bad
 //! input with nothing written.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::process::Command;
 
 fn strata(args: &[&str]) -> (bool, String, String) {
@@ -30,7 +32,7 @@ fn put_get_delete_scan() {
     let (ok, _, err) = strata(&["get", db, "apple"]);
     assert!(!ok && err.contains("not found"), "{err}");
     let (_, out, _) = strata(&["scan", db, "--from", "b"]);
-    assert_eq!(out, "banana : yellow\n");
+    assert_eq!(out, "banana ==> yellow\n");
     let (_, out, _) = strata(&["lsm", db]);
     assert!(out.contains("L0"), "{out}");
 }

@@ -4,6 +4,8 @@
 //! every acknowledged key with the right value. Repeated many times on one
 //! database, so recovery also runs over the leftovers of earlier crashes.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{Rng, SeedableRng};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -6,6 +6,8 @@
 //! them). Without them each test prints how to install them and passes,
 //! except under CI (`CI` set), where a missing tool is a failure.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 use std::process::Command;

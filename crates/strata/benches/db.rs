@@ -4,6 +4,8 @@
 //!
 //! Run: `cargo bench -p strata --bench db`.
 
+#![allow(clippy::unwrap_used, missing_docs)] // benchmarks may unwrap; criterion generates undocumented fns
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;

@@ -6,6 +6,8 @@
 //! the whole batch (1M inserts, 200k gets); divide by the batch size (or read
 //! the elements/s figure) for the per-operation cost.
 
+#![allow(clippy::unwrap_used, missing_docs)] // benchmarks may unwrap; criterion generates undocumented fns
+
 use criterion::{black_box, criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use crossbeam_skiplist::SkipMap;
 use rand::{rngs::StdRng, Rng, SeedableRng};

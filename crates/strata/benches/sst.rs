@@ -3,6 +3,8 @@
 //!
 //! Run: `cargo bench -p strata --bench sst` (add `-- block_size` for the sweep).
 
+#![allow(clippy::unwrap_used, missing_docs)] // benchmarks may unwrap; criterion generates undocumented fns
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::path::Path;

@@ -3,6 +3,8 @@
 //! and the errors for misuse (a foreign snapshot, a second open, a path
 //! that is not a database).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;

@@ -2,6 +2,8 @@
 //! slowed and stopped while compactions catch up; every stall is recorded
 //! with its cause and duration, and no write is lost.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::sync::Arc;
 use strata::vfs::{MemVfs, Vfs};
 use strata::{CompactionOptions, Db, Options, WriteBatch, WriteOptions};

@@ -4,6 +4,8 @@
 //! RocksDB library with the generators in tools/rocksdb-compat/ (see the
 //! comments at the top of those files for how to rebuild it).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::fs;
 use std::path::PathBuf;
 

@@ -2,6 +2,8 @@
 //! each writer's sequence of keys (no gaps, never going back), while
 //! memtables rotate and flush underneath.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use strata::sstable::SstOptions;

@@ -3,6 +3,8 @@
 //! directions, flushes, reopens) checked against a `BTreeMap`, on the
 //! in-memory file system and on disk.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

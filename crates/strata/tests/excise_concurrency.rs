@@ -11,6 +11,8 @@
 //! generation would be missing). Snapshots taken along the way must read
 //! the same way, before and after later excises.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

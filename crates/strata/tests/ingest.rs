@@ -4,6 +4,8 @@
 //! database unchanged, files written by RocksDB, and callers' files never
 //! modified.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::{Path, PathBuf};
 use strata::sstable::{SstOptions, SstWriter};
 use strata::{CompactionOptions, Db, IngestOptions, Options, ReadOptions};

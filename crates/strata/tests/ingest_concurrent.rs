@@ -15,6 +15,8 @@
 //! part all fail the test. Each seed runs three phases with a reopen
 //! between them (writers stopped, database closed without flushing).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -12,6 +12,8 @@
 //!
 //! `STRATA_MODEL_SEEDS=n` runs n seeds instead of the default.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -13,6 +13,8 @@
 //!   (an exclusive range-tombstone end) was treated as overlapping. Here it
 //!   must go to the same level as the neighbour.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

@@ -5,6 +5,8 @@
 //!
 //! Set `STRATA_SEED` to replay one seed.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};

@@ -4,6 +4,8 @@
 //! both checksum types; and Strata's bloom filter, built by its own writer
 //! from the same keys, is byte-identical to RocksDB's.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use strata::iter::InternalIterator;

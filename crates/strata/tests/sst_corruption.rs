@@ -2,6 +2,8 @@
 //! naming the file and offset, or (for bytes no reader depends on, and for
 //! the filter) the right answer. Never a panic, never a wrong answer.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::Path;
 use std::sync::Arc;
 use strata::iter::InternalIterator;

@@ -2,6 +2,8 @@
 //! with every compression and a range of block sizes, then read back by
 //! point lookups and by iterators in both directions, compared with a model.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::cmp::Ordering;
 use std::path::Path;

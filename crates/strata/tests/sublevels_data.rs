@@ -24,6 +24,8 @@
 //!   pick or `none`; `mark` then marks the pick's files compacting (and, for
 //!   `pick-base`, its key range as a running Lbase compaction).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;

@@ -8,6 +8,8 @@
 //!
 //! Skips (with a message) when `ldb` is not installed.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::Path;
 use std::process::Command;
 

@@ -8,6 +8,8 @@
 //! lands in its own narrow file. The flush events in the `EVENTS` log show
 //! every L0 file each flush made.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, SeedableRng};
 use std::path::Path;

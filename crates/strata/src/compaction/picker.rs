@@ -24,6 +24,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
+/// How levels are sized and compactions are picked (part of
+/// [`Options`](crate::Options)).
 pub struct CompactionOptions {
     /// L0 depth (sublevels) at which L0 scores 1.
     pub l0_compaction_threshold: usize,
@@ -33,6 +35,7 @@ pub struct CompactionOptions {
     /// Target size of Lbase; each level below is `level_multiplier` times
     /// larger.
     pub base_level_bytes: u64,
+    /// Size ratio between consecutive levels below Lbase.
     pub level_multiplier: u64,
     /// Output files are cut at this size.
     pub target_file_size: u64,

@@ -100,6 +100,7 @@ pub struct IngestOptions {
     /// Files (or an excise range) overlapping a memtable or a queued entry
     /// become a flushable entry (true) or make the call fail (false).
     pub allow_overlap_with_memtable: bool,
+    /// Check every block checksum of the files before ingesting them.
     pub verify_checksums: bool,
     /// Ingest and excise: atomically delete every key in `[start, end)` that
     /// the database held before this ingestion (the ingested files' own keys
@@ -126,12 +127,15 @@ impl Default for IngestOptions {
 /// What an ingestion did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngestResult {
+    /// The sequence number the ingested keys are visible at.
     pub sequence: u64,
     /// Level each of the caller's files landed on, in the caller's order
     /// (empty when applied as a batch; `None` entries for files waiting in
     /// the flushable queue).
     pub levels: Vec<Option<usize>>,
+    /// The files were small and applied as a write batch instead.
     pub as_batch: bool,
+    /// The files overlapped a memtable and wait behind it in the flush queue.
     pub flushable: bool,
     /// The excise (if any) cut the tree in this call's MANIFEST edit; false
     /// when it was left to a range-tombstone file (queued behind memory,

@@ -46,7 +46,7 @@ pub type KvPair = (Vec<u8>, Vec<u8>);
 /// it.prev();
 /// assert!(!it.valid());
 /// it.status()?; // the start of the data, not an error
-/// # Ok::<(), strata::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RawIterator {
     pub(crate) cursor: DbCursor,
@@ -148,7 +148,7 @@ enum At {
 ///     let (k, v) = kv?;
 ///     assert_eq!((k.as_slice(), v.as_slice()), (&b"banana"[..], &b"2"[..]));
 /// }
-/// # Ok::<(), strata::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct DbIterator {
     raw: Result<RawIterator>,

@@ -168,52 +168,80 @@ impl Stats {
 /// Stalls of one cause.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StallMetrics {
+    /// What stalled writes (`slowdown-...` or `stop-...`).
     pub cause: String,
+    /// Stalls of this cause.
     pub count: u64,
+    /// Total time writers waited, in microseconds.
     pub micros: u64,
 }
 
 /// Per-level figures.
 #[derive(Clone, Debug, Default)]
 pub struct LevelMetrics {
+    /// Table files on the level.
     pub files: usize,
+    /// Bytes of those files.
     pub bytes: u64,
+    /// The size the level is compacted toward (0 for L0).
     pub target_bytes: u64,
+    /// Compaction score: 1 or more means the level needs compacting.
     pub score: f64,
 }
 
 /// Everything `Db::metrics` reports.
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
+    /// Figures per level, L0 first.
     pub levels: Vec<LevelMetrics>,
+    /// The level L0 compacts into (Lbase).
     pub base_level: usize,
+    /// Files in L0.
     pub l0_files: usize,
+    /// L0 depth in sublevels (its read amplification).
     pub l0_sublevels: usize,
+    /// Most L0 files seen since open.
     pub peak_l0_files: u64,
+    /// Deepest L0 seen since open, in sublevels.
     pub peak_l0_sublevels: u64,
     /// Bytes still to be compacted to bring every level to its target.
     pub compaction_debt: u64,
+    /// Memory used by the active memtable.
     pub memtable_bytes: usize,
+    /// Immutable memtables (and queued ingestions) waiting for flush.
     pub immutable_memtables: usize,
+    /// Flushes since open (this process).
     pub flushes: u64,
+    /// Compactions that rewrote data, since open.
     pub compactions: u64,
+    /// Compactions that moved a file down without rewriting it, since open.
     pub moves: u64,
+    /// Compactions running now.
     pub running_compactions: usize,
+    /// Most compactions seen running at once.
     pub peak_running_compactions: u64,
+    /// Bytes of table files written by flushes, since open.
     pub bytes_flushed: u64,
+    /// Bytes compactions read, since open.
     pub bytes_compacted_read: u64,
+    /// Bytes compactions wrote, since open.
     pub bytes_compacted_written: u64,
+    /// Bytes of files ingested, since open.
     pub bytes_ingested: u64,
     /// Ingestion calls, those that took the flushable path, those applied as
     /// write batches, and their total time.
     pub ingests: u64,
+    /// Ingestions that waited behind an overlapping memtable.
     pub ingests_flushable: u64,
+    /// Ingestions applied as write batches (small files).
     pub ingests_as_batch: u64,
+    /// Total time spent in `ingest` calls, in microseconds.
     pub ingest_micros: u64,
     /// Ingest-and-excise calls whose range was cut out of the tree with
     /// virtual files, and those left to a range-tombstone file (an older
     /// snapshot needed the data).
     pub excises: u64,
+    /// Excises left to a range-tombstone file.
     pub excise_fallbacks: u64,
     /// Excising ingestions committed a second time, with a range-tombstone
     /// file that memory or a snapshot came to need after `prepare`.
@@ -223,17 +251,22 @@ pub struct Metrics {
     /// Virtual files in the current version, and the physical tables
     /// backing them.
     pub virtual_files: usize,
+    /// Physical tables backing the virtual files.
     pub backing_tables: usize,
     /// (files, bytes) ingested, by the level they landed on.
     pub ingested_per_level: Vec<(u64, u64)>,
+    /// Key and value bytes of user writes, since open.
     pub user_bytes: u64,
+    /// Bytes appended to write-ahead logs, since open.
     pub wal_bytes: u64,
     /// (WAL + flush + compaction bytes written) / user bytes.
     pub write_amplification: f64,
     /// Sources a point read may consult: memtables + L0 sublevels + non-empty
     /// lower levels.
     pub read_amplification: usize,
+    /// Write stalls by cause, since open.
     pub stalls: Vec<StallMetrics>,
+    /// The newest sequence number visible to reads.
     pub last_sequence: u64,
 }
 
@@ -375,7 +408,7 @@ impl Db {
     /// # let dir = tempfile::tempdir()?;
     /// let db = Db::open(dir.path().join("db"), Options::default())?;
     /// db.put("k", "v")?;
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open::open(path.as_ref(), opts)
@@ -386,7 +419,7 @@ impl Db {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// let db = strata::Db::open_default(dir.path())?;
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open_default(path: impl AsRef<Path>) -> Result<Db> {
         Db::open(path, Options::default())
@@ -400,7 +433,7 @@ impl Db {
     /// db.put("user:1", "ada")?;
     /// db.put(b"\x00binary", vec![1, 2, 3])?;
     /// assert_eq!(db.get("user:1")?, Some(b"ada".to_vec()));
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
@@ -416,7 +449,7 @@ impl Db {
     /// db.put("k", "v")?;
     /// db.delete("k")?;
     /// assert_eq!(db.get("k")?, None);
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
@@ -434,7 +467,7 @@ impl Db {
     /// }
     /// db.delete_range("a", "c")?;
     /// assert_eq!(db.iter().count(), 1); // only "c" is left
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
@@ -453,8 +486,9 @@ impl Db {
             .commit(&self.inner, Job::Batch(batch), opts.sync)
     }
 
-    /// Ingests SST files written with [`SstOptions::for_ingestion`]
-    /// (crate::SstOptions::for_ingestion) or by RocksDB's `SstFileWriter`:
+    /// Ingests SST files written with
+    /// [`SstOptions::for_ingestion`](crate::SstOptions::for_ingestion) or by
+    /// RocksDB's `SstFileWriter`:
     /// their keys become visible at once, atomically, without passing
     /// through the WAL and memtable. Each file is placed at the lowest level
     /// it fits; files overlapping the memtable wait behind it. The files
@@ -475,7 +509,7 @@ impl Db {
     /// let r = db.ingest(&[&sst], &IngestOptions::default())?;
     /// assert!(r.sequence > 0);
     /// assert_eq!(db.get("key00042")?, Some(42u32.to_le_bytes().to_vec()));
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn ingest<P: AsRef<Path>>(
         &self,
@@ -583,7 +617,7 @@ impl Db {
     /// db.put("k", "v")?;
     /// assert_eq!(db.get("k")?.as_deref(), Some(&b"v"[..]));
     /// assert_eq!(db.get("missing")?, None);
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         read::get(&self.inner, key.as_ref(), None)
@@ -621,7 +655,7 @@ impl Db {
     /// }
     /// let last = db.iter().next_back().transpose()?;
     /// assert_eq!(last, Some((b"b".to_vec(), b"2".to_vec())));
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn iter(&self) -> DbIterator {
         self.iter_opt(&ReadOptions::default())
@@ -644,7 +678,7 @@ impl Db {
     /// let keys: Vec<_> = db.range("b"..="c").map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
     /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
     /// assert_eq!(db.range("b"..).rev().count(), 3);
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
         let (lower, upper) = iterator::range_to_bounds(&range);
@@ -664,7 +698,7 @@ impl Db {
     /// db.put("user:2", "grace")?;
     /// db.put("video:1", "...")?;
     /// assert_eq!(db.prefix("user:").count(), 2);
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
         let (lower, upper) = iterator::prefix_to_bounds(prefix.as_ref());
@@ -741,6 +775,19 @@ impl Db {
         compact::wait_for_compactions(&self.inner)
     }
 
+    /// The engine's figures now: the shape of the tree (per level), memory,
+    /// and counters since this `Db` was opened.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?;
+    /// let m = db.metrics();
+    /// assert_eq!(m.flushes, 1);
+    /// assert_eq!(m.l0_files, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn metrics(&self) -> Metrics {
         let inner = &self.inner;
         let sv = inner.super_version();

@@ -33,7 +33,7 @@ use std::time::Duration;
 ///     ..Options::default()
 /// };
 /// let db = Db::open(dir.path(), opts)?;
-/// # Ok::<(), strata::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct Options {
@@ -142,7 +142,7 @@ impl std::fmt::Debug for Options {
 /// let mut batch = WriteBatch::new();
 /// batch.put("invoice-17", "paid");
 /// db.write(batch, &WriteOptions { sync: true })?; // on disk when this returns
-/// # Ok::<(), strata::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteOptions {
@@ -167,7 +167,7 @@ pub struct WriteOptions {
 /// let at_snap = ReadOptions { snapshot: Some(&snap), ..ReadOptions::default() };
 /// assert_eq!(db.get_opt("a", &at_snap)?, Some(b"1".to_vec()));
 /// assert_eq!(db.get("a")?, None);
-/// # Ok::<(), strata::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions<'a> {

@@ -34,7 +34,7 @@ use std::sync::Arc;
 /// db.compact_range(None, None)?; // the old version survives compaction
 /// assert_eq!(snap.get("k")?.as_deref(), Some(&b"old"[..]));
 /// assert_eq!(db.get("k")?.as_deref(), Some(&b"new"[..]));
-/// # Ok::<(), strata::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// Reads borrow the snapshot, so reading at one that was dropped does not

@@ -35,7 +35,7 @@ pub const HEADER: usize = 12;
 /// assert_eq!(batch.len(), 3);
 /// db.write(batch, &WriteOptions::default())?;
 /// assert_eq!(db.get("balance:bob")?, Some(b"30".to_vec()));
-/// # Ok::<(), strata::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteBatch {
@@ -75,7 +75,7 @@ impl WriteBatch {
     /// b.put("k", "v");
     /// assert_eq!(WriteBatch::from_bytes(b.data().to_vec())?, b);
     /// assert!(WriteBatch::from_bytes(vec![1, 2, 3]).is_err());
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(rep: Vec<u8>) -> crate::error::Result<WriteBatch> {
         Self::decode(rep)

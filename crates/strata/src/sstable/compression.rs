@@ -10,17 +10,26 @@ use crate::util::coding::{get_varint32, put_varint32};
 /// The compression type byte in a block trailer (RocksDB's numbering).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CompressionType {
+    /// Stored as is.
     None = 0,
+    /// Snappy (the default).
     Snappy = 1,
+    /// zlib (read and write not supported).
     Zlib = 2,
+    /// bzip2 (not supported).
     Bzip2 = 3,
+    /// LZ4.
     Lz4 = 4,
+    /// LZ4 high compression (read as LZ4).
     Lz4hc = 5,
+    /// Xpress (not supported).
     Xpress = 6,
+    /// Zstandard.
     Zstd = 7,
 }
 
 impl CompressionType {
+    /// The type with RocksDB's number `b`.
     pub fn from_u8(b: u8) -> Option<CompressionType> {
         Some(match b {
             0 => CompressionType::None,

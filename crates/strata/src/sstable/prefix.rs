@@ -8,6 +8,8 @@
 
 use std::fmt::Debug;
 
+/// Maps a key to the prefix the bloom filter also records, so prefix
+/// seeks can skip files (RocksDB's `SliceTransform`).
 pub trait PrefixExtractor: Send + Sync + Debug {
     /// The name stored in `rocksdb.prefix.extractor.name`.
     fn name(&self) -> String;

@@ -28,6 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Metaindex names of the meta blocks.
 pub const PROPERTIES_BLOCK_NAME: &str = "rocksdb.properties";
+/// Metaindex name of the range-deletion block.
 pub const RANGE_DEL_BLOCK_NAME: &str = "rocksdb.range_del";
 
 /// The column family id RocksDB's `SstFileWriter` records when it writes a
@@ -41,7 +42,9 @@ pub struct SstOptions {
     pub block_size: usize,
     /// Entries between full keys in a data block.
     pub block_restart_interval: usize,
+    /// Block compression.
     pub compression: CompressionType,
+    /// Block checksum type.
     pub checksum: ChecksumType,
     /// Bloom filter bits per key; `None` for no filter.
     pub bloom_bits_per_key: Option<f64>,
@@ -82,20 +85,50 @@ impl SstOptions {
 /// What a finished table holds.
 #[derive(Clone, Debug)]
 pub struct SstInfo {
+    /// Size of the finished file in bytes.
     pub file_size: u64,
     /// Point entries (puts and deletes).
     pub num_entries: u64,
+    /// Range tombstones.
     pub num_range_deletions: u64,
     /// Smallest and largest internal key, counting range tombstones (whose
     /// end bound is stamped with the maximal sequence number); `None` for a
     /// table with no entries at all.
     pub smallest: Option<Vec<u8>>,
+    /// See `smallest`.
     pub largest: Option<Vec<u8>>,
+    /// Smallest sequence number in the file.
     pub smallest_seqno: u64,
+    /// Largest sequence number in the file.
     pub largest_seqno: u64,
+    /// The table's properties block, as RocksDB's `sst_dump` shows it.
     pub properties: TableProperties,
 }
 
+/// Writes one SST file in RocksDB's block-based format. For files to
+/// ingest, create it with [`SstOptions::for_ingestion`] and add keys in
+/// strictly increasing order; nothing is readable until
+/// [`finish`](Self::finish) has written the footer and synced the file.
+///
+/// ```
+/// use strata::{SstOptions, SstWriter};
+/// # let dir = tempfile::tempdir()?;
+/// let mut w = SstWriter::create(dir.path().join("a.sst"), SstOptions::for_ingestion())?;
+/// w.put("apple", "1")?;
+/// w.put("banana", "2")?;
+/// w.delete_range("c", "d")?; // tombstones may come in any order
+/// let info = w.finish()?;
+/// assert_eq!(info.num_entries, 2);
+/// assert!(w_out_of_order_fails()?);
+///
+/// fn w_out_of_order_fails() -> strata::Result<bool> {
+///     let dir = tempfile::tempdir().map_err(|e| strata::Error::io("tmp", e))?;
+///     let mut w = SstWriter::create(dir.path().join("b.sst"), SstOptions::for_ingestion())?;
+///     w.put("b", "")?;
+///     Ok(w.put("a", "").is_err())
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct SstWriter {
     file: Box<dyn WritableFile>,
     name: String,

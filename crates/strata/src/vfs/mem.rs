@@ -31,6 +31,7 @@ impl Drop for MemLock {
 }
 
 impl MemVfs {
+    /// An empty in-memory file system.
     pub fn new() -> MemVfs {
         MemVfs::default()
     }

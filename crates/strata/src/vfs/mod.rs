@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 /// A file being written from start to end.
 pub trait WritableFile: Send {
+    /// Appends `data` at the end of the file.
     fn append(&mut self, data: &[u8]) -> Result<()>;
     /// Hands buffered bytes to the operating system (not durable yet).
     fn flush(&mut self) -> Result<()>;
@@ -25,6 +26,7 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far.
     fn len(&self) -> u64;
+    /// Whether nothing was appended yet.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -35,7 +37,9 @@ pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is
     /// an error.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// Length of the file in bytes.
     fn len(&self) -> u64;
+    /// Whether the file is empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -53,18 +57,26 @@ pub trait SequentialFile: Send {
 pub trait Vfs: Send + Sync {
     /// Creates (or truncates) a file for writing.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens a file for reads at any offset.
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a file to read once from start to end.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    /// Whether a file or directory exists at `path`.
     fn exists(&self, path: &Path) -> bool;
+    /// Size of the file in bytes.
     fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Removes a file.
     fn remove(&self, path: &Path) -> Result<()>;
+    /// Renames `from` to `to` atomically, replacing `to`.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Hard-links `from` as `to`; fails if the two are on different file
     /// systems (the caller then copies).
     fn link(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Creates `dir` and its missing parents.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Names (not paths) of the entries in `dir`.
     fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Makes the directory's entries durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Takes an exclusive lock on `path` (creating it), held until the
     /// returned guard is dropped; fails at once if someone holds it.

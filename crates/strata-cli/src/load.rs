@@ -1,0 +1,171 @@
+//! `load`: `key ==> value` lines (the format `dump` prints, escaped text or
+//! `--hex`) into a database, in write batches.
+//!
+//! Memory stays bounded whatever the input size: lines are read one at a
+//! time into a reused buffer and written a batch at a time, so what the
+//! process holds is the memtables (`--memtable-mib` × (1 + the immutable
+//! queue, 4)), one batch and the block cache, not the input. A file is read
+//! twice: a first pass checks every line, so a bad line fails the load
+//! before anything is written; standard input is read once and a bad line
+//! stops the load after the rows before it (the error says how many). At
+//! the end the memtable is flushed to a table file (unless `--no-flush`),
+//! so the next command does not replay the WAL. On a terminal, a progress
+//! bar shows bytes read.
+
+use crate::codec::{self, Format};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::time::Instant;
+use strata::{Options, WriteBatch, WriteOptions};
+
+/// The block cache of a load (see `load`).
+const LOAD_BLOCK_CACHE_BYTES: usize = 8 << 20;
+
+#[derive(Args)]
+pub struct LoadArgs {
+    /// Database directory (created if missing).
+    pub db: PathBuf,
+    /// Input file (`key ==> value` lines); standard input if absent.
+    pub file: Option<PathBuf>,
+    /// Keys and values are hex (`0xKEY ==> 0xVALUE`).
+    #[arg(long)]
+    pub hex: bool,
+    /// Rows per write batch.
+    #[arg(long, default_value_t = 1000)]
+    pub batch_rows: usize,
+    /// Leave the loaded rows in the WAL and memtable instead of flushing
+    /// them to a table file at the end.
+    #[arg(long)]
+    pub no_flush: bool,
+    /// Memtable size in MiB (memory use is about 5x this at most).
+    #[arg(long, default_value_t = 64)]
+    pub memtable_mib: usize,
+    /// Print the process's peak resident memory (VmHWM) to stderr at the
+    /// end (tests check the memory bound with it).
+    #[arg(long, hide = true)]
+    pub report_peak_rss: bool,
+}
+
+/// Calls `row` with each row of `input`, streaming; `name` is for errors.
+fn for_each_row(
+    input: impl Read,
+    name: &str,
+    format: Format,
+    progress: &ProgressBar,
+    mut row: impl FnMut(Vec<u8>, Vec<u8>) -> Result<()>,
+) -> Result<u64> {
+    let mut r = BufReader::with_capacity(1 << 16, input);
+    let mut buf = Vec::new();
+    let (mut lineno, mut rows) = (0u64, 0u64);
+    loop {
+        buf.clear();
+        let n = r
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("reading {name}"))?;
+        if n == 0 {
+            return Ok(rows);
+        }
+        lineno += 1;
+        progress.inc(n as u64);
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        if buf.is_empty() {
+            continue;
+        }
+        let line = std::str::from_utf8(&buf)
+            .map_err(|e| anyhow::anyhow!("{name}:{lineno}: not UTF-8 text ({e})"))?;
+        let (k, v) = codec::split_line(line, format).with_context(|| format!("{name}:{lineno}"))?;
+        row(k, v).with_context(|| format!("{name}:{lineno}: after {rows} rows loaded"))?;
+        rows += 1;
+    }
+}
+
+fn open_input(a: &LoadArgs) -> Result<(String, Box<dyn Read>, Option<u64>)> {
+    Ok(match &a.file {
+        Some(p) => {
+            let f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
+            let len = f.metadata().ok().map(|m| m.len());
+            (p.display().to_string(), Box::new(f), len)
+        }
+        None => (
+            "<stdin>".to_string(),
+            Box::new(std::io::stdin().lock()),
+            None,
+        ),
+    })
+}
+
+fn progress_bar(len: Option<u64>, what: &str) -> ProgressBar {
+    let pb = match len {
+        Some(n) => ProgressBar::new(n),
+        None => ProgressBar::no_length(),
+    };
+    // Drawn on stderr only when it is a terminal.
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{msg} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+pub fn load(a: LoadArgs) -> Result<()> {
+    if a.batch_rows == 0 {
+        bail!("--batch-rows must be at least 1");
+    }
+    let format = if a.hex { Format::Hex } else { Format::Text };
+    if a.file.is_some() {
+        // First pass: every line must parse before anything is written.
+        let (name, input, len) = open_input(&a)?;
+        let pb = progress_bar(len, "checking");
+        for_each_row(input, &name, format, &pb, |_, _| Ok(()))?;
+        pb.finish_and_clear();
+    }
+    let opts = Options {
+        memtable_size: a.memtable_mib.max(1) << 20,
+        // A load reads nothing; only compactions fill the cache (they read
+        // through it), and a big cache would grow with the data loaded.
+        block_cache_bytes: LOAD_BLOCK_CACHE_BYTES,
+        ..Options::default()
+    };
+    let db = crate::open::or_create(&a.db, opts)?;
+    let (name, input, len) = open_input(&a)?;
+    let pb = progress_bar(len, "loading");
+    let start = Instant::now();
+    let mut batch = WriteBatch::new();
+    let rows = for_each_row(input, &name, format, &pb, |k, v| {
+        batch.put(k, v);
+        if batch.len() >= a.batch_rows {
+            db.write(std::mem::take(&mut batch), &WriteOptions::default())?;
+        }
+        Ok(())
+    })?;
+    db.write(batch, &WriteOptions::default())?;
+    pb.finish_and_clear();
+    let secs = start.elapsed().as_secs_f64();
+    if !a.no_flush {
+        db.flush()?;
+    }
+    db.close()?;
+    println!(
+        "loaded {rows} rows in {secs:.3}s ({:.0} rows/s, {} rows per batch){}",
+        rows as f64 / secs.max(1e-9),
+        a.batch_rows,
+        if a.no_flush { "; not flushed" } else { "" }
+    );
+    if a.report_peak_rss {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let hwm = status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .unwrap_or("VmHWM: unknown");
+        eprintln!("peak RSS {}", hwm.trim_start_matches("VmHWM:").trim());
+    }
+    Ok(())
+}
