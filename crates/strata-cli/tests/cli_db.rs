@@ -1,4 +1,4 @@
-//! The database commands of the `strata` binary: put/get/delete/scan,
+//! The raw key-value commands of the `strata` binary (`strata kv ...`): put/get/delete/scan,
 //! load/dump round trips in `ldb`'s line format, and clear errors for bad
 //! input with nothing written.
 
@@ -23,15 +23,15 @@ fn put_get_delete_scan() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("db");
     let db = db.to_str().unwrap();
-    assert!(strata(&["put", db, "apple", "red"]).0);
-    assert!(strata(&["put", db, "banana", "yellow"]).0);
-    assert!(strata(&["put", "--hex", db, "0x00ff", "0x0102"]).0);
-    assert_eq!(strata(&["get", db, "apple"]).1, "red\n");
-    assert_eq!(strata(&["get", "--hex", db, "00ff"]).1, "0x0102\n");
-    assert!(strata(&["delete", db, "apple"]).0);
-    let (ok, _, err) = strata(&["get", db, "apple"]);
+    assert!(strata(&["kv", "put", db, "apple", "red"]).0);
+    assert!(strata(&["kv", "put", db, "banana", "yellow"]).0);
+    assert!(strata(&["kv", "put", "--hex", db, "0x00ff", "0x0102"]).0);
+    assert_eq!(strata(&["kv", "get", db, "apple"]).1, "red\n");
+    assert_eq!(strata(&["kv", "get", "--hex", db, "00ff"]).1, "0x0102\n");
+    assert!(strata(&["kv", "delete", db, "apple"]).0);
+    let (ok, _, err) = strata(&["kv", "get", db, "apple"]);
     assert!(!ok && err.contains("not found"), "{err}");
-    let (_, out, _) = strata(&["scan", db, "--from", "b"]);
+    let (_, out, _) = strata(&["kv", "scan", db, "--from", "b"]);
     assert_eq!(out, "banana ==> yellow\n");
     let (_, out, _) = strata(&["lsm", db]);
     assert!(out.contains("L0"), "{out}");
@@ -48,6 +48,7 @@ fn load_then_dump_round_trips() {
     }
     std::fs::write(&input, &text).unwrap();
     let (ok, out, err) = strata(&[
+        "kv",
         "load",
         "--hex",
         "--batch-rows",
@@ -57,7 +58,7 @@ fn load_then_dump_round_trips() {
     ]);
     assert!(ok, "{err}");
     assert!(out.contains("loaded 5000 rows"), "{out}");
-    let (ok, dump, _) = strata(&["dump", "--hex", db.to_str().unwrap()]);
+    let (ok, dump, _) = strata(&["kv", "dump", "--hex", db.to_str().unwrap()]);
     assert!(ok);
     let mut want: Vec<&str> = text.lines().collect();
     want.sort();
@@ -74,15 +75,16 @@ fn bad_load_line_names_file_and_line_and_writes_nothing() {
         "a ==> 1\nb ==> 2\nthis line has no arrow\nd ==> 4\n",
     )
     .unwrap();
-    let (ok, _, err) = strata(&["load", db.to_str().unwrap(), input.to_str().unwrap()]);
+    let (ok, _, err) = strata(&["kv", "load", db.to_str().unwrap(), input.to_str().unwrap()]);
     assert!(!ok);
     assert!(err.contains("bad.txt:3"), "{err}");
     assert!(
-        !db.exists() || strata(&["dump", db.to_str().unwrap()]).1.is_empty(),
+        !db.exists() || strata(&["kv", "dump", db.to_str().unwrap()]).1.is_empty(),
         "nothing loaded"
     );
     std::fs::write(&input, "0xZZ ==> 0x01\n").unwrap();
     let (ok, _, err) = strata(&[
+        "kv",
         "load",
         "--hex",
         db.to_str().unwrap(),

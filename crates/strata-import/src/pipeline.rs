@@ -29,6 +29,7 @@ use crate::sort::{IndexSorter, SortError};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,6 +52,61 @@ pub struct ImportOptions {
     /// Where bad rows go: the original records, and a `<file>.reasons`
     /// file beside it with one `file:line: column: reason` line per record.
     pub rejects: Option<PathBuf>,
+    /// Counters the import updates as it goes, for a progress display.
+    pub progress: Option<Arc<Progress>>,
+}
+
+/// Live counters of a running import (read from another thread).
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Input bytes (decompressed) handed to the parsers so far.
+    pub bytes: AtomicU64,
+    /// Rows encoded so far.
+    pub rows: AtomicU64,
+    /// The current [`Phase`], as its `u8`.
+    pub phase: AtomicU8,
+}
+
+/// The phases of an import, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    /// Reading, parsing, encoding, sorting buffers and spilling.
+    Reading = 0,
+    /// Merging sorted runs into SSTs.
+    Merging = 1,
+    /// Ingesting the SSTs.
+    Ingesting = 2,
+    /// Finished.
+    Done = 3,
+}
+
+impl Phase {
+    /// The phase stored in [`Progress::phase`].
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Reading,
+            1 => Phase::Merging,
+            2 => Phase::Ingesting,
+            _ => Phase::Done,
+        }
+    }
+
+    /// A lower-case name for displays.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Reading => "reading",
+            Phase::Merging => "merging",
+            Phase::Ingesting => "ingesting",
+            Phase::Done => "done",
+        }
+    }
+}
+
+fn set_phase(opts: &ImportOptions, p: Phase) {
+    if let Some(pr) = &opts.progress {
+        pr.phase.store(p as u8, AtomicOrdering::Relaxed);
+    }
 }
 
 impl Default for ImportOptions {
@@ -63,6 +119,7 @@ impl Default for ImportOptions {
             threads: 0,
             max_bad_rows: 0,
             rejects: None,
+            progress: None,
         }
     }
 }
@@ -151,6 +208,7 @@ pub fn import(
     inputs: &[Input],
     opts: &ImportOptions,
 ) -> Result<Summary> {
+    set_phase(opts, Phase::Reading);
     clean_stale(db_dir)?;
     let existing = catalog::get(db, &def.name)?;
     let (entry, created) = match existing {
@@ -266,6 +324,7 @@ pub fn import(
     rejects.finish()?;
 
     // Merge every index into SSTs.
+    set_phase(opts, Phase::Merging);
     let merge_start = Instant::now();
     let mut all_files: Vec<SstFile> = Vec::new();
     for (i, sorter) in sorters.into_iter().enumerate() {
@@ -303,6 +362,7 @@ pub fn import(
     summary.merge_write = merge_start.elapsed();
 
     // One ingestion: every index, and the catalog entry of a new table.
+    set_phase(opts, Phase::Ingesting);
     let ingest_start = Instant::now();
     let mut paths: Vec<PathBuf> = Vec::new();
     if created {
@@ -316,6 +376,7 @@ pub fn import(
         summary.levels = r.levels;
     }
     summary.ingest = ingest_start.elapsed();
+    set_phase(opts, Phase::Done);
     drop(tmp);
     Ok(summary)
 }
@@ -507,6 +568,10 @@ fn take(
         rejects.write(&b, src_of)?;
     }
     summary.rows += p.rows;
+    if let Some(pr) = &opts.progress {
+        pr.rows.fetch_add(p.rows, AtomicOrdering::Relaxed);
+        pr.bytes.fetch_add(p.bytes, AtomicOrdering::Relaxed);
+    }
     for (i, (s, entries)) in sorters.iter_mut().zip(p.entries).enumerate() {
         s.push(entries).map_err(|e| sort_err(e, codec, i, src_of))?;
     }

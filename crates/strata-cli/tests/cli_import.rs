@@ -1,0 +1,120 @@
+//! The table commands of the `strata` binary: `import` (dialect options,
+//! header matching, several files, JSON summary, bad rows), then `get`,
+//! `scan` (primary and index, bounds, limit), `count` and `tables`.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::process::Command;
+
+fn strata(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn import_then_read_back() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        p("schema.sql"),
+        "CREATE TABLE item (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, price DECIMAL(8,2));
+         CREATE INDEX item_name ON item (name);
+         CREATE TABLE other (x TEXT);",
+    )
+    .unwrap();
+    // Columns in another order than the table's, a quoted field with the
+    // delimiter and a newline, CRLF, a NULL.
+    std::fs::write(p("a.csv"), "price;id;name\r\n1.5;3;'c;\nx'\r\n\\N;1;a\r\n").unwrap();
+    std::fs::write(p("b.csv"), "price;id;name\n2;2;b\n").unwrap();
+    let db = p("db");
+    let (ok, out, err) = strata(&[
+        "import",
+        &db,
+        &p("*.csv"),
+        "--schema",
+        &p("schema.sql"),
+        "--table",
+        "item",
+        "--delimiter",
+        ";",
+        "--quote",
+        "'",
+        "--null",
+        "\\N",
+        "--header",
+        "match",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["rows"], 3);
+    assert_eq!(v["indexes"][0]["kvs"], 3);
+    assert_eq!(v["indexes"][1]["name"], "item_name");
+    assert_eq!(v["write_amplification"], 1.0);
+
+    assert_eq!(strata(&["get", &db, "item", "3"]).1, "3,\"c;\nx\",1.50\n");
+    assert_eq!(strata(&["get", &db, "item", "1"]).1, "1,a,\\N\n");
+    let (ok, _, err) = strata(&["get", &db, "item", "9"]);
+    assert!(!ok && err.contains("no row with key 9"), "{err}");
+    assert_eq!(
+        strata(&["scan", &db, "item"]).1,
+        "1,a,\\N\n2,b,2.00\n3,\"c;\nx\",1.50\n"
+    );
+    assert_eq!(
+        strata(&[
+            "scan",
+            &db,
+            "item",
+            "--index",
+            "item_name",
+            "--from",
+            "b",
+            "--to",
+            "c;\nx"
+        ])
+        .1,
+        "2,b,2.00\n3,\"c;\nx\",1.50\n"
+    );
+    assert_eq!(
+        strata(&["scan", &db, "item", "--limit", "1"]).1,
+        "1,a,\\N\n"
+    );
+    assert_eq!(strata(&["count", &db, "item"]).1, "3\n");
+    let (ok, tables, err) = strata(&["tables", &db]);
+    assert!(ok, "{err}");
+    assert!(tables.contains("item (id 1): 3 rows"), "{tables}");
+    assert!(
+        tables.contains("index item_name (name): 3 entries"),
+        "{tables}"
+    );
+
+    // A bad row: file, line, column; the table is unchanged.
+    std::fs::write(p("bad.tsv"), "4\td\t1\n5\te\tx\n").unwrap();
+    let (ok, _, err) = strata(&[
+        "import",
+        &db,
+        &p("bad.tsv"),
+        "--schema",
+        &p("schema.sql"),
+        "--table",
+        "item",
+        "--format",
+        "tsv",
+        "--quiet",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("bad.tsv:2: column price"), "{err}");
+    assert_eq!(strata(&["count", &db, "item"]).1, "3\n");
+    // Reading a table that does not exist is an error, and creates nothing.
+    let (ok, _, err) = strata(&["count", &db, "nope"]);
+    assert!(!ok && err.contains("no table nope"), "{err}");
+    let (ok, _, _) = strata(&["tables", &p("missing")]);
+    assert!(!ok && !d.path().join("missing").exists());
+}
