@@ -20,7 +20,9 @@ const HEADER: &str = "strata-table 1";
 /// A table as the catalog holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CatalogEntry {
+    /// The table id in every key of the table.
     pub id: u32,
+    /// The definition.
     pub table: Table,
 }
 
@@ -61,6 +63,7 @@ pub fn next_id(db: &Db) -> Result<u32> {
         .ok_or_else(|| Error::Catalog("table ids exhausted".into()))
 }
 
+/// The catalog value of `e` (text; see `docs/formats.md`).
 pub fn encode(e: &CatalogEntry) -> Vec<u8> {
     let t = &e.table;
     let mut s = format!(
@@ -87,6 +90,7 @@ pub fn encode(e: &CatalogEntry) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// Decodes a catalog value; the error says what is wrong.
 pub fn decode(v: &[u8]) -> std::result::Result<CatalogEntry, String> {
     let s = std::str::from_utf8(v).map_err(|_| "not UTF-8")?;
     let mut lines = s.lines();

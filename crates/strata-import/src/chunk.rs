@@ -32,6 +32,7 @@ pub struct Chunk {
     pub first_line: u64,
     /// Byte offset of `data` in the concatenation of all inputs.
     pub offset: u64,
+    /// The records' bytes.
     pub data: Vec<u8>,
 }
 
@@ -60,6 +61,7 @@ pub struct Scanner {
 }
 
 impl Scanner {
+    /// A scanner at the start of a file in dialect `d`.
     pub fn new(d: &Dialect) -> Scanner {
         Scanner {
             delimiter: d.delimiter,
@@ -148,6 +150,7 @@ pub struct Splitter {
 }
 
 impl Splitter {
+    /// Splits `reader` (input file number `file`, called `name` in messages, starting at byte `offset` of the whole input) into chunks of about `target` bytes.
     pub fn new(
         reader: Box<dyn Read + Send>,
         dialect: &Dialect,
@@ -327,6 +330,7 @@ pub struct LineCounter<'a> {
 }
 
 impl<'a> LineCounter<'a> {
+    /// Counts lines in `data`, whose first byte is on line `first_line`.
     pub fn new(data: &'a [u8], first_line: u64) -> LineCounter<'a> {
         LineCounter {
             data,

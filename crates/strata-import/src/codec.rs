@@ -14,14 +14,18 @@ use crate::encode::{key, row};
 use crate::schema::Table;
 use crate::value::Value;
 
+/// The key-value encoder and decoder of one table.
 pub struct TableCodec {
+    /// The definition.
     pub table: Table,
+    /// The id in every key.
     pub table_id: u32,
     value_cols: Vec<usize>,
     prefixes: Vec<[u8; key::PREFIX_LEN]>,
 }
 
 impl TableCodec {
+    /// The codec of `table` stored under `table_id`.
     pub fn new(table: Table, table_id: u32) -> TableCodec {
         let value_cols = row::value_columns(&table);
         let prefixes = (0..table.indexes.len())
@@ -35,6 +39,7 @@ impl TableCodec {
         }
     }
 
+    /// The key prefix of index `index` (0: primary).
     pub fn prefix(&self, index: usize) -> &[u8] {
         &self.prefixes[index]
     }

@@ -13,15 +13,20 @@ use crate::value::{self, Value};
 /// Where an entry came from: input file index and line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Src {
+    /// Index of the input file.
     pub file: u32,
+    /// Line the record starts on.
     pub line: u64,
 }
 
 /// One key-value pair of one index, with its source row.
 #[derive(Clone, Debug)]
 pub struct Entry {
+    /// Encoded key (with the table and index prefix).
     pub key: Vec<u8>,
+    /// Encoded value.
     pub value: Vec<u8>,
+    /// The row it came from.
     pub src: Src,
 }
 
@@ -33,9 +38,13 @@ impl Entry {
 }
 
 #[derive(Clone, Debug)]
+/// A record that could not be imported.
 pub struct BadRow {
+    /// Where it is.
     pub src: Src,
+    /// The column at fault, when one is.
     pub column: Option<String>,
+    /// What is wrong.
     pub reason: String,
     /// The record as it was in the input.
     pub raw: Vec<u8>,
@@ -46,14 +55,19 @@ pub struct BadRow {
 pub struct Parsed {
     /// One vector per index, in input order.
     pub entries: Vec<Vec<Entry>>,
+    /// Malformed records, in input order.
     pub bad: Vec<BadRow>,
+    /// Rows encoded.
     pub rows: u64,
+    /// Bytes of the chunk.
     pub bytes: u64,
 }
 
 /// How the fields of a record map to the table's columns.
 pub struct Layout<'a> {
+    /// The table's encoder.
     pub codec: &'a TableCodec,
+    /// The input's dialect.
     pub dialect: &'a Dialect,
     /// `columns[i]`: the table column of field `i`.
     pub columns: &'a [usize],
@@ -61,6 +75,7 @@ pub struct Layout<'a> {
     pub rowid_base: i64,
 }
 
+/// Parses every record of `chunk` (see the module documentation).
 pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     let codec = layout.codec;
     let table = &codec.table;

@@ -38,6 +38,7 @@ use strata::{Db, IngestOptions};
 /// How to import.
 #[derive(Clone, Debug)]
 pub struct ImportOptions {
+    /// How the input is written.
     pub dialect: Dialect,
     /// Memory for the sort buffers of all indexes together.
     pub memory: usize,
@@ -127,9 +128,13 @@ impl Default for ImportOptions {
 /// What one index received.
 #[derive(Clone, Debug, Default)]
 pub struct IndexSummary {
+    /// Index name.
     pub name: String,
+    /// Entries written.
     pub kvs: u64,
+    /// SST files written.
     pub files: usize,
+    /// Bytes of those files.
     pub file_bytes: u64,
     /// Written straight through (input in this index's key order).
     pub streamed: bool,
@@ -140,16 +145,27 @@ pub struct IndexSummary {
 /// What an import did.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
+    /// The table imported into.
     pub table: String,
+    /// Whether this import created the table.
     pub created: bool,
+    /// Rows imported.
     pub rows: u64,
+    /// Rows rejected (at most `max_bad_rows`).
     pub bad_rows: u64,
+    /// Input bytes read (decompressed).
     pub input_bytes: u64,
+    /// Per index, primary key first.
     pub indexes: Vec<IndexSummary>,
+    /// Bytes written to spill runs, all indexes.
     pub spilled_bytes: u64,
+    /// Largest total of the sort buffers.
     pub peak_buffer_bytes: usize,
+    /// Reading, parsing, buffering and spilling.
     pub read_parse: Duration,
+    /// Merging runs and writing the SSTs.
     pub merge_write: Duration,
+    /// The ingestion.
     pub ingest: Duration,
     /// Levels the ingested files landed on (one per file).
     pub levels: Vec<Option<usize>>,

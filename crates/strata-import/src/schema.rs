@@ -34,21 +34,34 @@ pub const DEFAULT_DECIMAL_SCALE: u32 = 9;
 /// on input); REAL, FLOAT and DOUBLE are all 64-bit floats.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ColumnType {
+    /// SMALLINT (16-bit range).
     SmallInt,
+    /// INT, INTEGER (32-bit range).
     Int,
+    /// BIGINT.
     BigInt,
+    /// REAL, FLOAT, DOUBLE (64-bit).
     Double,
+    /// DECIMAL(p,s), NUMERIC: a 128-bit integer scaled by 10^s.
     Decimal {
+        /// Total digits (at most 38).
         precision: u32,
+        /// Digits after the point.
         scale: u32,
     },
     /// CHAR(n): at most n characters (values are not space-padded).
     Char(u32),
+    /// VARCHAR(n): at most n characters.
     Varchar(u32),
+    /// TEXT, VARCHAR without a length.
     Text,
+    /// BOOL, BOOLEAN.
     Bool,
+    /// DATE (proleptic Gregorian).
     Date,
+    /// TIMESTAMP without time zone, microseconds.
     Timestamp,
+    /// BYTEA.
     Bytea,
 }
 
@@ -81,24 +94,33 @@ impl ColumnType {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+/// A column.
 pub struct Column {
+    /// Name as declared.
     pub name: String,
+    /// Type.
     pub ty: ColumnType,
+    /// NOT NULL (always for primary-key columns).
     pub not_null: bool,
 }
 
 /// An index: the primary key (index id 0) or a secondary index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Index {
+    /// Name (the primary key's is `primary`).
     pub name: String,
     /// Positions in [`Table::columns`].
     pub columns: Vec<usize>,
+    /// A second row with the same values is a duplicate.
     pub unique: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+/// A table: its columns and indexes.
 pub struct Table {
+    /// Name as declared (matched case-insensitively).
     pub name: String,
+    /// Columns in declaration order (then the hidden row id, if any).
     pub columns: Vec<Column>,
     /// `indexes[0]` is the primary key; the rest are secondary indexes in
     /// declaration order. An index's id is its position.
@@ -122,12 +144,14 @@ impl Table {
         }
     }
 
+    /// Position of column `name` (case-insensitive).
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns
             .iter()
             .position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
+    /// Position of index `name` (case-insensitive).
     pub fn index_by_name(&self, name: &str) -> Option<usize> {
         self.indexes
             .iter()
@@ -191,6 +215,7 @@ impl Table {
 /// The tables of one DDL file, in declaration order.
 #[derive(Clone, Debug, Default)]
 pub struct Schema {
+    /// The tables.
     pub tables: Vec<Table>,
 }
 
@@ -274,6 +299,7 @@ impl Schema {
         Ok(schema)
     }
 
+    /// Table `name` (case-insensitive).
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables
             .iter()

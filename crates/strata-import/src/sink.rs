@@ -13,11 +13,15 @@ use strata::{SstOptions, SstWriter};
 /// A finished output file.
 #[derive(Clone, Debug)]
 pub struct SstFile {
+    /// Where it is.
     pub path: PathBuf,
+    /// Bytes on disk.
     pub size: u64,
+    /// Entries in it.
     pub entries: u64,
 }
 
+/// Writes sorted entries into SSTs cut at a target size.
 pub struct RollingSink {
     dir: PathBuf,
     name: String,
@@ -25,6 +29,7 @@ pub struct RollingSink {
     writer: Option<(SstWriter, PathBuf)>,
     last: Option<Vec<u8>>,
     files: Vec<SstFile>,
+    /// Entries written.
     pub kvs: u64,
     /// Uncompressed key and value bytes written.
     pub bytes: u64,
@@ -45,6 +50,7 @@ impl RollingSink {
         }
     }
 
+    /// Adds an entry; keys must be strictly increasing.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         if let Some(last) = &self.last {
             if key <= last.as_slice() {

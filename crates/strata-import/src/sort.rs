@@ -29,13 +29,19 @@ use std::path::{Path, PathBuf};
 /// A duplicate found while sorting: the key and both rows.
 #[derive(Debug)]
 pub struct Dup {
+    /// The key.
     pub key: Vec<u8>,
+    /// The earlier row.
     pub first: Src,
+    /// The later row.
     pub second: Src,
 }
 
+/// Why sorting stopped.
 pub enum SortError {
+    /// Two entries with one key.
     Dup(Dup),
+    /// Anything else.
     Other(Error),
 }
 
@@ -51,11 +57,13 @@ impl From<strata::Error> for SortError {
     }
 }
 
+/// The external sort of one index (see the module documentation).
 pub struct IndexSorter {
     dir: PathBuf,
     name: String,
     target_file: u64,
     buf: Vec<Entry>,
+    /// Bytes charged to the memory budget by the buffer.
     pub buf_bytes: usize,
     in_order: bool,
     last: Option<(Vec<u8>, Src)>,

@@ -14,10 +14,12 @@ use strata::Db;
 /// A table opened for reading.
 pub struct TableReader<'a> {
     db: &'a Db,
+    /// The table's encoder.
     pub codec: TableCodec,
 }
 
 impl<'a> TableReader<'a> {
+    /// Opens table `name` from the catalog.
     pub fn open(db: &'a Db, name: &str) -> Result<TableReader<'a>> {
         let Some(CatalogEntry { id, table }) = catalog::get(db, name)? else {
             return Err(Error::invalid(format!("no table {name}")));

@@ -13,18 +13,25 @@
 use crate::schema::ColumnType;
 
 #[derive(Clone, Debug, PartialEq)]
+/// A value of a column.
 pub enum Value {
+    /// SQL NULL.
     Null,
+    /// Any integer type.
     Int(i64),
+    /// A float (canonical: no -0, one NaN).
     Float(f64),
     /// Scaled by 10^scale of the column.
     Decimal(i128),
+    /// Text (CHAR, VARCHAR, TEXT).
     Text(String),
+    /// BOOL.
     Bool(bool),
     /// Days since 1970-01-01.
     Date(i32),
     /// Microseconds since 1970-01-01 00:00:00.
     Timestamp(i64),
+    /// BYTEA.
     Bytes(Vec<u8>),
 }
 

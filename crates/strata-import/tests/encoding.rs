@@ -6,6 +6,8 @@
 //! CSV dialect cases below parse into. Run with `STRATA_REWRITE=1` to
 //! rewrite the golden files after a deliberate change, and review the diff.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use strata_import::chunk::{LineCounter, Splitter};

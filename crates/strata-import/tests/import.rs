@@ -2,6 +2,8 @@
 //! CSV, the in-order and spill paths, and every bad-input case (file, line,
 //! column reported, database unchanged, temporary files gone).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use proptest::prelude::*;
 use std::path::Path;
 use strata::Db;

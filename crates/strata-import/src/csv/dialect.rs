@@ -28,13 +28,17 @@ pub enum Header {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+/// How the input's records and fields are written.
 pub struct Dialect {
+    /// Field separator.
     pub delimiter: u8,
     /// `None`: no quoting at all (TSV).
     pub quote: Option<u8>,
     /// `None`: a quote inside a quoted field is written doubled.
     pub escape: Option<u8>,
+    /// The field text that means NULL.
     pub null: String,
+    /// What the first record of each file is.
     pub header: Header,
 }
 
@@ -45,6 +49,7 @@ impl Default for Dialect {
 }
 
 impl Dialect {
+    /// Comma-separated, `"` quotes doubled inside quotes, the empty field is NULL.
     pub fn csv() -> Dialect {
         Dialect {
             delimiter: b',',
@@ -55,6 +60,7 @@ impl Dialect {
         }
     }
 
+    /// Tab-separated, no quoting, `\N` is NULL.
     pub fn tsv() -> Dialect {
         Dialect {
             delimiter: b'\t',

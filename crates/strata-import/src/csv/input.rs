@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 /// One input: a file or standard input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
+    /// Standard input (`-`).
     Stdin,
+    /// A file (decompressed by extension).
     File(PathBuf),
 }
 
