@@ -267,7 +267,8 @@ fn report_progress(p: &Progress, total: Option<u64>, done: &std::sync::atomic::A
     }
 }
 
-fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
+/// Prints the summary of an import for people.
+pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
     println!(
         "imported {} rows into {} ({}) from {:.1} MB in {:.2} s ({:.0} rows/s)",
         s.rows,
@@ -296,7 +297,7 @@ fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
             ix.files,
             ix.file_bytes,
             ix.spilled_bytes,
-            if ix.streamed { "yes" } else { "no" }
+            if ix.in_order { "yes" } else { "no" }
         );
     }
     println!(
@@ -353,7 +354,7 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
             "files": i.files,
             "sst_bytes": i.file_bytes,
             "spilled_bytes": i.spilled_bytes,
-            "in_order": i.streamed,
+            "in_order": i.in_order,
         })).collect::<Vec<_>>(),
         "peak_sort_buffer_bytes": s.peak_buffer_bytes,
         "peak_rss_bytes": peak_rss(),

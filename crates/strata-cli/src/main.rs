@@ -23,6 +23,7 @@ mod scan;
 mod sst_cmd;
 mod stress;
 mod table_cmd;
+mod tpcc;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -43,7 +44,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Generate data, write it as an SST, read it back and print what happened.
+    /// The main job end to end: generate TPC-C stock, import it, read it back, show the tree.
     Demo(demo::DemoArgs),
     /// Inspect, verify and write SST files.
     #[command(subcommand)]

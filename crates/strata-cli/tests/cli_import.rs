@@ -118,3 +118,29 @@ fn import_then_read_back() {
     let (ok, _, _) = strata(&["tables", &p("missing")]);
     assert!(!ok && !d.path().join("missing").exists());
 }
+
+#[test]
+fn demo_tells_the_story() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("demo");
+    let (ok, out, err) = strata(&[
+        "demo",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--random",
+        "--memory",
+        "16MiB",
+    ]);
+    assert!(ok, "{err}\n{out}");
+    assert!(out.contains("imported 100000 rows into stock"), "{out}");
+    assert!(
+        out.contains("by primary key (s_w_id=1, s_i_id=42):\n     42,1,"),
+        "{out}"
+    );
+    assert!(out.contains("count: 100000 rows"), "{out}");
+    assert!(out.contains("ingestions 1"), "{out}");
+    // Random order under 16 MiB: the sort spilled, and the rows are all there.
+    let db = dir.join("db");
+    let (_, json, _) = strata(&["count", db.to_str().unwrap(), "stock"]);
+    assert_eq!(json, "100000\n");
+}

@@ -136,8 +136,9 @@ pub struct IndexSummary {
     pub files: usize,
     /// Bytes of those files.
     pub file_bytes: u64,
-    /// Written straight through (input in this index's key order).
-    pub streamed: bool,
+    /// The input arrived in this index's key order: written straight
+    /// through, never sorted or spilled.
+    pub in_order: bool,
     /// Bytes written to this index's spill runs.
     pub spilled_bytes: u64,
 }
@@ -349,7 +350,7 @@ pub fn import(
         let mut dup_in_table: Option<(Vec<u8>, Src)> = None;
         summary.spilled_bytes += sorter.spilled_bytes;
         let spilled_bytes = sorter.spilled_bytes;
-        let streamed = sorter.streamed;
+        let in_order = sorter.is_in_order();
         let files = sorter.finish(|e| {
             if check_existing && dup_in_table.is_none() && db.get(&e.key)?.is_some() {
                 dup_in_table = Some((e.key.clone(), e.src));
@@ -371,7 +372,7 @@ pub fn import(
             spilled_bytes,
             files: files.len(),
             file_bytes: files.iter().map(|f| f.size).sum(),
-            streamed,
+            in_order,
         });
         all_files.extend(files);
     }

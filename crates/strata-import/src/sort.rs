@@ -103,6 +103,12 @@ impl IndexSorter {
         }
     }
 
+    /// Whether every key so far arrived strictly increasing (so the
+    /// output needs no sort and no spill).
+    pub fn is_in_order(&self) -> bool {
+        self.in_order
+    }
+
     /// Adds one chunk's entries (in input order).
     pub fn push(&mut self, entries: Vec<Entry>) -> std::result::Result<(), SortError> {
         for e in entries {

@@ -290,11 +290,15 @@ fn in_order_input_streams_and_other_input_spills() {
         assert_eq!(s.rows, n, "{name}");
         match name {
             "sorted" => {
-                assert!(s.indexes[0].streamed, "{name}");
+                assert!(s.indexes[0].in_order, "{name}");
+                assert!(!s.indexes[1].in_order, "{name}");
                 assert_eq!(s.indexes[0].spilled_bytes, 0, "{name}: {s:?}");
                 assert!(s.indexes[1].spilled_bytes > 0, "{name}: {s:?}");
             }
-            _ => assert!(s.indexes[0].spilled_bytes > 0, "{name}"),
+            _ => {
+                assert!(!s.indexes[0].in_order, "{name}");
+                assert!(s.indexes[0].spilled_bytes > 0, "{name}");
+            }
         }
         assert!(s.indexes[0].files > 1, "{name}: files not cut");
         let r = TableReader::open(&db, "t").unwrap();
