@@ -144,3 +144,38 @@ fn demo_tells_the_story() {
     let (_, json, _) = strata(&["count", db.to_str().unwrap(), "stock"]);
     assert_eq!(json, "100000\n");
 }
+
+#[test]
+fn import_reads_standard_input() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let schema = d.path().join("s.sql");
+    std::fs::write(&schema, "CREATE TABLE kv (k TEXT, v INT)").unwrap();
+    let db = d.path().join("db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "import",
+            db.to_str().unwrap(),
+            "-",
+            "--schema",
+            schema.to_str().unwrap(),
+        ])
+        .args(["--table", "kv", "--format", "tsv", "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"b\t2\na\t\\N\n")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    // No primary key: rows keep input order under the hidden row id.
+    assert_eq!(
+        strata(&["scan", db.to_str().unwrap(), "kv"]).1,
+        "b,2\na,\\N\n"
+    );
+    let (_, tables, _) = strata(&["tables", db.to_str().unwrap()]);
+    assert!(tables.contains("hidden row id"), "{tables}");
+}

@@ -565,3 +565,55 @@ proptest! {
         let _ = ColumnType::Text;
     }
 }
+
+/// gzip and zstd by extension, several files through a glob, a BOM, and
+/// rows numbered per file.
+#[test]
+fn compressed_inputs_and_globs() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let schema = Schema::parse("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").unwrap();
+    let t = schema.table("t").unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(b"\xEF\xBB\xBF1,one\n2,\"t,wo\"\n").unwrap();
+    std::fs::write(data.join("a.csv.gz"), gz.finish().unwrap()).unwrap();
+    let zst = zstd::encode_all(&b"3,three\r\n4,four\r\n"[..], 3).unwrap();
+    std::fs::write(data.join("b.csv.zst"), zst).unwrap();
+    std::fs::write(data.join("c.csv"), b"5,five\n6,x\n").unwrap();
+    let pattern = format!("{}/*.csv*", data.display());
+    let inputs = strata_import::csv::input::expand(&[pattern]).unwrap();
+    assert_eq!(inputs.len(), 3);
+    let dbdir = dir.path().join("db");
+    let db = Db::open_default(&dbdir).unwrap();
+    let s = import(&db, &dbdir, t, &inputs, &ImportOptions::default()).unwrap();
+    assert_eq!(s.rows, 6);
+    let r = TableReader::open(&db, "t").unwrap();
+    let d = Dialect::csv();
+    let get = |k: &str| r.format_row(&r.get(&[k.to_string()]).unwrap().unwrap(), &d);
+    assert_eq!(get("1"), "1,one");
+    assert_eq!(get("2"), "2,\"t,wo\"");
+    assert_eq!(get("4"), "4,four");
+    assert_eq!(get("6"), "6,x");
+    // A bad row in the zstd file is reported with that file and its line.
+    let db2dir = dir.path().join("db2");
+    let db2 = Db::open_default(&db2dir).unwrap();
+    let zst = zstd::encode_all(&b"7,seven\nx,eight\n"[..], 3).unwrap();
+    std::fs::write(dir.path().join("bad.csv.zst"), zst).unwrap();
+    let bad = Input::File(dir.path().join("bad.csv.zst"));
+    let e = import(
+        &db2,
+        &db2dir,
+        t,
+        &[inputs[0].clone(), bad],
+        &ImportOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("bad.csv.zst:2: column id"), "{e}");
+    assert!(all_pairs(&db2).is_empty());
+    // A pattern matching nothing is an error, not an empty import.
+    let none = format!("{}/*.tsv", data.display());
+    assert!(strata_import::csv::input::expand(&[none]).is_err());
+}
