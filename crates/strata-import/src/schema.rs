@@ -160,6 +160,19 @@ impl Table {
 
     /// Checks the invariants stated in the module documentation.
     pub fn validate(&self) -> Result<()> {
+        // The catalog's text form separates fields with tabs and items with
+        // newlines; a name holding a control character would not survive.
+        let names = std::iter::once(&self.name)
+            .chain(self.columns.iter().map(|c| &c.name))
+            .chain(self.indexes.iter().map(|i| &i.name));
+        for n in names {
+            if n.is_empty() || n.chars().any(char::is_control) {
+                return Err(Error::schema(format!(
+                    "table {}: the name {n:?} is empty or holds a control character",
+                    self.name
+                )));
+            }
+        }
         for (i, c) in self.columns.iter().enumerate() {
             if self.columns[..i]
                 .iter()
