@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use strata::Options;
 use strata_import::csv::dialect::{Dialect, Header};
 use strata_import::csv::input;
-use strata_import::pipeline::{Phase, Progress};
+use strata_import::pipeline::{OnDuplicate, Phase, Progress};
 use strata_import::{ImportOptions, Schema, Summary};
 
 /// Input formats.
@@ -33,6 +33,16 @@ pub enum HeaderArg {
     Skip,
     /// Map the file's columns to the table's by the names in the first record.
     Match,
+}
+
+/// What `--on-duplicate` does.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OnDuplicateArg {
+    /// Fail the import, naming both rows (nothing is written).
+    Error,
+    /// Keep the first row with a primary key (the table's, else the
+    /// earliest in the input) and skip the rest.
+    Ignore,
 }
 
 /// Arguments of `strata import`.
@@ -83,6 +93,11 @@ pub struct ImportArgs {
     /// File for rejected records (reasons go to FILE.reasons).
     #[arg(long)]
     pub rejects: Option<PathBuf>,
+    /// A primary key already in the table or earlier in the input: fail, or
+    /// skip the later row (`replace` is not built yet). A unique secondary
+    /// index shared by two rows is always an error.
+    #[arg(long, value_enum, default_value = "error")]
+    pub on_duplicate: OnDuplicateArg,
     /// Parser threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -194,6 +209,10 @@ pub fn run(a: ImportArgs) -> Result<()> {
         max_bad_rows: a.max_bad_rows,
         rejects: a.rejects.clone(),
         progress: Some(Arc::clone(&progress)),
+        on_duplicate: match a.on_duplicate {
+            OnDuplicateArg::Error => OnDuplicate::Error,
+            OnDuplicateArg::Ignore => OnDuplicate::Ignore,
+        },
         ..ImportOptions::default()
     };
     let db = open::or_create(&a.db, Options::default())?;
@@ -285,6 +304,12 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
     if s.bad_rows > 0 {
         println!("rejected {} bad rows", s.bad_rows);
     }
+    if s.duplicates_ignored > 0 {
+        println!(
+            "skipped {} rows whose primary key was taken",
+            s.duplicates_ignored
+        );
+    }
     println!(
         "{:<24} {:>12} {:>6} {:>12} {:>12} {:>9}",
         "index", "kvs", "files", "sst bytes", "spilled", "in order"
@@ -341,6 +366,7 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
         "created": s.created,
         "rows": s.rows,
         "bad_rows": s.bad_rows,
+        "duplicates_ignored": s.duplicates_ignored,
         "input_bytes": s.input_bytes,
         "seconds": elapsed.as_secs_f64(),
         "phases": {

@@ -179,3 +179,33 @@ fn import_reads_standard_input() {
     let (_, tables, _) = strata(&["tables", db.to_str().unwrap()]);
     assert!(tables.contains("hidden row id"), "{tables}");
 }
+
+#[test]
+fn on_duplicate_ignore_skips_taken_keys() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("s.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").unwrap();
+    std::fs::write(p("a.csv"), "1,a\n2,b\n").unwrap();
+    std::fs::write(p("b.csv"), "2,changed\n3,c\n3,again\n").unwrap();
+    let db = p("db");
+    let schema = p("s.sql");
+    let import = |file: &str, extra: &[&str]| {
+        let mut args = vec!["import", &db, file, "--schema", &schema, "--table", "t"];
+        args.extend_from_slice(extra);
+        strata(&args)
+    };
+    assert!(import(&p("a.csv"), &["--quiet"]).0);
+    let (ok, _, err) = import(&p("b.csv"), &["--quiet"]);
+    assert!(
+        !ok && err.contains("duplicate key") && err.contains("b.csv:"),
+        "{err}"
+    );
+    let (ok, out, err) = import(&p("b.csv"), &["--on-duplicate", "ignore", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["rows"].as_u64(), v["duplicates_ignored"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(strata(&["scan", &db, "t"]).1, "1,a\n2,b\n3,c\n");
+}

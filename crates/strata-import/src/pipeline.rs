@@ -26,7 +26,7 @@ use crate::parse::{parse_chunk, BadRow, Layout, Parsed, Src};
 use crate::schema::Table;
 use crate::sink::{RollingSink, SstFile};
 use crate::sort::{IndexSorter, SortError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};
@@ -55,6 +55,23 @@ pub struct ImportOptions {
     pub rejects: Option<PathBuf>,
     /// Counters the import updates as it goes, for a progress display.
     pub progress: Option<Arc<Progress>>,
+    /// What a primary key that is already in the table or earlier in the
+    /// input means.
+    pub on_duplicate: OnDuplicate,
+}
+
+/// What to do with a row whose primary key is already taken (by a row in
+/// the table, or an earlier row of the input).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDuplicate {
+    /// Fail the import, naming both rows.
+    #[default]
+    Error,
+    /// Keep the row that came first (the table's, else the earliest in the
+    /// input) and skip the others, with all their index entries. A
+    /// unique secondary index shared by rows with different primary keys
+    /// is still an error.
+    Ignore,
 }
 
 /// Live counters of a running import (read from another thread).
@@ -121,6 +138,7 @@ impl Default for ImportOptions {
             max_bad_rows: 0,
             rejects: None,
             progress: None,
+            on_duplicate: OnDuplicate::Error,
         }
     }
 }
@@ -152,6 +170,8 @@ pub struct Summary {
     pub created: bool,
     /// Rows imported.
     pub rows: u64,
+    /// Rows skipped under [`OnDuplicate::Ignore`] (not in `rows`).
+    pub duplicates_ignored: u64,
     /// Rows rejected (at most `max_bad_rows`).
     pub bad_rows: u64,
     /// Input bytes read (decompressed).
@@ -271,12 +291,21 @@ pub fn import(
         ..Summary::default()
     };
     let started = Instant::now();
+    let ignore = opts.on_duplicate == OnDuplicate::Ignore;
     let mut sorters: Vec<IndexSorter> = codec
         .table
         .indexes
         .iter()
         .enumerate()
-        .map(|(i, _)| IndexSorter::new(&tmp.0, &format!("ix{i}"), opts.target_file_size, !has_rows))
+        .map(|(i, _)| {
+            IndexSorter::new(
+                &tmp.0,
+                &format!("ix{i}"),
+                opts.target_file_size,
+                !has_rows,
+                ignore,
+            )
+        })
         .collect();
     let mut rejects = Rejects::open(opts.rejects.as_deref())?;
 
@@ -344,20 +373,48 @@ pub fn import(
     set_phase(opts, Phase::Merging);
     let merge_start = Instant::now();
     let mut all_files: Vec<SstFile> = Vec::new();
+    // Rows skipped under `ignore`, decided by the primary index (merged
+    // first); their entries in the other indexes are skipped too.
+    let mut dropped: HashSet<Src> = HashSet::new();
     for (i, sorter) in sorters.into_iter().enumerate() {
         let ix = &codec.table.indexes[i];
         let check_existing = has_rows && (i == 0 || ix.unique);
         let mut dup_in_table: Option<(Vec<u8>, Src)> = None;
+        let mut conflict: Option<(Vec<u8>, Src, Src)> = None;
         summary.spilled_bytes += sorter.spilled_bytes;
         let spilled_bytes = sorter.spilled_bytes;
         let in_order = sorter.is_in_order();
-        let files = sorter.finish(|e| {
-            if check_existing && dup_in_table.is_none() && db.get(&e.key)?.is_some() {
-                dup_in_table = Some((e.key.clone(), e.src));
+        let files = sorter.finish(|e, dup_of| {
+            if dup_in_table.is_some() || conflict.is_some() || dropped.contains(&e.src) {
+                return Ok(false);
             }
-            Ok(dup_in_table.is_none())
+            if let Some(first) = dup_of {
+                if i == 0 {
+                    dropped.insert(e.src);
+                } else {
+                    conflict = Some((e.key.clone(), first, e.src));
+                }
+                return Ok(false);
+            }
+            if check_existing && db.get(&e.key)?.is_some() {
+                if ignore && i == 0 {
+                    dropped.insert(e.src);
+                } else {
+                    dup_in_table = Some((e.key.clone(), e.src));
+                }
+                return Ok(false);
+            }
+            Ok(true)
         });
         let files = files.map_err(|e| sort_err(e, &codec, i, &src_of))?;
+        if let Some((k, first, second)) = conflict {
+            return Err(Error::Duplicate {
+                index: ix.name.clone(),
+                key: codec.describe_key(i, &k),
+                first: Some(src_of(first)),
+                second: src_of(second),
+            });
+        }
         if let Some((k, s)) = dup_in_table {
             return Err(Error::Duplicate {
                 index: ix.name.clone(),
@@ -377,6 +434,8 @@ pub fn import(
         all_files.extend(files);
     }
     summary.merge_write = merge_start.elapsed();
+    summary.duplicates_ignored = dropped.len() as u64;
+    summary.rows -= summary.duplicates_ignored;
 
     // One ingestion: every index, and the catalog entry of a new table.
     set_phase(opts, Phase::Ingesting);

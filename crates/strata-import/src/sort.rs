@@ -79,19 +79,29 @@ pub struct IndexSorter {
     pub spilled_bytes: u64,
     /// Whether any buffer went straight to the output.
     pub streamed: bool,
+    /// Equal keys are handed to `finish`'s callback instead of failing.
+    keep_dups: bool,
 }
 
 impl IndexSorter {
     /// `allow_in_order`: false disables straight-through writing (the
-    /// caller must see every entry in the merge).
-    pub fn new(dir: &Path, name: &str, target_file: u64, allow_in_order: bool) -> IndexSorter {
+    /// caller must see every entry in the merge). `keep_dups`: equal keys
+    /// are not an error here; `finish`'s callback decides (requires
+    /// `allow_in_order` false).
+    pub fn new(
+        dir: &Path,
+        name: &str,
+        target_file: u64,
+        allow_in_order: bool,
+        keep_dups: bool,
+    ) -> IndexSorter {
         IndexSorter {
             dir: dir.to_path_buf(),
             name: name.to_string(),
             target_file,
             buf: Vec::new(),
             buf_bytes: 0,
-            in_order: allow_in_order,
+            in_order: allow_in_order && !keep_dups,
             last: None,
             sink: RollingSink::new(dir, &format!("{name}-stream"), target_file),
             streamed_src: None,
@@ -100,6 +110,7 @@ impl IndexSorter {
             runs: Vec::new(),
             spilled_bytes: 0,
             streamed: false,
+            keep_dups,
         }
     }
 
@@ -190,7 +201,7 @@ impl IndexSorter {
             }
             return Ok(());
         }
-        let buf = sort_checked(buf)?;
+        let buf = sort_checked(buf, self.keep_dups)?;
         let path = self
             .dir
             .join(format!("{}-run-{:05}.run", self.name, self.runs.len()));
@@ -214,15 +225,18 @@ impl IndexSorter {
     }
 
     /// Merges everything into the output; `each` sees every entry in key
-    /// order before it is written (`false` skips it). Returns the files.
+    /// order before it is written (`false` skips it), with the source of
+    /// the last kept entry when the key equals that entry's (only with
+    /// `keep_dups`; otherwise equal keys are a [`SortError::Dup`]).
+    /// Returns the files.
     pub fn finish(
         mut self,
-        mut each: impl FnMut(&Entry) -> Result<bool>,
+        mut each: impl FnMut(&Entry, Option<Src>) -> Result<bool>,
     ) -> std::result::Result<Vec<SstFile>, SortError> {
         if self.in_order {
             let buf = std::mem::take(&mut self.buf);
             for e in &buf {
-                if each(e)? {
+                if each(e, None)? {
                     self.sink.add(&e.key, &e.value)?;
                 }
             }
@@ -232,7 +246,7 @@ impl IndexSorter {
             }
             return Ok(self.sink.finish()?);
         }
-        let buf = sort_checked(std::mem::take(&mut self.buf))?;
+        let buf = sort_checked(std::mem::take(&mut self.buf), self.keep_dups)?;
         let mut sources: Vec<Source> = Vec::new();
         let mut streamed_files = Vec::new();
         if let Some((files, src)) = self.streamed_run.take() {
@@ -264,19 +278,21 @@ impl IndexSorter {
             if let Some(n) = sources[i].next()? {
                 heap.push(HeapItem(n, i));
             }
-            if let Some((pk, ps)) = &prev {
-                if pk == &e.key {
-                    return Err(SortError::Dup(Dup {
-                        key: e.key,
-                        first: *ps,
-                        second: e.src,
-                    }));
-                }
+            let dup_of = match &prev {
+                Some((pk, ps)) if pk == &e.key => Some(*ps),
+                _ => None,
+            };
+            if let (Some(first), false) = (dup_of, self.keep_dups) {
+                return Err(SortError::Dup(Dup {
+                    key: e.key,
+                    first,
+                    second: e.src,
+                }));
             }
-            if each(&e)? {
+            if each(&e, dup_of)? {
                 self.sink.add(&e.key, &e.value)?;
+                prev = Some((e.key, e.src));
             }
-            prev = Some((e.key, e.src));
         }
         let files = self.sink.finish()?;
         for p in streamed_files.iter().chain(self.runs.iter()) {
@@ -286,9 +302,16 @@ impl IndexSorter {
     }
 }
 
-/// Sorts by key, then source; adjacent equal keys are a duplicate.
-fn sort_checked(mut buf: Vec<Entry>) -> std::result::Result<Vec<Entry>, SortError> {
+/// Sorts by key, then source; adjacent equal keys are a duplicate (unless
+/// `keep_dups`: the merge's callback decides).
+fn sort_checked(
+    mut buf: Vec<Entry>,
+    keep_dups: bool,
+) -> std::result::Result<Vec<Entry>, SortError> {
     buf.sort_unstable_by(|a, b| a.key.cmp(&b.key).then(a.src.cmp(&b.src)));
+    if keep_dups {
+        return Ok(buf);
+    }
     if let Some(w) = buf.windows(2).position(|w| w[0].key == w[1].key) {
         return Err(SortError::Dup(Dup {
             key: buf[w].key.clone(),

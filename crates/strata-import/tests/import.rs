@@ -617,3 +617,72 @@ fn compressed_inputs_and_globs() {
     let none = format!("{}/*.tsv", data.display());
     assert!(strata_import::csv::input::expand(&[none]).is_err());
 }
+
+/// `--on-duplicate ignore`: the first row with a primary key wins (the
+/// table's, else the earliest in the input), and the skipped rows leave no
+/// index entries; a unique index shared by two rows is still an error.
+#[test]
+fn on_duplicate_ignore_keeps_the_first_row_and_its_index_entries() {
+    use strata_import::pipeline::OnDuplicate;
+    let dir = tempfile::tempdir().unwrap();
+    let dbdir = dir.path().join("db");
+    let db = Db::open_default(&dbdir).unwrap();
+    let schema = Schema::parse(
+        "CREATE TABLE t (id INT PRIMARY KEY, v TEXT NOT NULL, u INT UNIQUE);
+         CREATE INDEX t_v ON t (v);",
+    )
+    .unwrap();
+    let t = schema.table("t").unwrap();
+    let o = ImportOptions {
+        on_duplicate: OnDuplicate::Ignore,
+        memory: 300,
+        chunk_size: 8,
+        ..ImportOptions::default()
+    };
+    let a = write(
+        dir.path(),
+        "a.csv",
+        b"3,c,30\n1,a,10\n3,c2,31\n2,b,20\n1,a2,11\n",
+    );
+    let s = import(&db, &dbdir, t, &[a], &o).unwrap();
+    assert_eq!((s.rows, s.duplicates_ignored), (3, 2));
+    let r = TableReader::open(&db, "t").unwrap();
+    let d = Dialect::csv();
+    let rows = |index: usize| {
+        let mut out = Vec::new();
+        r.scan(index, &[], &[], None, |row| {
+            out.push(r.format_row(&row, &d));
+            Ok(())
+        })
+        .unwrap();
+        out
+    };
+    assert_eq!(rows(0), ["1,a,10", "2,b,20", "3,c,30"]);
+    assert_eq!(rows(1), ["1,a,10", "2,b,20", "3,c,30"]);
+    assert_eq!(rows(2), ["1,a,10", "2,b,20", "3,c,30"]);
+    assert_eq!(r.count_index(1).unwrap(), 3);
+    assert_eq!(r.count_index(2).unwrap(), 3);
+    // Into the table with rows: existing keys keep their rows.
+    let b = write(dir.path(), "b.csv", b"2,zz,99\n4,d,40\n");
+    let s = import(&db, &dbdir, t, &[b], &o).unwrap();
+    assert_eq!((s.rows, s.duplicates_ignored), (1, 1));
+    assert_eq!(rows(0), ["1,a,10", "2,b,20", "3,c,30", "4,d,40"]);
+    assert_eq!(rows(1), rows(0));
+    assert_eq!(rows(2), rows(0));
+    // A unique value shared by two different keys is an error either way.
+    let before = all_pairs(&db);
+    let c = write(dir.path(), "c.csv", b"5,e,50\n6,f,50\n");
+    let m = import(&db, &dbdir, t, &[c], &o).unwrap_err().to_string();
+    assert!(
+        m.contains("t_u_key") && m.contains("c.csv:1") && m.contains("c.csv:2"),
+        "{m}"
+    );
+    let c = write(dir.path(), "c2.csv", b"7,g,10\n");
+    let m = import(&db, &dbdir, t, &[c], &o).unwrap_err().to_string();
+    assert!(
+        m.contains("already in the table") && m.contains("c2.csv:1"),
+        "{m}"
+    );
+    assert_eq!(all_pairs(&db), before);
+    no_temp_dirs(&dbdir);
+}
