@@ -1,193 +1,152 @@
-//! `strata demo`: the whole story so far, on generated data: write an SST of
-//! generated keys, read it back, verify it; then load the same keys through
-//! the database, flush, reopen, read them back and show the tree. Each
-//! capability Strata gains adds a chapter here.
+//! `strata demo`: the product's main job, end to end. Generate the TPC-C
+//! stock table (`tpcc`), import it with its schema (primary key
+//! `(s_w_id, s_i_id)` and the secondary index on `s_i_id`) in one atomic
+//! ingestion, print the import's summary, read rows back by key and by
+//! index, and show the tree the files landed in.
 
-use crate::gen;
+use crate::{import_cmd, open, tpcc};
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use std::io::BufWriter;
 use std::path::PathBuf;
 use std::time::Instant;
-use strata::iter::InternalIterator;
-use strata::key::ParsedKey;
-use strata::sstable::{SstOptions, SstWriter, Table, TableOptions};
-use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata::Options;
+use strata_import::csv::input::Input;
+use strata_import::table::TableReader;
+use strata_import::{ImportOptions, Schema};
 
+/// Arguments of `strata demo`.
 #[derive(Args)]
 pub struct DemoArgs {
-    /// Where to write the demo's files.
+    /// Where to write the demo's files (the CSV, the schema, the database).
     #[arg(long, default_value = "demo-output")]
     dir: PathBuf,
-    /// How many keys to generate.
-    #[arg(long, default_value_t = 200_000)]
-    keys: u64,
+    /// TPC-C warehouses (100,000 stock rows, about 31 MB of CSV, each).
+    #[arg(long, default_value_t = 1)]
+    warehouses: u32,
+    /// Generate the rows in random order instead of primary-key order.
+    #[arg(long)]
+    random: bool,
+    /// Memory for the import's sort buffers, e.g. 64MiB.
+    #[arg(long, default_value = "256MiB")]
+    memory: String,
 }
 
+/// Runs the demo.
 pub fn run(a: DemoArgs) -> Result<()> {
+    if a.warehouses == 0 {
+        bail!("--warehouses must be at least 1");
+    }
     std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
-    let path = a.dir.join("demo.sst");
-    println!("== 1. Write an SST file");
-    println!(
-        "   {} keys of 16 bytes with 100-byte values, Snappy, 10 bits/key bloom filter",
-        a.keys
-    );
+    let csv = a.dir.join("stock.csv");
+    let schema_path = a.dir.join("schema.sql");
+    let db_dir = a.dir.join("db");
+    if db_dir.exists() {
+        // The demo's own database from an earlier run: start afresh.
+        std::fs::remove_dir_all(&db_dir)
+            .with_context(|| format!("removing the earlier demo database {}", db_dir.display()))?;
+    }
+
+    println!("== 1. Generate the TPC-C stock table");
     let start = Instant::now();
-    let mut w = SstWriter::create(&path, SstOptions::for_ingestion())?;
-    let mut rng = gen::rng(1);
-    let mut logical = 0u64;
-    for i in 0..a.keys {
-        let k = gen::key(i);
-        let v = gen::value(&mut rng, 100);
-        logical += (k.len() + v.len()) as u64;
-        w.put(&k, &v)?;
-    }
-    let info = w.finish()?;
-    let secs = start.elapsed().as_secs_f64();
+    let f = std::fs::File::create(&csv).with_context(|| format!("creating {}", csv.display()))?;
+    let mut w = BufWriter::new(f);
+    let rows = tpcc::write_stock(&mut w, a.warehouses, a.random, 1)
+        .with_context(|| format!("writing {}", csv.display()))?;
+    std::io::Write::flush(&mut w)?;
+    drop(w);
+    let size = std::fs::metadata(&csv)?.len();
     println!(
-        "   wrote {} ({} bytes, {:.1} MB/s of key+value bytes, {:.2}x smaller than the input)",
-        path.display(),
-        info.file_size,
-        logical as f64 / secs / 1e6,
-        logical as f64 / info.file_size as f64
+        "   {rows} rows, {:.1} MB of CSV in {} ({} order), {:.1} s",
+        size as f64 / 1e6,
+        csv.display(),
+        if a.random { "random" } else { "primary-key" },
+        start.elapsed().as_secs_f64()
     );
+    std::fs::write(&schema_path, tpcc::SCHEMA)?;
+    println!("   schema: {}", schema_path.display());
+    for l in tpcc::SCHEMA
+        .lines()
+        .filter(|l| l.contains("PRIMARY KEY") || l.contains("INDEX"))
+    {
+        println!("     {}", l.trim());
+    }
 
-    println!("== 2. Read it back");
-    let t = Table::open_path(&path, TableOptions::default())?;
-    let start = Instant::now();
-    let mut it = t.iter();
-    it.seek_to_first();
-    let mut n = 0u64;
-    let mut rng = gen::rng(1);
-    while it.valid() {
-        let p = ParsedKey::parse(it.key()).context("bad key")?;
-        if p.user_key != gen::key(n).as_slice()
-            || it.value() != gen::value(&mut rng, 100).as_slice()
-        {
-            bail!("entry {n} read back wrong");
-        }
-        n += 1;
-        it.next();
-    }
-    it.status()?;
-    if n != a.keys {
-        bail!("read {n} entries, wrote {}", a.keys);
-    }
-    let scan = start.elapsed().as_secs_f64();
+    println!("== 2. Import it: parse on all cores, sort per index, write SSTs, one atomic ingest");
     println!(
-        "   scanned {n} entries, every key and value as written ({:.1} MB/s)",
-        logical as f64 / scan / 1e6
+        "   (the same as: strata import {} {} --schema {} --table stock)",
+        db_dir.display(),
+        csv.display(),
+        schema_path.display()
     );
-    let start = Instant::now();
-    let lookups = 20_000.min(a.keys);
-    let mut found = 0;
-    for i in 0..lookups {
-        if t.get(&gen::key(i * 7919 % a.keys), u64::MAX)?.is_some() {
-            found += 1;
-        }
-    }
-    let absent = (0..lookups)
-        .filter(|i| t.may_contain(&gen::key(a.keys + i)))
-        .count();
-    println!(
-        "   {found}/{lookups} point lookups found ({:.1} us each); bloom filter passed {absent} of {lookups} absent keys ({:.2}%)",
-        start.elapsed().as_secs_f64() * 1e6 / lookups as f64,
-        absent as f64 * 100.0 / lookups as f64
-    );
-
-    println!("== 3. Verify and describe it");
-    let s = t.verify()?;
-    let p = t.properties();
-    println!(
-        "   checksums OK in {} data blocks ({} entries)",
-        s.data_blocks, s.entries
-    );
-    println!(
-        "   data: {} raw bytes stored in {} ({:.2} ratio); index {} bytes; filter {} bytes",
-        s.data_raw_bytes,
-        s.data_stored_bytes,
-        s.data_stored_bytes as f64 / s.data_raw_bytes.max(1) as f64,
-        s.index_bytes,
-        s.filter_bytes
-    );
-    println!(
-        "   format_version 5, compression {}, external file version {:?}: RocksDB can ingest it",
-        p.compression, p.external_version
-    );
-    println!(
-        "   inspect it with: strata sst dump {} --stats --limit 5",
-        path.display()
-    );
-
-    database(&a)
-}
-
-fn database(a: &DemoArgs) -> Result<()> {
-    let dir = a.dir.join("db");
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    }
-    println!("== 4. Load the same keys through the database");
-    let opts = Options {
-        memtable_size: 8 << 20,
-        ..Options::default()
+    let schema = Schema::parse(tpcc::SCHEMA)?;
+    let Some(table) = schema.table("stock") else {
+        bail!("the TPC-C schema has no stock table");
     };
-    let db = Db::open(&dir, opts.clone())?;
-    // A permutation of the keys, so the load arrives out of order.
-    let order: Vec<u64> = (0..a.keys).map(|i| (i * 7_919) % a.keys).collect();
+    let db = open::or_create(&db_dir, Options::default())?;
+    let opts = ImportOptions {
+        memory: import_cmd::parse_size(&a.memory)?,
+        ..ImportOptions::default()
+    };
     let start = Instant::now();
-    for chunk in order.chunks(1000) {
-        let mut b = WriteBatch::new();
-        for &i in chunk {
-            b.put(gen::key(i), value_for(i));
-        }
-        db.write(b, &WriteOptions::default())?;
-    }
-    let secs = start.elapsed().as_secs_f64();
-    println!(
-        "   {} keys in batches of 1,000 rows, out of order: {:.2}s ({:.0} rows/s)",
-        a.keys,
-        secs,
-        a.keys as f64 / secs
-    );
-    db.flush()?;
-    db.wait_for_compactions()?;
-    println!("   flushed and compacted; the tree:");
-    crate::lsm::print_tree(&db);
-    db.close()?;
+    let summary = strata_import::import(&db, &db_dir, table, &[Input::File(csv.clone())], &opts)?;
+    let elapsed = start.elapsed();
+    let levels: Vec<usize> = db.metrics().levels.iter().map(|l| l.files).collect();
+    import_cmd::print_summary(&summary, elapsed, &levels);
 
-    println!("== 5. Reopen and read everything back");
-    let db = Db::open(&dir, opts)?;
-    let mut it = db.raw_iter(&ReadOptions::default())?;
-    it.seek_to_first();
-    let mut n = 0u64;
-    while it.valid() {
-        if it.key().unwrap_or_default() != gen::key(n).as_slice()
-            || it.value().unwrap_or_default() != value_for(n).as_slice()
-        {
-            bail!("database entry {n} read back wrong");
-        }
-        n += 1;
-        it.next();
+    println!("== 3. Read rows back");
+    let t = TableReader::open(&db, "stock")?;
+    let key = vec!["1".to_string(), "42".to_string()];
+    match t.get(&key)? {
+        Some(row) => println!(
+            "   by primary key (s_w_id=1, s_i_id=42):\n     {}",
+            t.format_row(&row, &strata_import::csv::dialect::Dialect::csv())
+        ),
+        None => bail!("row (1, 42) is missing after the import"),
     }
-    it.status()?;
-    if n != a.keys {
-        bail!("database holds {n} keys, loaded {}", a.keys);
+    let Some(ix) = t.codec.table.index_by_name("stock_i_id") else {
+        bail!("the stock table has no index stock_i_id");
+    };
+    println!("   by the index on s_i_id (s_i_id = 7, every warehouse, at most 3):");
+    let want = vec!["7".to_string()];
+    let n = t.scan(ix, &want, &want, Some(3), |row| {
+        let line = t.format_row(&row, &strata_import::csv::dialect::Dialect::csv());
+        let short: String = line.chars().take(70).collect();
+        println!("     {short}...");
+        Ok(())
+    })?;
+    if n == 0 {
+        bail!("the index on s_i_id found no row for s_i_id = 7");
     }
+    let start = Instant::now();
+    let count = t.count()?;
     println!(
-        "   {n} keys, in order, every value as written; sequence number {}",
-        db.latest_sequence()
+        "   count: {count} rows (a full scan of the primary index, {:.2} s)",
+        start.elapsed().as_secs_f64()
     );
+    if count != rows {
+        bail!("imported {rows} rows but the table holds {count}");
+    }
+
+    println!("== 4. The tree");
+    let m = db.metrics();
+    for (l, lv) in m.levels.iter().enumerate() {
+        if lv.files > 0 {
+            println!(
+                "   L{l}: {} files, {:.1} MB",
+                lv.files,
+                lv.bytes as f64 / 1e6
+            );
+        }
+    }
     println!(
-        "   look inside with: strata lsm {0}; strata scan {0} --limit 5",
-        dir.display()
+        "   flushes {}, compactions {}, ingestions {}: the data was written once, into the bottom level",
+        m.flushes, m.compactions, m.ingests
     );
     db.close()?;
+    println!(
+        "   try: strata scan {} stock --index stock_i_id --from 7 --to 7 --limit 5",
+        db_dir.display()
+    );
     Ok(())
-}
-
-/// The database chapter's value for key `i` (deterministic, 100 bytes).
-fn value_for(i: u64) -> Vec<u8> {
-    let mut v = format!("value-{i}-").into_bytes();
-    v.resize(100, b'.');
-    v
 }

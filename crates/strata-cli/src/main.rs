@@ -1,8 +1,11 @@
-//! The `strata` command: the demo, database commands (one file per group:
-//! `kv`, `scan`, `load`, `ingest_cmd`, `lsm`), SST tools (`sst_cmd`) and
-//! benchmarks (`bench`). `stress`, the crash test's writer, is hidden.
+//! The `strata` command: the demo, table commands (`import_cmd`: import;
+//! `table_cmd`: get, scan, count, tables), the raw key-value commands under
+//! `strata kv` (one file per group: `kv`, `scan`, `load`), `ingest_cmd`,
+//! `lsm`, SST tools (`sst_cmd`) and benchmarks (`bench`). `stress`, the
+//! crash test's writer, is hidden.
 //!
-//! Commands that only read (`get`, `scan`, `dump`, `lsm`) never create a
+//! Commands that only read (`get`, `scan`, `count`, `tables`, `kv get`,
+//! `kv scan`, `kv dump`, `lsm`) never create a
 //! database: a missing path, a file or a directory that is not a Strata
 //! database is an error and the file system is left as it was.
 
@@ -12,6 +15,7 @@ mod codec;
 mod crash_cmd;
 mod demo;
 mod gen;
+mod import_cmd;
 mod ingest_cmd;
 mod kv;
 mod load;
@@ -21,6 +25,8 @@ mod repair_cmd;
 mod scan;
 mod sst_cmd;
 mod stress;
+mod table_cmd;
+mod tpcc;
 mod viz_cmd;
 
 use clap::{Parser, Subcommand};
@@ -42,23 +48,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Generate data, write it as an SST, read it back and print what happened.
+    /// The main job end to end: generate TPC-C stock, import it, read it back, show the tree.
     Demo(demo::DemoArgs),
     /// Inspect, verify and write SST files.
     #[command(subcommand)]
     Sst(sst_cmd::SstCmd),
-    /// Print the value of a key.
-    Get(kv::KeyArgs),
-    /// Write one key (synced; creates the database if missing).
-    Put(kv::PutArgs),
-    /// Delete one key (synced).
-    Delete(kv::KeyArgs),
-    /// Print `key ==> value` lines in key order (bounds, prefix, reverse).
-    Scan(scan::ScanArgs),
-    /// Print every entry as `key ==> value` (the lines `load` reads).
-    Dump(scan::DumpArgs),
-    /// Load `key ==> value` lines (the format of `dump` and `ldb dump`).
-    Load(load::LoadArgs),
+    /// Import CSV or TSV files into a table, all or nothing.
+    Import(import_cmd::ImportArgs),
+    /// Print one row of a table by primary key, as a CSV line.
+    Get(table_cmd::GetArgs),
+    /// Print rows of a table in primary-key or index order, as CSV lines.
+    Scan(table_cmd::ScanArgs),
+    /// Print the number of rows of a table.
+    Count(table_cmd::CountArgs),
+    /// List the tables: columns, indexes and row counts.
+    Tables {
+        /// Database directory (must exist).
+        db: PathBuf,
+    },
+    /// Raw key-value commands: get, put, delete, scan, dump, load.
+    #[command(subcommand)]
+    Kv(KvCmd),
     /// Ingest SST files (written for ingestion, by Strata or RocksDB).
     Ingest(ingest_cmd::IngestArgs),
     /// Print the shape of the tree and its history (from MANIFEST and EVENTS).
@@ -83,17 +93,39 @@ enum Cmd {
     Stress(stress::StressArgs),
 }
 
+/// The raw key-value commands (keys and values as bytes, no tables).
+#[derive(Subcommand)]
+enum KvCmd {
+    /// Print the value of a key.
+    Get(kv::KeyArgs),
+    /// Write one key (synced; creates the database if missing).
+    Put(kv::PutArgs),
+    /// Delete one key (synced).
+    Delete(kv::KeyArgs),
+    /// Print `key ==> value` lines in key order (bounds, prefix, reverse).
+    Scan(scan::ScanArgs),
+    /// Print every entry as `key ==> value` (the lines `load` reads).
+    Dump(scan::DumpArgs),
+    /// Load `key ==> value` lines (the format of `dump` and `ldb dump`).
+    Load(load::LoadArgs),
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Demo(a) => demo::run(a),
         Cmd::Sst(c) => sst_cmd::run(c),
-        Cmd::Get(a) => kv::get(a),
-        Cmd::Put(a) => kv::put(a),
-        Cmd::Delete(a) => kv::delete(a),
-        Cmd::Scan(a) => scan::scan(a),
-        Cmd::Dump(a) => scan::dump(a),
-        Cmd::Load(a) => load::load(a),
+        Cmd::Import(a) => import_cmd::run(a),
+        Cmd::Get(a) => table_cmd::get(a),
+        Cmd::Scan(a) => table_cmd::scan(a),
+        Cmd::Count(a) => table_cmd::count(a),
+        Cmd::Tables { db } => table_cmd::tables(&db),
+        Cmd::Kv(KvCmd::Get(a)) => kv::get(a),
+        Cmd::Kv(KvCmd::Put(a)) => kv::put(a),
+        Cmd::Kv(KvCmd::Delete(a)) => kv::delete(a),
+        Cmd::Kv(KvCmd::Scan(a)) => scan::scan(a),
+        Cmd::Kv(KvCmd::Dump(a)) => scan::dump(a),
+        Cmd::Kv(KvCmd::Load(a)) => load::load(a),
         Cmd::Ingest(a) => ingest_cmd::ingest(a),
         Cmd::Lsm { db } => lsm::lsm(&db),
         Cmd::Repair(a) => repair_cmd::run(a),

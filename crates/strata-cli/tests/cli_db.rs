@@ -1,4 +1,4 @@
-//! The database commands of the `strata` binary: put/get/delete/scan,
+//! The raw key-value commands of the `strata` binary (`strata kv ...`): put/get/delete/scan,
 //! load/dump round trips in `ldb`'s line format, and clear errors for bad
 //! input with nothing written.
 
@@ -23,15 +23,15 @@ fn put_get_delete_scan() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("db");
     let db = db.to_str().unwrap();
-    assert!(strata(&["put", db, "apple", "red"]).0);
-    assert!(strata(&["put", db, "banana", "yellow"]).0);
-    assert!(strata(&["put", "--hex", db, "0x00ff", "0x0102"]).0);
-    assert_eq!(strata(&["get", db, "apple"]).1, "red\n");
-    assert_eq!(strata(&["get", "--hex", db, "00ff"]).1, "0x0102\n");
-    assert!(strata(&["delete", db, "apple"]).0);
-    let (ok, _, err) = strata(&["get", db, "apple"]);
+    assert!(strata(&["kv", "put", db, "apple", "red"]).0);
+    assert!(strata(&["kv", "put", db, "banana", "yellow"]).0);
+    assert!(strata(&["kv", "put", "--hex", db, "0x00ff", "0x0102"]).0);
+    assert_eq!(strata(&["kv", "get", db, "apple"]).1, "red\n");
+    assert_eq!(strata(&["kv", "get", "--hex", db, "00ff"]).1, "0x0102\n");
+    assert!(strata(&["kv", "delete", db, "apple"]).0);
+    let (ok, _, err) = strata(&["kv", "get", db, "apple"]);
     assert!(!ok && err.contains("not found"), "{err}");
-    let (_, out, _) = strata(&["scan", db, "--from", "b"]);
+    let (_, out, _) = strata(&["kv", "scan", db, "--from", "b"]);
     assert_eq!(out, "banana ==> yellow\n");
     let (_, out, _) = strata(&["lsm", db]);
     assert!(out.contains("L0"), "{out}");
@@ -48,6 +48,7 @@ fn load_then_dump_round_trips() {
     }
     std::fs::write(&input, &text).unwrap();
     let (ok, out, err) = strata(&[
+        "kv",
         "load",
         "--hex",
         "--batch-rows",
@@ -57,7 +58,7 @@ fn load_then_dump_round_trips() {
     ]);
     assert!(ok, "{err}");
     assert!(out.contains("loaded 5000 rows"), "{out}");
-    let (ok, dump, _) = strata(&["dump", "--hex", db.to_str().unwrap()]);
+    let (ok, dump, _) = strata(&["kv", "dump", "--hex", db.to_str().unwrap()]);
     assert!(ok);
     let mut want: Vec<&str> = text.lines().collect();
     want.sort();
@@ -74,15 +75,16 @@ fn bad_load_line_names_file_and_line_and_writes_nothing() {
         "a ==> 1\nb ==> 2\nthis line has no arrow\nd ==> 4\n",
     )
     .unwrap();
-    let (ok, _, err) = strata(&["load", db.to_str().unwrap(), input.to_str().unwrap()]);
+    let (ok, _, err) = strata(&["kv", "load", db.to_str().unwrap(), input.to_str().unwrap()]);
     assert!(!ok);
     assert!(err.contains("bad.txt:3"), "{err}");
     assert!(
-        !db.exists() || strata(&["dump", db.to_str().unwrap()]).1.is_empty(),
+        !db.exists() || strata(&["kv", "dump", db.to_str().unwrap()]).1.is_empty(),
         "nothing loaded"
     );
     std::fs::write(&input, "0xZZ ==> 0x01\n").unwrap();
     let (ok, _, err) = strata(&[
+        "kv",
         "load",
         "--hex",
         db.to_str().unwrap(),
@@ -118,7 +120,7 @@ fn load(db: &str, dir: &std::path::Path, prefix: &str) {
         .map(|i| format!("{prefix}{i:03} ==> value-{prefix}{i}\n"))
         .collect();
     std::fs::write(&f, lines).unwrap();
-    let (ok, _, err) = strata(&["load", db, f.to_str().unwrap()]);
+    let (ok, _, err) = strata(&["kv", "load", db, f.to_str().unwrap()]);
     assert!(ok, "{err}");
 }
 
@@ -128,10 +130,14 @@ fn read_commands_create_and_change_nothing() {
     let missing = d.path().join("missing");
     let m = missing.to_str().unwrap();
     for args in [
-        vec!["get", m, "k"],
-        vec!["scan", m],
-        vec!["dump", m],
+        vec!["kv", "get", m, "k"],
+        vec!["kv", "scan", m],
+        vec!["kv", "dump", m],
         vec!["lsm", m],
+        vec!["tables", m],
+        vec!["count", m, "t"],
+        vec!["get", m, "t", "1"],
+        vec!["scan", m, "t"],
     ] {
         let (ok, _, err) = strata(&args);
         assert!(
@@ -152,14 +158,18 @@ fn read_commands_create_and_change_nothing() {
         "repair: {err}"
     );
     assert_eq!(snapshot(&other), before, "repair changed the directory");
-    for cmd in ["dump", "lsm", "put"] {
-        let mut args = vec![cmd, other.to_str().unwrap()];
-        if cmd == "put" {
+    for cmd in [&["kv", "dump"][..], &["lsm"], &["tables"], &["kv", "put"]] {
+        let mut args = cmd.to_vec();
+        args.push(other.to_str().unwrap());
+        if cmd == ["kv", "put"] {
             args.extend(["k", "v"]);
         }
         let (ok, _, err) = strata(&args);
-        assert!(!ok && err.contains("not a Strata database"), "{cmd}: {err}");
-        assert_eq!(snapshot(&other), before, "{cmd} changed the directory");
+        assert!(
+            !ok && err.contains("not a Strata database"),
+            "{cmd:?}: {err}"
+        );
+        assert_eq!(snapshot(&other), before, "{cmd:?} changed the directory");
     }
     // A database: reading changes no byte of it.
     let db = d.path().join("db");
@@ -167,9 +177,10 @@ fn read_commands_create_and_change_nothing() {
     load(dbs, d.path(), "a");
     load(dbs, d.path(), "b");
     let before = snapshot(&db);
-    assert_eq!(strata(&["get", dbs, "b005"]).1, "value-b5\n");
-    assert_eq!(strata(&["dump", dbs]).1.lines().count(), 200);
-    assert!(strata(&["scan", dbs]).0);
+    assert_eq!(strata(&["kv", "get", dbs, "b005"]).1, "value-b5\n");
+    assert_eq!(strata(&["kv", "dump", dbs]).1.lines().count(), 200);
+    assert!(strata(&["kv", "scan", dbs]).0);
+    assert!(strata(&["tables", dbs]).0);
     assert!(strata(&["lsm", dbs]).0);
     assert_eq!(snapshot(&db), before);
 }
@@ -193,7 +204,7 @@ fn repair_reports_what_was_lost() {
     let n = m.len();
     m[n - 3] ^= 0x40;
     std::fs::write(&mpath, &m).unwrap();
-    let (ok, _, err) = strata(&["dump", dbs]);
+    let (ok, _, err) = strata(&["kv", "dump", dbs]);
     assert!(
         !ok && err.contains("corruption") && err.contains("MANIFEST"),
         "{err}"
@@ -225,7 +236,7 @@ fn repair_reports_what_was_lost() {
             && l.contains("put back")),
         "{out}"
     );
-    let (ok, out, err) = strata(&["dump", dbs]);
+    let (ok, out, err) = strata(&["kv", "dump", dbs]);
     assert!(ok, "{err}");
     let keys: Vec<&str> = out
         .lines()

@@ -71,13 +71,13 @@ fn read_commands_never_create_a_database() {
     for (path, says) in &cases {
         let p = path.to_str().unwrap();
         for args in [
-            vec!["get", p, "k"],
-            vec!["scan", p],
-            vec!["scan", "--reverse", "--count", p],
-            vec!["dump", p],
-            vec!["dump", "--json", p],
+            vec!["kv", "get", p, "k"],
+            vec!["kv", "scan", p],
+            vec!["kv", "scan", "--reverse", "--count", p],
+            vec!["kv", "dump", p],
+            vec!["kv", "dump", "--json", p],
             vec!["lsm", p],
-            vec!["delete", p, "k"],
+            vec!["kv", "delete", p, "k"],
         ] {
             let (ok, out, err) = strata(&args);
             assert!(!ok, "{args:?} succeeded: {out}");
@@ -136,7 +136,8 @@ fn dump_load_round_trips_any_bytes() {
             }
         }
         for format in [&[][..], &["--hex"][..]] {
-            let (ok, dumped, err) = strata(&[&["dump"], format, &[src.to_str().unwrap()]].concat());
+            let (ok, dumped, err) =
+                strata(&[&["kv", "dump"], format, &[src.to_str().unwrap()]].concat());
             assert!(ok, "{err}");
             assert_eq!(dumped.lines().count(), want.len(), "one line per entry");
             let file = d.path().join(format!("dump{}.txt", format.len()));
@@ -144,7 +145,7 @@ fn dump_load_round_trips_any_bytes() {
             let dst = d.path().join(format!("dst{}", format.len()));
             let (ok, _, err) = strata(
                 &[
-                    &["load"],
+                    &["kv", "load"],
                     format,
                     &[dst.to_str().unwrap(), file.to_str().unwrap()],
                 ]
@@ -162,7 +163,8 @@ fn dump_load_round_trips_any_bytes() {
             let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().collect::<Result<_, _>>().unwrap();
             assert!(got == want, "seed {seed} {format:?}: contents differ");
             // `scan` prints exactly the lines `dump` does.
-            let (_, scanned, _) = strata(&[&["scan"], format, &[src.to_str().unwrap()]].concat());
+            let (_, scanned, _) =
+                strata(&[&["kv", "scan"], format, &[src.to_str().unwrap()]].concat());
             assert_eq!(scanned, dumped);
         }
     }
@@ -180,7 +182,7 @@ fn scan_options() {
     }
     let p = db.to_str().unwrap();
     let keys = |args: &[&str]| -> Vec<String> {
-        let (ok, out, err) = strata(&[&["scan"], args, &[p]].concat());
+        let (ok, out, err) = strata(&[&["kv", "scan"], args, &[p]].concat());
         assert!(ok, "{err}");
         out.lines()
             .map(|l| l.split(" ==> ").next().unwrap().to_string())
@@ -191,9 +193,12 @@ fn scan_options() {
     assert_eq!(keys(&["--reverse", "--limit", "2"]), ["c", "b2"]);
     assert_eq!(keys(&["--from", "a2", "--to", "b2"]), ["a2", "a3", "b1"]);
     assert_eq!(keys(&["--prefix", "b", "--from", "b2"]), ["b2"]);
-    assert_eq!(strata(&["scan", "--count", "--prefix", "b", p]).1, "2\n");
     assert_eq!(
-        strata(&["scan", "--json", "--prefix", "c", p]).1,
+        strata(&["kv", "scan", "--count", "--prefix", "b", p]).1,
+        "2\n"
+    );
+    assert_eq!(
+        strata(&["kv", "scan", "--json", "--prefix", "c", p]).1,
         "{\"key\":\"c\",\"value\":\"C\"}\n"
     );
 }
@@ -224,6 +229,7 @@ fn load_streams_in_bounded_memory_and_flushes() {
     assert!(size > 110 << 20, "input is {size} bytes");
     let db = d.path().join("db");
     let (ok, out, err) = strata(&[
+        "kv",
         "load",
         "--memtable-mib",
         "2",

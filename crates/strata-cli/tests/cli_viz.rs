@@ -39,7 +39,7 @@ fn viz_writes_a_page_and_changes_nothing() {
     let db = d.path().join("db");
     let dbs = db.to_str().unwrap();
     // Two ingestions of the same generated keys: files on two levels.
-    assert!(strata(&["put", dbs, "a", "b"]).0);
+    assert!(strata(&["kv", "put", dbs, "a", "b"]).0);
     for i in 0..2 {
         let sst = d.path().join(format!("t{i}.sst"));
         let sst = sst.to_str().unwrap();

@@ -439,10 +439,10 @@ fn data_moves_between_rocksdb_and_strata_with_ldb_lines() {
         .collect();
     std::fs::write(&input, &text).unwrap();
     run(Command::new(strata)
-        .args(["load", "--hex"])
+        .args(["kv", "load", "--hex"])
         .arg(&src)
         .arg(&input));
-    let dumped = run(Command::new(strata).args(["dump", "--hex"]).arg(&src));
+    let dumped = run(Command::new(strata).args(["kv", "dump", "--hex"]).arg(&src));
     assert_eq!(dumped, text, "strata load/dump round trip");
 
     // Strata -> RocksDB.
@@ -473,9 +473,11 @@ fn data_moves_between_rocksdb_and_strata_with_ldb_lines() {
     let rfile = tmp.path().join("rocksdb-dump.txt");
     std::fs::write(&rfile, entries(&rdump).join("\n") + "\n").unwrap();
     run(Command::new(strata)
-        .args(["load", "--hex"])
+        .args(["kv", "load", "--hex"])
         .arg(&back)
         .arg(&rfile));
-    let again = run(Command::new(strata).args(["dump", "--hex"]).arg(&back));
+    let again = run(Command::new(strata)
+        .args(["kv", "dump", "--hex"])
+        .arg(&back));
     assert_eq!(again, text, "strata after loading ldb's dump");
 }

@@ -13,11 +13,13 @@ pub mod format;
 mod prefix;
 #[doc(hidden)]
 pub mod properties;
+mod sst_reader;
 mod writer;
 
 pub use compression::CompressionType;
 pub use prefix::{CappedPrefix, FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
+pub use sst_reader::SstReader;
 pub use writer::{SstInfo, SstOptions, SstWriter};
 #[doc(hidden)]
 pub use writer::{PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};

@@ -1,0 +1,392 @@
+//! `strata import`: CSV or TSV files into a table, through the
+//! `strata-import` pipeline (one atomic ingestion), with a progress bar on a
+//! terminal, plain progress lines otherwise, and a summary (or `--json`).
+
+use crate::open;
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata::Options;
+use strata_import::csv::dialect::{Dialect, Header};
+use strata_import::csv::input;
+use strata_import::pipeline::{OnDuplicate, Phase, Progress};
+use strata_import::{ImportOptions, Schema, Summary};
+
+/// Input formats.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    /// Comma-separated, `"` quotes, empty field is NULL (unless --null).
+    Csv,
+    /// Tab-separated, no quoting, `\N` is NULL.
+    Tsv,
+}
+
+/// What `--header` does.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum HeaderArg {
+    /// Skip the first record of every file.
+    Skip,
+    /// Map the file's columns to the table's by the names in the first record.
+    Match,
+}
+
+/// What `--on-duplicate` does.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OnDuplicateArg {
+    /// Fail the import, naming both rows (nothing is written).
+    Error,
+    /// Keep the first row with a primary key (the table's, else the
+    /// earliest in the input) and skip the rest.
+    Ignore,
+}
+
+/// Arguments of `strata import`.
+#[derive(Args)]
+#[command(
+    after_help = "The import is all or nothing: the table and every row appear in one \
+atomic ingestion, or (on any error, Ctrl-C or kill) the database is left exactly as it was. \
+Put FILEs before a bare --header (or write --header=skip)."
+)]
+pub struct ImportArgs {
+    /// Database directory (created if missing).
+    pub db: PathBuf,
+    /// Input files: `-` is standard input, patterns are expanded, `.gz` and
+    /// `.zst` are decompressed.
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// SQL file with CREATE TABLE / CREATE INDEX statements.
+    #[arg(long)]
+    pub schema: PathBuf,
+    /// The table of the schema to import into.
+    #[arg(long)]
+    pub table: String,
+    /// Input format (sets the dialect's defaults).
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: Format,
+    /// Field delimiter (one byte; `\t` or `tab` for a tab).
+    #[arg(long)]
+    pub delimiter: Option<String>,
+    /// Quote byte.
+    #[arg(long)]
+    pub quote: Option<String>,
+    /// Escape byte inside quotes (default: a doubled quote).
+    #[arg(long)]
+    pub escape: Option<String>,
+    /// The first record of each file is a header: skipped, or (`match`)
+    /// used to map columns by name.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "skip")]
+    pub header: Option<HeaderArg>,
+    /// The field text that means NULL (e.g. `\N`).
+    #[arg(long)]
+    pub null: Option<String>,
+    /// Memory for sort buffers, e.g. 64MiB or 2GiB (default: a quarter of RAM).
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Bad rows to tolerate (written to --rejects) before failing.
+    #[arg(long, default_value_t = 0)]
+    pub max_bad_rows: u64,
+    /// File for rejected records (reasons go to FILE.reasons).
+    #[arg(long)]
+    pub rejects: Option<PathBuf>,
+    /// A primary key already in the table or earlier in the input: fail, or
+    /// skip the later row (`replace` is not built yet). A unique secondary
+    /// index shared by two rows is always an error.
+    #[arg(long, value_enum, default_value = "error")]
+    pub on_duplicate: OnDuplicateArg,
+    /// Parser threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress and no summary.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn one_byte(what: &str, s: &str) -> Result<u8> {
+    match s {
+        "\\t" | "tab" => Ok(b'\t'),
+        _ if s.len() == 1 => Ok(s.as_bytes()[0]),
+        _ => bail!("--{what} must be one byte, not {s:?}"),
+    }
+}
+
+/// Parses `64MiB`, `2GiB`, `512M`, `1000` (bytes).
+pub fn parse_size(s: &str) -> Result<usize> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: usize = n.parse().with_context(|| format!("{s:?} is not a size"))?;
+    let mul: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => bail!("{s:?}: unknown unit (use KiB, MiB or GiB)"),
+    };
+    n.checked_mul(mul).context("size too large")
+}
+
+/// A quarter of the machine's memory (256 MiB if unknown).
+fn default_memory() -> usize {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<usize>().ok())
+    });
+    total.map_or(256 << 20, |kb| kb * 1024 / 4)
+}
+
+/// Peak resident memory of this process (VmHWM), in bytes.
+pub fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    Some(l.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+}
+
+/// Builds the dialect from the options.
+fn dialect(a: &ImportArgs) -> Result<Dialect> {
+    let mut d = match a.format {
+        Format::Csv => Dialect::csv(),
+        Format::Tsv => Dialect::tsv(),
+    };
+    if let Some(x) = &a.delimiter {
+        d.delimiter = one_byte("delimiter", x)?;
+    }
+    if let Some(x) = &a.quote {
+        d.quote = Some(one_byte("quote", x)?);
+    }
+    if let Some(x) = &a.escape {
+        d.escape = Some(one_byte("escape", x)?);
+    }
+    if let Some(x) = &a.null {
+        d.null = x.clone();
+    }
+    d.header = match a.header {
+        None => Header::None,
+        Some(HeaderArg::Skip) => Header::Skip,
+        Some(HeaderArg::Match) => Header::Match,
+    };
+    Ok(d)
+}
+
+/// Runs `strata import`.
+pub fn run(a: ImportArgs) -> Result<()> {
+    let sql = std::fs::read_to_string(&a.schema)
+        .with_context(|| format!("reading schema {}", a.schema.display()))?;
+    let schema = Schema::parse(&sql).with_context(|| a.schema.display().to_string())?;
+    let Some(table) = schema.table(&a.table) else {
+        bail!(
+            "{} defines no table {} (it defines: {})",
+            a.schema.display(),
+            a.table,
+            schema
+                .tables
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    let inputs = input::expand(&a.files)?;
+    let total: Option<u64> = inputs.iter().map(|i| i.size()).sum();
+    let memory = match &a.memory {
+        Some(m) => parse_size(m)?,
+        None => default_memory(),
+    };
+    let progress = Arc::new(Progress::default());
+    let opts = ImportOptions {
+        dialect: dialect(&a)?,
+        memory,
+        threads: a.threads.unwrap_or(0),
+        max_bad_rows: a.max_bad_rows,
+        rejects: a.rejects.clone(),
+        progress: Some(Arc::clone(&progress)),
+        on_duplicate: match a.on_duplicate {
+            OnDuplicateArg::Error => OnDuplicate::Error,
+            OnDuplicateArg::Ignore => OnDuplicate::Ignore,
+        },
+        ..ImportOptions::default()
+    };
+    let db = open::or_create(&a.db, Options::default())?;
+    let start = Instant::now();
+    let show = !a.quiet && !a.json;
+    let summary = std::thread::scope(|s| {
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if show {
+            let done = Arc::clone(&done);
+            let progress = Arc::clone(&progress);
+            s.spawn(move || report_progress(&progress, total, &done));
+        }
+        let r = strata_import::import(&db, &a.db, table, &inputs, &opts);
+        done.store(true, Ordering::Relaxed);
+        r
+    })?;
+    let elapsed = start.elapsed();
+    let metrics = db.metrics();
+    let levels: Vec<usize> = metrics.levels.iter().map(|l| l.files).collect();
+    db.close()?;
+    if a.json {
+        println!("{}", json_summary(&summary, elapsed, &levels));
+    } else if !a.quiet {
+        print_summary(&summary, elapsed, &levels);
+    }
+    Ok(())
+}
+
+/// Progress: a bar on a terminal, a plain line every 2 s otherwise.
+fn report_progress(p: &Progress, total: Option<u64>, done: &std::sync::atomic::AtomicBool) {
+    let start = Instant::now();
+    let line = |p: &Progress| {
+        let bytes = p.bytes.load(Ordering::Relaxed);
+        let rows = p.rows.load(Ordering::Relaxed);
+        let secs = start.elapsed().as_secs_f64().max(1e-3);
+        format!(
+            "{}: {} rows, {:.1} MB read, {:.0} rows/s, {:.1} MB/s",
+            Phase::from_u8(p.phase.load(Ordering::Relaxed)).name(),
+            rows,
+            bytes as f64 / 1e6,
+            rows as f64 / secs,
+            bytes as f64 / 1e6 / secs
+        )
+    };
+    if std::io::stderr().is_terminal() {
+        let bar = match total {
+            Some(n) => ProgressBar::new(n),
+            None => ProgressBar::no_length(),
+        };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} ({eta}) {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        while !done.load(Ordering::Relaxed) {
+            bar.set_position(p.bytes.load(Ordering::Relaxed));
+            bar.set_message(line(p));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bar.finish_and_clear();
+    } else {
+        let mut last = Instant::now();
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+            if last.elapsed() >= Duration::from_secs(2) {
+                eprintln!("{}", line(p));
+                last = Instant::now();
+            }
+        }
+    }
+}
+
+/// Prints the summary of an import for people.
+pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
+    println!(
+        "imported {} rows into {} ({}) from {:.1} MB in {:.2} s ({:.0} rows/s)",
+        s.rows,
+        s.table,
+        if s.created {
+            "new table"
+        } else {
+            "existing table"
+        },
+        s.input_bytes as f64 / 1e6,
+        elapsed.as_secs_f64(),
+        s.rows as f64 / elapsed.as_secs_f64().max(1e-6)
+    );
+    if s.bad_rows > 0 {
+        println!("rejected {} bad rows", s.bad_rows);
+    }
+    if s.duplicates_ignored > 0 {
+        println!(
+            "skipped {} rows whose primary key was taken",
+            s.duplicates_ignored
+        );
+    }
+    println!(
+        "{:<24} {:>12} {:>6} {:>12} {:>12} {:>9}",
+        "index", "kvs", "files", "sst bytes", "spilled", "in order"
+    );
+    for ix in &s.indexes {
+        println!(
+            "{:<24} {:>12} {:>6} {:>12} {:>12} {:>9}",
+            ix.name,
+            ix.kvs,
+            ix.files,
+            ix.file_bytes,
+            ix.spilled_bytes,
+            if ix.in_order { "yes" } else { "no" }
+        );
+    }
+    println!(
+        "phases: read+parse+sort {:.2} s, merge+write {:.2} s, ingest {:.2} s",
+        s.read_parse.as_secs_f64(),
+        s.merge_write.as_secs_f64(),
+        s.ingest.as_secs_f64()
+    );
+    println!(
+        "memory: peak sort buffers {:.1} MB, peak RSS {}; spilled {:.1} MB; write amplification {:.2}",
+        s.peak_buffer_bytes as f64 / 1e6,
+        peak_rss().map_or("?".to_string(), |b| format!("{:.1} MB", b as f64 / 1e6)),
+        s.spilled_bytes as f64 / 1e6,
+        s.write_amplification()
+    );
+    let mut landed = std::collections::BTreeMap::new();
+    for l in s.levels.iter().flatten() {
+        *landed.entry(*l).or_insert(0usize) += 1;
+    }
+    let landed: Vec<String> = landed.iter().map(|(l, n)| format!("L{l}: {n}")).collect();
+    let tree: Vec<String> = levels
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(l, n)| format!("L{l}: {n}"))
+        .collect();
+    println!(
+        "ingested files landed on {}; the tree now holds {}",
+        if landed.is_empty() {
+            "(applied as a batch)".to_string()
+        } else {
+            landed.join(", ")
+        },
+        tree.join(", ")
+    );
+}
+
+fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json::Value {
+    serde_json::json!({
+        "table": s.table,
+        "created": s.created,
+        "rows": s.rows,
+        "bad_rows": s.bad_rows,
+        "duplicates_ignored": s.duplicates_ignored,
+        "input_bytes": s.input_bytes,
+        "seconds": elapsed.as_secs_f64(),
+        "phases": {
+            "read_parse_sort": s.read_parse.as_secs_f64(),
+            "merge_write": s.merge_write.as_secs_f64(),
+            "ingest": s.ingest.as_secs_f64(),
+        },
+        "indexes": s.indexes.iter().map(|i| serde_json::json!({
+            "name": i.name,
+            "kvs": i.kvs,
+            "files": i.files,
+            "sst_bytes": i.file_bytes,
+            "spilled_bytes": i.spilled_bytes,
+            "in_order": i.in_order,
+        })).collect::<Vec<_>>(),
+        "peak_sort_buffer_bytes": s.peak_buffer_bytes,
+        "peak_rss_bytes": peak_rss(),
+        "spilled_bytes": s.spilled_bytes,
+        "write_amplification": s.write_amplification(),
+        "ingested_levels": s.levels,
+        "files_per_level": levels,
+    })
+}

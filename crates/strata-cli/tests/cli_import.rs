@@ -1,0 +1,211 @@
+//! The table commands of the `strata` binary: `import` (dialect options,
+//! header matching, several files, JSON summary, bad rows), then `get`,
+//! `scan` (primary and index, bounds, limit), `count` and `tables`.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::process::Command;
+
+fn strata(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn import_then_read_back() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        p("schema.sql"),
+        "CREATE TABLE item (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, price DECIMAL(8,2));
+         CREATE INDEX item_name ON item (name);
+         CREATE TABLE other (x TEXT);",
+    )
+    .unwrap();
+    // Columns in another order than the table's, a quoted field with the
+    // delimiter and a newline, CRLF, a NULL.
+    std::fs::write(p("a.csv"), "price;id;name\r\n1.5;3;'c;\nx'\r\n\\N;1;a\r\n").unwrap();
+    std::fs::write(p("b.csv"), "price;id;name\n2;2;b\n").unwrap();
+    let db = p("db");
+    let (ok, out, err) = strata(&[
+        "import",
+        &db,
+        &p("*.csv"),
+        "--schema",
+        &p("schema.sql"),
+        "--table",
+        "item",
+        "--delimiter",
+        ";",
+        "--quote",
+        "'",
+        "--null",
+        "\\N",
+        "--header",
+        "match",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["rows"], 3);
+    assert_eq!(v["indexes"][0]["kvs"], 3);
+    assert_eq!(v["indexes"][1]["name"], "item_name");
+    assert_eq!(v["write_amplification"], 1.0);
+
+    assert_eq!(strata(&["get", &db, "item", "3"]).1, "3,\"c;\nx\",1.50\n");
+    assert_eq!(strata(&["get", &db, "item", "1"]).1, "1,a,\\N\n");
+    let (ok, _, err) = strata(&["get", &db, "item", "9"]);
+    assert!(!ok && err.contains("no row with key 9"), "{err}");
+    assert_eq!(
+        strata(&["scan", &db, "item"]).1,
+        "1,a,\\N\n2,b,2.00\n3,\"c;\nx\",1.50\n"
+    );
+    assert_eq!(
+        strata(&[
+            "scan",
+            &db,
+            "item",
+            "--index",
+            "item_name",
+            "--from",
+            "b",
+            "--to",
+            "c;\nx"
+        ])
+        .1,
+        "2,b,2.00\n3,\"c;\nx\",1.50\n"
+    );
+    assert_eq!(
+        strata(&["scan", &db, "item", "--limit", "1"]).1,
+        "1,a,\\N\n"
+    );
+    assert_eq!(strata(&["count", &db, "item"]).1, "3\n");
+    let (ok, tables, err) = strata(&["tables", &db]);
+    assert!(ok, "{err}");
+    assert!(tables.contains("item (id 1): 3 rows"), "{tables}");
+    assert!(
+        tables.contains("index item_name (name): 3 entries"),
+        "{tables}"
+    );
+
+    // A bad row: file, line, column; the table is unchanged.
+    std::fs::write(p("bad.tsv"), "4\td\t1\n5\te\tx\n").unwrap();
+    let (ok, _, err) = strata(&[
+        "import",
+        &db,
+        &p("bad.tsv"),
+        "--schema",
+        &p("schema.sql"),
+        "--table",
+        "item",
+        "--format",
+        "tsv",
+        "--quiet",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("bad.tsv:2: column price"), "{err}");
+    assert_eq!(strata(&["count", &db, "item"]).1, "3\n");
+    // Reading a table that does not exist is an error, and creates nothing.
+    let (ok, _, err) = strata(&["count", &db, "nope"]);
+    assert!(!ok && err.contains("no table nope"), "{err}");
+    let (ok, _, _) = strata(&["tables", &p("missing")]);
+    assert!(!ok && !d.path().join("missing").exists());
+}
+
+#[test]
+fn demo_tells_the_story() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("demo");
+    let (ok, out, err) = strata(&[
+        "demo",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--random",
+        "--memory",
+        "16MiB",
+    ]);
+    assert!(ok, "{err}\n{out}");
+    assert!(out.contains("imported 100000 rows into stock"), "{out}");
+    assert!(
+        out.contains("by primary key (s_w_id=1, s_i_id=42):\n     42,1,"),
+        "{out}"
+    );
+    assert!(out.contains("count: 100000 rows"), "{out}");
+    assert!(out.contains("ingestions 1"), "{out}");
+    // Random order under 16 MiB: the sort spilled, and the rows are all there.
+    let db = dir.join("db");
+    let (_, json, _) = strata(&["count", db.to_str().unwrap(), "stock"]);
+    assert_eq!(json, "100000\n");
+}
+
+#[test]
+fn import_reads_standard_input() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let schema = d.path().join("s.sql");
+    std::fs::write(&schema, "CREATE TABLE kv (k TEXT, v INT)").unwrap();
+    let db = d.path().join("db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "import",
+            db.to_str().unwrap(),
+            "-",
+            "--schema",
+            schema.to_str().unwrap(),
+        ])
+        .args(["--table", "kv", "--format", "tsv", "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"b\t2\na\t\\N\n")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    // No primary key: rows keep input order under the hidden row id.
+    assert_eq!(
+        strata(&["scan", db.to_str().unwrap(), "kv"]).1,
+        "b,2\na,\\N\n"
+    );
+    let (_, tables, _) = strata(&["tables", db.to_str().unwrap()]);
+    assert!(tables.contains("hidden row id"), "{tables}");
+}
+
+#[test]
+fn on_duplicate_ignore_skips_taken_keys() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("s.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").unwrap();
+    std::fs::write(p("a.csv"), "1,a\n2,b\n").unwrap();
+    std::fs::write(p("b.csv"), "2,changed\n3,c\n3,again\n").unwrap();
+    let db = p("db");
+    let schema = p("s.sql");
+    let import = |file: &str, extra: &[&str]| {
+        let mut args = vec!["import", &db, file, "--schema", &schema, "--table", "t"];
+        args.extend_from_slice(extra);
+        strata(&args)
+    };
+    assert!(import(&p("a.csv"), &["--quiet"]).0);
+    let (ok, _, err) = import(&p("b.csv"), &["--quiet"]);
+    assert!(
+        !ok && err.contains("duplicate key") && err.contains("b.csv:"),
+        "{err}"
+    );
+    let (ok, out, err) = import(&p("b.csv"), &["--on-duplicate", "ignore", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["rows"].as_u64(), v["duplicates_ignored"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(strata(&["scan", &db, "t"]).1, "1,a\n2,b\n3,c\n");
+}

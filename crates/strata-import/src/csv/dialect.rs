@@ -1,0 +1,147 @@
+//! The CSV dialect of an import.
+//!
+//! Owns [`Dialect`]: delimiter, quote and escape bytes, the NULL marker,
+//! and the header mode. Parsing itself is the `csv` crate's; this module
+//! configures it ([`Dialect::reader`]) and says what the dialect means:
+//! - records end at LF, CRLF or a lone CR; a UTF-8 byte-order mark at the
+//!   start of a file is dropped;
+//! - a field that starts with the quote byte is quoted: it may hold the
+//!   delimiter and line breaks, and a doubled quote is one quote (or, with
+//!   an escape byte, the escape byte followed by any byte is that byte);
+//!   a quote inside an unquoted field is an ordinary byte;
+//! - a field equal to the NULL marker is NULL (default: the empty field,
+//!   quoted or not, for CSV; `\N` for TSV). The `csv` crate does not say
+//!   whether a field was quoted, so an empty string cannot be told from
+//!   NULL with the default marker; choose `--null '\N'` to keep them apart;
+//! - TSV (`--format tsv`): tab-delimited, no quoting, NULL is `\N`.
+
+/// What to do with the first record of every input file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Header {
+    /// The first record is data.
+    None,
+    /// The first record is a header and is skipped.
+    Skip,
+    /// The first record names the columns; the file's columns are mapped to
+    /// the table's by name (case-insensitive), in any order.
+    Match,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+/// How the input's records and fields are written.
+pub struct Dialect {
+    /// Field separator.
+    pub delimiter: u8,
+    /// `None`: no quoting at all (TSV).
+    pub quote: Option<u8>,
+    /// `None`: a quote inside a quoted field is written doubled.
+    pub escape: Option<u8>,
+    /// The field text that means NULL.
+    pub null: String,
+    /// What the first record of each file is.
+    pub header: Header,
+}
+
+impl Default for Dialect {
+    fn default() -> Self {
+        Dialect::csv()
+    }
+}
+
+impl Dialect {
+    /// Comma-separated, `"` quotes doubled inside quotes, the empty field is NULL.
+    pub fn csv() -> Dialect {
+        Dialect {
+            delimiter: b',',
+            quote: Some(b'"'),
+            escape: None,
+            null: String::new(),
+            header: Header::None,
+        }
+    }
+
+    /// Tab-separated, no quoting, `\N` is NULL.
+    pub fn tsv() -> Dialect {
+        Dialect {
+            delimiter: b'\t',
+            quote: None,
+            escape: None,
+            null: "\\N".into(),
+            header: Header::None,
+        }
+    }
+
+    /// A `csv` reader over `data` for this dialect. Headers are handled by
+    /// the importer, so the reader treats every record as data; record
+    /// lengths may vary (a wrong column count is the importer's error, with
+    /// the line).
+    pub fn reader<R: std::io::Read>(&self, data: R) -> ::csv::Reader<R> {
+        let mut b = ::csv::ReaderBuilder::new();
+        b.has_headers(false)
+            .flexible(true)
+            .delimiter(self.delimiter)
+            .terminator(::csv::Terminator::CRLF);
+        match self.quote {
+            Some(q) => {
+                b.quote(q).quoting(true);
+            }
+            None => {
+                b.quoting(false);
+            }
+        }
+        match self.escape {
+            Some(e) => {
+                b.escape(Some(e)).double_quote(false);
+            }
+            None => {
+                b.escape(None).double_quote(true);
+            }
+        }
+        b.from_reader(data)
+    }
+
+    /// Writes `fields` as one record of this dialect (rejects, `get` and
+    /// `scan` output); `None` is NULL.
+    pub fn write_record(&self, fields: &[Option<String>]) -> String {
+        let mut out = String::new();
+        for (i, f) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push(self.delimiter as char);
+            }
+            match f {
+                None => out.push_str(&self.null),
+                Some(s) => out.push_str(&self.quote_field(s)),
+            }
+        }
+        out
+    }
+
+    fn quote_field(&self, s: &str) -> String {
+        let Some(q) = self.quote else {
+            return s.to_string();
+        };
+        let q = q as char;
+        let needs = s == self.null
+            || s.is_empty()
+            || s.contains([self.delimiter as char, q, '\n', '\r'])
+            || self.escape.is_some_and(|e| s.contains(e as char));
+        if !needs {
+            return s.to_string();
+        }
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push(q);
+        for ch in s.chars() {
+            if ch == q {
+                match self.escape {
+                    Some(e) => out.push(e as char),
+                    None => out.push(q),
+                }
+            } else if self.escape.is_some_and(|e| ch == e as char) {
+                out.push(ch);
+            }
+            out.push(ch);
+        }
+        out.push(q);
+        out
+    }
+}

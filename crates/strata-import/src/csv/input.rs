@@ -1,0 +1,106 @@
+//! Input files: expanding the names given, opening each (decompressing by
+//! extension), and naming them in messages.
+//!
+//! `-` is standard input. A name containing `*`, `?` or `[` that is not an
+//! existing file is a glob pattern, expanded in sorted order; a pattern that
+//! matches nothing is an error (an import of nothing is more likely a typo
+//! than intended). Files ending in `.gz` are gzip (several members allowed),
+//! `.zst` or `.zstd` are zstd. Input files are only ever read.
+
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// One input: a file or standard input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// Standard input (`-`).
+    Stdin,
+    /// A file (decompressed by extension).
+    File(PathBuf),
+}
+
+impl Input {
+    /// The name used in messages (`<stdin>` for standard input).
+    pub fn name(&self) -> String {
+        match self {
+            Input::Stdin => "<stdin>".into(),
+            Input::File(p) => p.display().to_string(),
+        }
+    }
+
+    /// Bytes on disk (compressed size for compressed files), if known.
+    pub fn size(&self) -> Option<u64> {
+        match self {
+            Input::Stdin => None,
+            Input::File(p) => std::fs::metadata(p).ok().map(|m| m.len()),
+        }
+    }
+
+    /// A reader of the decompressed bytes.
+    pub fn open(&self) -> Result<Box<dyn Read + Send>> {
+        let p = match self {
+            Input::Stdin => return Ok(Box::new(std::io::stdin())),
+            Input::File(p) => p,
+        };
+        let f = File::open(p).map_err(|e| Error::io(p, e))?;
+        let f = std::io::BufReader::with_capacity(1 << 20, f);
+        match compression(p) {
+            Compression::Gzip => Ok(Box::new(flate2::read::MultiGzDecoder::new(f))),
+            Compression::Zstd => Ok(Box::new(
+                zstd::stream::read::Decoder::with_buffer(f).map_err(|e| Error::io(p, e))?,
+            )),
+            Compression::None => Ok(Box::new(f)),
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+fn compression(p: &Path) -> Compression {
+    match p.extension().and_then(|e| e.to_str()) {
+        Some("gz") => Compression::Gzip,
+        Some("zst") | Some("zstd") => Compression::Zstd,
+        _ => Compression::None,
+    }
+}
+
+/// Expands the names given on the command line into inputs.
+pub fn expand(names: &[String]) -> Result<Vec<Input>> {
+    let mut out = Vec::new();
+    for n in names {
+        if n == "-" {
+            if out.contains(&Input::Stdin) {
+                return Err(Error::invalid("standard input (-) named twice"));
+            }
+            out.push(Input::Stdin);
+            continue;
+        }
+        let is_pattern = n.contains(['*', '?', '[']) && !Path::new(n).exists();
+        if !is_pattern {
+            out.push(Input::File(PathBuf::from(n)));
+            continue;
+        }
+        let paths = glob::glob(n).map_err(|e| Error::invalid(format!("pattern {n}: {e}")))?;
+        let mut matched: Vec<PathBuf> = Vec::new();
+        for p in paths {
+            matched.push(p.map_err(|e| Error::invalid(format!("pattern {n}: {e}")))?);
+        }
+        matched.retain(|p| p.is_file());
+        if matched.is_empty() {
+            return Err(Error::invalid(format!("pattern {n} matches no file")));
+        }
+        matched.sort();
+        out.extend(matched.into_iter().map(Input::File));
+    }
+    if out.is_empty() {
+        return Err(Error::invalid("no input files"));
+    }
+    Ok(out)
+}

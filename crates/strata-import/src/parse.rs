@@ -1,0 +1,180 @@
+//! Parsing one chunk of records into index entries (runs on a worker).
+//!
+//! Owns the per-record checks: the field count, NULL markers, NOT NULL,
+//! UTF-8, and each value's type (`value::parse`). A malformed record
+//! becomes a [`BadRow`] with its file, line, column and reason and its
+//! original bytes (for the rejects file); the records around it go on.
+
+use crate::chunk::{Chunk, LineCounter};
+use crate::codec::TableCodec;
+use crate::csv::dialect::Dialect;
+use crate::value::{self, Value};
+
+/// Where an entry came from: input file index and line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Src {
+    /// Index of the input file.
+    pub file: u32,
+    /// Line the record starts on.
+    pub line: u64,
+}
+
+/// One key-value pair of one index, with its source row.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Encoded key (with the table and index prefix).
+    pub key: Vec<u8>,
+    /// Encoded value.
+    pub value: Vec<u8>,
+    /// The row it came from.
+    pub src: Src,
+}
+
+impl Entry {
+    /// Bytes this entry is charged against the memory budget.
+    pub fn charge(&self) -> usize {
+        self.key.capacity() + self.value.capacity() + std::mem::size_of::<Entry>()
+    }
+}
+
+#[derive(Clone, Debug)]
+/// A record that could not be imported.
+pub struct BadRow {
+    /// Where it is.
+    pub src: Src,
+    /// The column at fault, when one is.
+    pub column: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+    /// The record as it was in the input.
+    pub raw: Vec<u8>,
+}
+
+/// What a chunk parsed into.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    /// One vector per index, in input order.
+    pub entries: Vec<Vec<Entry>>,
+    /// Malformed records, in input order.
+    pub bad: Vec<BadRow>,
+    /// Rows encoded.
+    pub rows: u64,
+    /// Bytes of the chunk.
+    pub bytes: u64,
+}
+
+/// How the fields of a record map to the table's columns.
+pub struct Layout<'a> {
+    /// The table's encoder.
+    pub codec: &'a TableCodec,
+    /// The input's dialect.
+    pub dialect: &'a Dialect,
+    /// `columns[i]`: the table column of field `i`.
+    pub columns: &'a [usize],
+    /// Added to the byte offset of a record to make the hidden row id.
+    pub rowid_base: i64,
+}
+
+/// Parses every record of `chunk` (see the module documentation).
+pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
+    let codec = layout.codec;
+    let table = &codec.table;
+    let nidx = table.indexes.len();
+    let mut out = Parsed {
+        entries: (0..nidx).map(|_| Vec::new()).collect(),
+        bytes: chunk.data.len() as u64,
+        ..Parsed::default()
+    };
+    let mut rdr = layout.dialect.reader(chunk.data.as_slice());
+    let mut rec = ::csv::ByteRecord::new();
+    let mut row = vec![Value::Null; table.columns.len()];
+    let null = layout.dialect.null.as_bytes();
+    let (mut k, mut v) = (Vec::new(), Vec::new());
+    let mut lines = LineCounter::new(&chunk.data, chunk.first_line);
+    loop {
+        let start = rdr.position().clone();
+        match rdr.read_byte_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                // The csv crate's own errors (I/O on a slice cannot happen).
+                out.bad.push(BadRow {
+                    src: Src {
+                        file: chunk.file as u32,
+                        line: lines.record(start.byte() as usize).0,
+                    },
+                    column: None,
+                    reason: e.to_string(),
+                    raw: Vec::new(),
+                });
+                break;
+            }
+        }
+        let (line, rstart) =
+            lines.record(rec.position().map_or(start.byte(), |p| p.byte()) as usize);
+        let src = Src {
+            file: chunk.file as u32,
+            line,
+        };
+        let end = rdr.position().byte() as usize;
+        let bad = |column: Option<usize>, reason: String| BadRow {
+            src,
+            column: column.map(|c| table.columns[c].name.clone()),
+            reason,
+            raw: chunk.data[rstart..end.min(chunk.data.len())].to_vec(),
+        };
+        if rec.len() != layout.columns.len() {
+            out.bad.push(bad(
+                None,
+                format!(
+                    "expected {} fields, found {}",
+                    layout.columns.len(),
+                    rec.len()
+                ),
+            ));
+            continue;
+        }
+        let mut failed = None;
+        for (field, &c) in rec.iter().zip(layout.columns) {
+            let col = &table.columns[c];
+            if field == null {
+                if col.not_null {
+                    failed = Some(bad(Some(c), "NULL in a NOT NULL column".into()));
+                    break;
+                }
+                row[c] = Value::Null;
+                continue;
+            }
+            let Ok(text) = std::str::from_utf8(field) else {
+                failed = Some(bad(Some(c), "invalid UTF-8".into()));
+                break;
+            };
+            match value::parse(&col.ty, text) {
+                Ok(x) => row[c] = x,
+                Err(reason) => {
+                    failed = Some(bad(Some(c), reason));
+                    break;
+                }
+            }
+        }
+        if let Some(b) = failed {
+            out.bad.push(b);
+            continue;
+        }
+        if table.hidden_rowid {
+            let last = table.columns.len() - 1;
+            row[last] = Value::Int(layout.rowid_base + (chunk.offset as i64) + rstart as i64);
+        }
+        let pk = codec.pk_bytes(&row);
+        for (i, list) in out.entries.iter_mut().enumerate() {
+            codec.entry(i, &row, &pk, &mut k, &mut v);
+            list.push(Entry {
+                key: k.clone(),
+                value: v.clone(),
+                src,
+            });
+        }
+        out.rows += 1;
+    }
+    out
+}

@@ -1,0 +1,110 @@
+//! Rolling SST writer: sorted entries in, ingestible files out.
+//!
+//! Owns the files of one output stream. Keys must arrive strictly
+//! increasing (checked: an out-of-order key is an internal error, never a
+//! corrupt file). A file is cut once it reaches the target size, and only
+//! between two different user keys, so no key spans two files and the
+//! files of one stream never overlap (ingestion requires it).
+
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use strata::{SstOptions, SstWriter};
+
+/// A finished output file.
+#[derive(Clone, Debug)]
+pub struct SstFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Bytes on disk.
+    pub size: u64,
+    /// Entries in it.
+    pub entries: u64,
+}
+
+/// Writes sorted entries into SSTs cut at a target size.
+pub struct RollingSink {
+    dir: PathBuf,
+    name: String,
+    target: u64,
+    writer: Option<(SstWriter, PathBuf)>,
+    last: Option<Vec<u8>>,
+    files: Vec<SstFile>,
+    /// Entries written.
+    pub kvs: u64,
+    /// Uncompressed key and value bytes written.
+    pub bytes: u64,
+}
+
+impl RollingSink {
+    /// Files are named `<name>-<n>.sst` in `dir`.
+    pub fn new(dir: &Path, name: &str, target: u64) -> RollingSink {
+        RollingSink {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+            target: target.max(1),
+            writer: None,
+            last: None,
+            files: Vec::new(),
+            kvs: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Adds an entry; keys must be strictly increasing.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if let Some(last) = &self.last {
+            if key <= last.as_slice() {
+                return Err(Error::invalid(format!(
+                    "internal: sink {} got keys out of order",
+                    self.name
+                )));
+            }
+        }
+        let full = self
+            .writer
+            .as_ref()
+            .is_some_and(|(w, _)| w.estimated_file_size() >= self.target);
+        // Keys are strictly increasing, so a cut here never splits a key.
+        if full {
+            self.cut()?;
+        }
+        if self.writer.is_none() {
+            let path = self
+                .dir
+                .join(format!("{}-{:05}.sst", self.name, self.files.len()));
+            let w = SstWriter::create(&path, SstOptions::for_ingestion())?;
+            self.writer = Some((w, path));
+        }
+        if let Some((w, _)) = self.writer.as_mut() {
+            w.put(key, value)?;
+        }
+        self.kvs += 1;
+        self.bytes += (key.len() + value.len()) as u64;
+        match &mut self.last {
+            Some(l) => {
+                l.clear();
+                l.extend_from_slice(key);
+            }
+            None => self.last = Some(key.to_vec()),
+        }
+        Ok(())
+    }
+
+    fn cut(&mut self) -> Result<()> {
+        if let Some((w, path)) = self.writer.take() {
+            let info = w.finish()?;
+            self.files.push(SstFile {
+                path,
+                size: info.file_size,
+                entries: info.num_entries,
+            });
+        }
+        Ok(())
+    }
+
+    /// Finishes the open file; the files in key order.
+    pub fn finish(mut self) -> Result<Vec<SstFile>> {
+        self.cut()?;
+        Ok(self.files)
+    }
+}

@@ -1,0 +1,458 @@
+//! External sort of one index's entries, with in-order detection.
+//!
+//! Owns an [`IndexSorter`]: the entries of one index arrive chunk by chunk
+//! in input order. While every key so far is strictly greater than the one
+//! before (a dump in primary-key order), the sorter is *in order*: its
+//! buffer needs no sort, and when memory runs short it is written straight
+//! to the output SSTs (no spill). Once a key arrives out of order, buffers
+//! are sorted and spilled as runs to the temporary directory instead; if
+//! SSTs were already streamed, they become the first run (read back with
+//! `strata::sstable::SstReader`, their rows' sources from a side file).
+//! [`IndexSorter::finish`] k-way merges the runs and the last buffer into
+//! the output. Equal keys anywhere (in a buffer, across runs, at the join
+//! of two chunks) are a duplicate, reported with both rows' sources; ties
+//! are ordered by source, so the earlier row is named first.
+//!
+//! Run file format: per entry `varint klen, key, varint vlen, value,
+//! varint file, varint line`, in key order.
+
+use crate::encode::row::{get_varint, put_varint};
+use crate::error::{Error, Result};
+use crate::parse::{Entry, Src};
+use crate::sink::{RollingSink, SstFile};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// A duplicate found while sorting: the key and both rows.
+#[derive(Debug)]
+pub struct Dup {
+    /// The key.
+    pub key: Vec<u8>,
+    /// The earlier row.
+    pub first: Src,
+    /// The later row.
+    pub second: Src,
+}
+
+/// Why sorting stopped.
+pub enum SortError {
+    /// Two entries with one key.
+    Dup(Dup),
+    /// Anything else.
+    Other(Error),
+}
+
+impl From<Error> for SortError {
+    fn from(e: Error) -> SortError {
+        SortError::Other(e)
+    }
+}
+
+impl From<strata::Error> for SortError {
+    fn from(e: strata::Error) -> SortError {
+        SortError::Other(Error::Db(e))
+    }
+}
+
+/// The external sort of one index (see the module documentation).
+pub struct IndexSorter {
+    dir: PathBuf,
+    name: String,
+    target_file: u64,
+    buf: Vec<Entry>,
+    /// Bytes charged to the memory budget by the buffer.
+    pub buf_bytes: usize,
+    in_order: bool,
+    last: Option<(Vec<u8>, Src)>,
+    /// The output while in order.
+    sink: RollingSink,
+    /// Sources of the entries streamed into `sink`, in order.
+    streamed_src: Option<BufWriter<File>>,
+    streamed_src_path: PathBuf,
+    /// SSTs streamed before the order broke, and their sources file.
+    streamed_run: Option<(Vec<SstFile>, PathBuf)>,
+    runs: Vec<PathBuf>,
+    /// Bytes written to spill runs.
+    pub spilled_bytes: u64,
+    /// Whether any buffer went straight to the output.
+    pub streamed: bool,
+    /// Equal keys are handed to `finish`'s callback instead of failing.
+    keep_dups: bool,
+}
+
+impl IndexSorter {
+    /// `allow_in_order`: false disables straight-through writing (the
+    /// caller must see every entry in the merge). `keep_dups`: equal keys
+    /// are not an error here; `finish`'s callback decides (requires
+    /// `allow_in_order` false).
+    pub fn new(
+        dir: &Path,
+        name: &str,
+        target_file: u64,
+        allow_in_order: bool,
+        keep_dups: bool,
+    ) -> IndexSorter {
+        IndexSorter {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+            target_file,
+            buf: Vec::new(),
+            buf_bytes: 0,
+            in_order: allow_in_order && !keep_dups,
+            last: None,
+            sink: RollingSink::new(dir, &format!("{name}-stream"), target_file),
+            streamed_src: None,
+            streamed_src_path: dir.join(format!("{name}-stream.src")),
+            streamed_run: None,
+            runs: Vec::new(),
+            spilled_bytes: 0,
+            streamed: false,
+            keep_dups,
+        }
+    }
+
+    /// Whether every key so far arrived strictly increasing (so the
+    /// output needs no sort and no spill).
+    pub fn is_in_order(&self) -> bool {
+        self.in_order
+    }
+
+    /// Adds one chunk's entries (in input order).
+    pub fn push(&mut self, entries: Vec<Entry>) -> std::result::Result<(), SortError> {
+        for e in entries {
+            if self.in_order {
+                if let Some((lk, ls)) = &self.last {
+                    match e.key.as_slice().cmp(lk) {
+                        Ordering::Greater => {}
+                        Ordering::Equal => {
+                            return Err(SortError::Dup(Dup {
+                                key: e.key,
+                                first: *ls,
+                                second: e.src,
+                            }))
+                        }
+                        Ordering::Less => self.break_order()?,
+                    }
+                }
+                if self.in_order {
+                    match &mut self.last {
+                        Some((lk, ls)) => {
+                            lk.clear();
+                            lk.extend_from_slice(&e.key);
+                            *ls = e.src;
+                        }
+                        None => self.last = Some((e.key.clone(), e.src)),
+                    }
+                }
+            }
+            self.buf_bytes += e.charge();
+            self.buf.push(e);
+        }
+        Ok(())
+    }
+
+    /// The input is not in key order after all: what was streamed becomes
+    /// a run.
+    fn break_order(&mut self) -> Result<()> {
+        self.in_order = false;
+        self.last = None;
+        if self.streamed {
+            let sink = std::mem::replace(
+                &mut self.sink,
+                RollingSink::new(&self.dir, &format!("{}-out", self.name), self.target_file),
+            );
+            let files = sink.finish()?;
+            if let Some(mut w) = self.streamed_src.take() {
+                w.flush()
+                    .map_err(|e| Error::io(&self.streamed_src_path, e))?;
+            }
+            self.streamed_run = Some((files, self.streamed_src_path.clone()));
+        }
+        Ok(())
+    }
+
+    /// Frees the buffer: straight to the output while in order, else
+    /// sorted into a spill run.
+    pub fn spill(&mut self) -> std::result::Result<(), SortError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let buf = std::mem::take(&mut self.buf);
+        self.buf_bytes = 0;
+        if self.in_order {
+            self.streamed = true;
+            if self.streamed_src.is_none() {
+                let f = File::create(&self.streamed_src_path)
+                    .map_err(|e| Error::io(&self.streamed_src_path, e))?;
+                self.streamed_src = Some(BufWriter::new(f));
+            }
+            let mut src = Vec::new();
+            for e in &buf {
+                self.sink.add(&e.key, &e.value)?;
+                put_varint(&mut src, e.src.file as u128);
+                put_varint(&mut src, e.src.line as u128);
+            }
+            if let Some(w) = self.streamed_src.as_mut() {
+                w.write_all(&src)
+                    .map_err(|e| Error::io(&self.streamed_src_path, e))?;
+            }
+            return Ok(());
+        }
+        let buf = sort_checked(buf, self.keep_dups)?;
+        let path = self
+            .dir
+            .join(format!("{}-run-{:05}.run", self.name, self.runs.len()));
+        let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut w = BufWriter::with_capacity(1 << 20, f);
+        let mut rec = Vec::new();
+        for e in &buf {
+            rec.clear();
+            put_varint(&mut rec, e.key.len() as u128);
+            rec.extend_from_slice(&e.key);
+            put_varint(&mut rec, e.value.len() as u128);
+            rec.extend_from_slice(&e.value);
+            put_varint(&mut rec, e.src.file as u128);
+            put_varint(&mut rec, e.src.line as u128);
+            w.write_all(&rec).map_err(|e| Error::io(&path, e))?;
+            self.spilled_bytes += rec.len() as u64;
+        }
+        w.flush().map_err(|e| Error::io(&path, e))?;
+        self.runs.push(path);
+        Ok(())
+    }
+
+    /// Merges everything into the output; `each` sees every entry in key
+    /// order before it is written (`false` skips it), with the source of
+    /// the last kept entry when the key equals that entry's (only with
+    /// `keep_dups`; otherwise equal keys are a [`SortError::Dup`]).
+    /// Returns the files.
+    pub fn finish(
+        mut self,
+        mut each: impl FnMut(&Entry, Option<Src>) -> Result<bool>,
+    ) -> std::result::Result<Vec<SstFile>, SortError> {
+        if self.in_order {
+            let buf = std::mem::take(&mut self.buf);
+            for e in &buf {
+                if each(e, None)? {
+                    self.sink.add(&e.key, &e.value)?;
+                }
+            }
+            if let Some(mut w) = self.streamed_src.take() {
+                w.flush()
+                    .map_err(|e| Error::io(&self.streamed_src_path, e))?;
+            }
+            return Ok(self.sink.finish()?);
+        }
+        let buf = sort_checked(std::mem::take(&mut self.buf), self.keep_dups)?;
+        let mut sources: Vec<Source> = Vec::new();
+        let mut streamed_files = Vec::new();
+        if let Some((files, src)) = self.streamed_run.take() {
+            let f = File::open(&src).map_err(|e| Error::io(&src, e))?;
+            streamed_files = files.iter().map(|f| f.path.clone()).collect();
+            sources.push(Source::Sst {
+                files: streamed_files.clone().into_iter(),
+                reader: None,
+                src: BufReader::new(f),
+                src_path: src,
+            });
+        }
+        for r in &self.runs {
+            let f = File::open(r).map_err(|e| Error::io(r, e))?;
+            sources.push(Source::Run {
+                r: BufReader::with_capacity(1 << 20, f),
+                path: r.clone(),
+            });
+        }
+        sources.push(Source::Mem(buf.into_iter()));
+        let mut heap = BinaryHeap::new();
+        for (i, s) in sources.iter_mut().enumerate() {
+            if let Some(e) = s.next()? {
+                heap.push(HeapItem(e, i));
+            }
+        }
+        let mut prev: Option<(Vec<u8>, Src)> = None;
+        while let Some(HeapItem(e, i)) = heap.pop() {
+            if let Some(n) = sources[i].next()? {
+                heap.push(HeapItem(n, i));
+            }
+            let dup_of = match &prev {
+                Some((pk, ps)) if pk == &e.key => Some(*ps),
+                _ => None,
+            };
+            if let (Some(first), false) = (dup_of, self.keep_dups) {
+                return Err(SortError::Dup(Dup {
+                    key: e.key,
+                    first,
+                    second: e.src,
+                }));
+            }
+            if each(&e, dup_of)? {
+                self.sink.add(&e.key, &e.value)?;
+                prev = Some((e.key, e.src));
+            }
+        }
+        let files = self.sink.finish()?;
+        for p in streamed_files.iter().chain(self.runs.iter()) {
+            let _ = std::fs::remove_file(p);
+        }
+        Ok(files)
+    }
+}
+
+/// Sorts by key, then source; adjacent equal keys are a duplicate (unless
+/// `keep_dups`: the merge's callback decides).
+fn sort_checked(
+    mut buf: Vec<Entry>,
+    keep_dups: bool,
+) -> std::result::Result<Vec<Entry>, SortError> {
+    buf.sort_unstable_by(|a, b| a.key.cmp(&b.key).then(a.src.cmp(&b.src)));
+    if keep_dups {
+        return Ok(buf);
+    }
+    if let Some(w) = buf.windows(2).position(|w| w[0].key == w[1].key) {
+        return Err(SortError::Dup(Dup {
+            key: buf[w].key.clone(),
+            first: buf[w].src,
+            second: buf[w + 1].src,
+        }));
+    }
+    Ok(buf)
+}
+
+struct HeapItem(Entry, usize);
+
+impl PartialEq for HeapItem {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for HeapItem {}
+impl PartialOrd for HeapItem {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for HeapItem {
+    /// Reversed: the heap pops the smallest key (then earliest source).
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.0.key.cmp(&self.0.key).then(o.0.src.cmp(&self.0.src))
+    }
+}
+
+enum Source {
+    Mem(std::vec::IntoIter<Entry>),
+    Run {
+        r: BufReader<File>,
+        path: PathBuf,
+    },
+    Sst {
+        files: std::vec::IntoIter<PathBuf>,
+        reader: Option<Box<strata::sstable::SstReader>>,
+        src: BufReader<File>,
+        src_path: PathBuf,
+    },
+}
+
+impl Source {
+    fn next(&mut self) -> Result<Option<Entry>> {
+        match self {
+            Source::Mem(it) => Ok(it.next()),
+            Source::Run { r, path } => {
+                let corrupt = |m: &str| Error::invalid(format!("{}: {m}", path.display()));
+                let Some(klen) = read_varint(r).map_err(|e| Error::io(&*path, e))? else {
+                    return Ok(None);
+                };
+                let mut key = vec![0; klen as usize];
+                r.read_exact(&mut key).map_err(|e| Error::io(&*path, e))?;
+                let vlen = read_varint(r)
+                    .map_err(|e| Error::io(&*path, e))?
+                    .ok_or_else(|| corrupt("run ends inside an entry"))?;
+                let mut value = vec![0; vlen as usize];
+                r.read_exact(&mut value).map_err(|e| Error::io(&*path, e))?;
+                let file = read_varint(r)
+                    .map_err(|e| Error::io(&*path, e))?
+                    .ok_or_else(|| corrupt("run ends inside an entry"))?;
+                let line = read_varint(r)
+                    .map_err(|e| Error::io(&*path, e))?
+                    .ok_or_else(|| corrupt("run ends inside an entry"))?;
+                Ok(Some(Entry {
+                    key,
+                    value,
+                    src: Src {
+                        file: file as u32,
+                        line: line as u64,
+                    },
+                }))
+            }
+            Source::Sst {
+                files,
+                reader,
+                src,
+                src_path,
+            } => loop {
+                if reader.is_none() {
+                    match files.next() {
+                        None => return Ok(None),
+                        Some(p) => *reader = Some(Box::new(strata::sstable::SstReader::open(&p)?)),
+                    }
+                }
+                let Some(rd) = reader.as_mut() else {
+                    continue;
+                };
+                match rd.next() {
+                    None => *reader = None,
+                    Some(kv) => {
+                        let (key, value) = kv?;
+                        let missing = || {
+                            Error::invalid(format!(
+                                "{}: fewer sources than entries",
+                                src_path.display()
+                            ))
+                        };
+                        let file = read_varint(src)
+                            .map_err(|e| Error::io(&*src_path, e))?
+                            .ok_or_else(missing)?;
+                        let line = read_varint(src)
+                            .map_err(|e| Error::io(&*src_path, e))?
+                            .ok_or_else(missing)?;
+                        return Ok(Some(Entry {
+                            key,
+                            value,
+                            src: Src {
+                                file: file as u32,
+                                line: line as u64,
+                            },
+                        }));
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// A varint from a stream; `None` at a clean end.
+fn read_varint(r: &mut impl Read) -> std::io::Result<Option<u128>> {
+    let mut bytes = Vec::with_capacity(4);
+    loop {
+        let mut b = [0u8];
+        if r.read(&mut b)? == 0 {
+            if bytes.is_empty() {
+                return Ok(None);
+            }
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "varint cut short",
+            ));
+        }
+        bytes.push(b[0]);
+        if b[0] < 0x80 {
+            break;
+        }
+    }
+    get_varint(&mut bytes.as_slice())
+        .map(Some)
+        .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))
+}
