@@ -140,8 +140,8 @@ fn emit(a: &Args, variant: &str, figures: Value) {
 
 /// W2: load the COPY TSV with write batches of `batch_rows` rows.
 fn w2(a: &Args) -> Result<()> {
-    let f = std::fs::File::open(&a.input)
-        .with_context(|| format!("opening {}", a.input.display()))?;
+    let f =
+        std::fs::File::open(&a.input).with_context(|| format!("opening {}", a.input.display()))?;
     let mut lines = Vec::new();
     for l in std::io::BufReader::with_capacity(1 << 20, f).split(b'\n') {
         lines.push(l.with_context(|| format!("reading {}", a.input.display()))?);
