@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs Strata's tests on a fresh machine: installs what the tests need
-# (RocksDB 7.8's tools and headers, for the compatibility tests), checks
-# formatting and lints, then runs every test.
+# (RocksDB 7.8's tools and headers, for the compatibility tests and the
+# RocksDB benchmark driver; under CI=true a Go toolchain for the Pebble
+# driver), checks formatting and lints, runs every test, then the benchmark
+# smoke test (bench/run --quick: all three drivers built, every workload run
+# small; about a minute).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -21,6 +24,29 @@ if need_rocksdb; then
   fi
 fi
 
+# Go for bench/pebble: the one on PATH or in /usr/local/go; under CI=true,
+# if there is none, the official toolchain module from the Go proxy
+# (Debian's golang-go is too old for Pebble v2).
+[ -x /usr/local/go/bin/go ] && export PATH="$PATH:/usr/local/go/bin"
+if ! command -v go >/dev/null 2>&1 && [ "${CI:-}" = true ]; then
+  gover=v0.0.1-go1.26.8.linux-amd64
+  godir="${XDG_CACHE_HOME:-$HOME/.cache}/strata-go/$gover"
+  if [ ! -x "$godir/bin/go" ]; then
+    echo "== installing Go (golang.org/toolchain@$gover from the Go proxy)"
+    rm -rf "$godir.tmp" && mkdir -p "$godir.tmp"
+    curl -fsSL "https://proxy.golang.org/golang.org/toolchain/@v/$gover.zip" -o "$godir.tmp/go.zip"
+    python3 -m zipfile -e "$godir.tmp/go.zip" "$godir.tmp"
+    mv "$godir.tmp/golang.org/toolchain@$gover" "$godir"
+    rm -rf "$godir.tmp"
+    chmod +x "$godir"/bin/* "$godir"/pkg/tool/*/*
+  fi
+  export PATH="$godir/bin:$PATH"
+fi
+if command -v go >/dev/null 2>&1; then
+  echo "== go mod download (bench/pebble, from the Go proxy)"
+  (cd bench/pebble && go mod download)
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
@@ -36,4 +62,8 @@ set -e
 # the last of which is often an empty doc-test run).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
-exit "$status"
+[ "$status" = 0 ] || exit "$status"
+
+echo "== benchmark smoke test: bench/run --quick (figures go to target/bench/, not docs)"
+python3 bench/test_run.py
+python3 bench/run --quick
