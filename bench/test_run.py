@@ -5,6 +5,7 @@ splice (only the text between the markers changes) and the SVG plots.
 Run: python3 bench/test_run.py (test.sh does)."""
 import importlib.machinery
 import importlib.util
+import os
 import tempfile
 import unittest
 from pathlib import Path
@@ -90,6 +91,37 @@ class Tables(unittest.TestCase):
             svg = (Path(d) / "bench-w2.svg").read_text()
             self.assertEqual(svg.count("<polyline"), 3)
             self.assertEqual(out["w2"][0][0], "bench-w2.svg")
+
+
+class Toolchains(unittest.TestCase):
+    def setUp(self):
+        self.env = os.environ.get("CI")
+
+    def tearDown(self):
+        if self.env is None:
+            os.environ.pop("CI", None)
+        else:
+            os.environ["CI"] = self.env
+
+    def test_missing_toolchain_skips_outside_ci(self):
+        os.environ["CI"] = "false"
+        run.skip_or_fail([("pebble", "no go")])  # logs, does not exit
+
+    def test_missing_toolchain_fails_under_ci(self):
+        os.environ["CI"] = "true"
+        with self.assertRaises(SystemExit):
+            run.skip_or_fail([("pebble", "no go")])
+
+    def test_missing_go_and_rocksdb_are_detected(self):
+        which = run.shutil.which
+        exists = run.Path.exists
+        try:
+            run.shutil.which = lambda name: None
+            run.Path.exists = lambda self: False
+            self.assertEqual([e for e, _ in run.missing_toolchains()], ["rocksdb", "pebble"])
+        finally:
+            run.shutil.which = which
+            run.Path.exists = exists
 
 
 if __name__ == "__main__":
