@@ -5,7 +5,7 @@
 //	strata-bench-pebble WORKLOAD INPUT DBDIR [--variant V] [--batch-rows N]
 //	    [--rounds N] [--seconds S] [--max-seconds S]
 //
-// WORKLOAD is w2, w3 or w4; INPUT is the datagen file (w2) or "-" (w3, w4
+// WORKLOAD is w1, w2, w3 or w4; INPUT is the datagen file (w1, w2) or "-" (w3, w4
 // generate their keys); DBDIR must not exist (a fresh database per run).
 // Options are the workloads' common ones: 64 MiB memtable, 256 MiB block
 // cache, Snappy, compaction concurrency = cores, WAL on without per-write
@@ -50,7 +50,7 @@ func die(format string, a ...any) {
 
 func parse() args {
 	if len(os.Args) < 4 {
-		fmt.Fprintln(os.Stderr, "usage: strata-bench-pebble w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] [--rounds N] [--seconds S] [--max-seconds S]")
+		fmt.Fprintln(os.Stderr, "usage: strata-bench-pebble w1|w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] [--rounds N] [--seconds S] [--max-seconds S]")
 		os.Exit(2)
 	}
 	a := args{workload: os.Args[1], input: os.Args[2], dir: os.Args[3],
@@ -94,7 +94,9 @@ func version() string {
 	return "unknown"
 }
 
-func open(dir string) *pebble.DB {
+func open(dir string) *pebble.DB { return openWith(dir, nil) }
+
+func openWith(dir string, el *pebble.EventListener) *pebble.DB {
 	if _, err := os.Stat(dir); err == nil {
 		die("%s already exists (each run needs a fresh database)", dir)
 	}
@@ -102,6 +104,7 @@ func open(dir string) *pebble.DB {
 		MemTableSize:       64 << 20,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{},
+		EventListener:      el,
 	}
 	cache := pebble.NewCache(256 << 20)
 	opts.Cache = cache
@@ -256,6 +259,226 @@ func writeSst(db *pebble.DB, path string, keys [][]byte) {
 	}
 }
 
+// stockKVs returns the primary and index keys of one TPC-C stock CSV row.
+func stockKVs(line []byte, path string, n int) ([]byte, []byte) {
+	cols := strings.SplitN(string(line), ",", 3)
+	if len(cols) < 3 {
+		die("%s line %d: fewer than 3 columns", path, n)
+	}
+	i, err1 := strconv.ParseInt(cols[0], 10, 64)
+	w, err2 := strconv.ParseInt(cols[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		die("%s line %d: s_i_id and s_w_id must be integers", path, n)
+	}
+	p := append(append([]byte{0x81, 0x01}, enc(w)...), enc(i)...)
+	x := append(append([]byte{0x81, 0x02}, enc(i)...), enc(w)...)
+	return p, x
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+	}
+	return n
+}
+
+type kv struct{ k, v []byte }
+
+// w1: the TPC-C stock import by write batches of 1,000 rows (batch-*) or by
+// 64 MiB sorted SSTs (ingest-*), then flush and settle (no compaction in
+// progress); checks a full scan's count and 1,000
+// primary rows read back.
+func w1(a args) {
+	variant := a.variant
+	if variant == "" {
+		variant = "batch"
+	}
+	ingest := strings.HasPrefix(variant, "ingest")
+	if !ingest && !strings.HasPrefix(variant, "batch") {
+		die("w1 variant must start with batch or ingest, not %q", variant)
+	}
+	f, err := os.Open(a.input)
+	if err != nil {
+		die("open %s: %v", a.input, err)
+	}
+	var stallNs atomic.Int64
+	var stallStart atomic.Int64
+	el := &pebble.EventListener{
+		WriteStallBegin: func(pebble.WriteStallBeginInfo) { stallStart.Store(time.Now().UnixNano()) },
+		WriteStallEnd: func() {
+			if s := stallStart.Swap(0); s != 0 {
+				stallNs.Add(time.Now().UnixNano() - s)
+			}
+		},
+	}
+	db := openWith(a.dir, el)
+	scratch := a.dir + ".ssts"
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		die("mkdir %s: %v", scratch, err)
+	}
+	defer os.RemoveAll(scratch)
+	// L0 depth sampled every 100 ms.
+	var peakFiles, peakSub atomic.Int64
+	done := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			m := db.Metrics()
+			if n := m.Levels[0].TablesCount; n > peakFiles.Load() {
+				peakFiles.Store(n)
+			}
+			if n := int64(m.Levels[0].Sublevels); n > peakSub.Load() {
+				peakSub.Store(n)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	rng := rand.New(rand.NewSource(7))
+	var sample []kv
+	rows, logical, bufBytes, ssts := 0, int64(0), 0, 0
+	var buf []kv
+	b := db.NewBatch()
+	flushBuf := func() {
+		sort.Slice(buf, func(i, j int) bool { return string(buf[i].k) < string(buf[j].k) })
+		path := filepath.Join(scratch, fmt.Sprintf("%d.sst", ssts))
+		ff, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			die("create %s: %v", path, err)
+		}
+		w := sstable.NewWriter(objstorageprovider.NewFileWritable(ff), sstable.WriterOptions{
+			TableFormat: db.TableFormat(), Compression: sstable.SnappyCompression,
+		})
+		for _, e := range buf {
+			if err := w.Set(e.k, e.v); err != nil {
+				die("sst: %v", err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			die("sst: %v", err)
+		}
+		if err := db.Ingest(context.Background(), []string{path}); err != nil {
+			die("ingest: %v", err)
+		}
+		buf = buf[:0]
+		bufBytes = 0
+		ssts++
+	}
+	wb0 := writeBytes()
+	start := time.Now()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := append([]byte(nil), sc.Bytes()...)
+		rows++
+		p, x := stockKVs(line, a.input, rows)
+		logical += int64(len(p) + len(line) + len(x))
+		if len(sample) < 1000 {
+			sample = append(sample, kv{p, line})
+		} else if j := rng.Intn(rows); j < 1000 {
+			sample[j] = kv{p, line}
+		}
+		if ingest {
+			buf = append(buf, kv{p, line}, kv{x, nil})
+			bufBytes += len(p) + len(line) + len(x)
+			if bufBytes >= 64<<20 {
+				flushBuf()
+			}
+		} else {
+			_ = b.Set(p, line, nil)
+			_ = b.Set(x, nil, nil)
+			if rows%1000 == 0 {
+				if err := b.Commit(pebble.NoSync); err != nil {
+					die("commit: %v", err)
+				}
+				b.Close()
+				b = db.NewBatch()
+			}
+		}
+		if rows%10000 == 0 {
+			if err := db.Set([]byte("\x00stats"), []byte(strconv.Itoa(rows)), pebble.NoSync); err != nil {
+				die("put stats: %v", err)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		die("read %s: %v", a.input, err)
+	}
+	if ingest && len(buf) > 0 {
+		flushBuf()
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		die("commit: %v", err)
+	}
+	b.Close()
+	loadS := time.Since(start).Seconds()
+	if err := db.Flush(); err != nil {
+		die("flush: %v", err)
+	}
+	// Quiet: no flush or compaction running in three samples 100 ms apart
+	// (Pebble reports no "pending" figure, and its estimated debt can stay
+	// above zero while no compaction is due).
+	// settle_s ends at the first of those samples.
+	var quietAt time.Time
+	for quiet := 0; quiet < 3; {
+		m := db.Metrics()
+		if m.Compact.NumInProgress == 0 && m.Flush.NumInProgress == 0 {
+			if quiet == 0 {
+				quietAt = time.Now()
+			}
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	settleS := quietAt.Sub(start).Seconds() - loadS
+	wb := writeBytes() - wb0
+	close(done)
+	sampler.Wait()
+	it, err := db.NewIter(nil)
+	if err != nil {
+		die("iter: %v", err)
+	}
+	keys := 0
+	for it.First(); it.Valid(); it.Next() {
+		keys++
+	}
+	if err := it.Close(); err != nil {
+		die("scan: %v", err)
+	}
+	if keys != 2*rows+1 {
+		die("check: a full scan found %d keys, expected %d", keys, 2*rows+1)
+	}
+	for _, e := range sample {
+		v, closer, err := db.Get(e.k)
+		if err != nil || string(v) != string(e.v) {
+			die("check: a primary row read back wrong")
+		}
+		closer.Close()
+	}
+	if err := db.Close(); err != nil {
+		die("close: %v", err)
+	}
+	emit(a, variant, map[string]any{
+		"rows": rows, "load_s": loadS, "settle_s": settleS, "load_settle_s": loadS + settleS,
+		"write_bytes": wb, "logical_bytes": logical, "write_amp": float64(wb) / float64(logical),
+		"peak_l0_files": peakFiles.Load(), "peak_l0_sublevels": peakSub.Load(),
+		"stall_s": float64(stallNs.Load()) / 1e9, "size_bytes": dirBytes(a.dir), "keys": keys, "ssts": ssts,
+	})
+}
+
 func w3key(k int64) []byte { return append([]byte{0x83}, enc(k)...) }
 
 func w3(a args) {
@@ -396,6 +619,8 @@ func w4(a args) {
 func main() {
 	a := parse()
 	switch a.workload {
+	case "w1":
+		w1(a)
 	case "w2":
 		w2(a)
 	case "w3":
@@ -403,6 +628,6 @@ func main() {
 	case "w4":
 		w4(a)
 	default:
-		die("unknown workload %q (w2, w3, w4)", a.workload)
+		die("unknown workload %q (w1, w2, w3, w4)", a.workload)
 	}
 }

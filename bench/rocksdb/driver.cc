@@ -6,7 +6,7 @@
 //   strata-bench-rocksdb WORKLOAD INPUT DBDIR [--variant V] [--batch-rows N]
 //       [--rounds N] [--seconds S] [--max-seconds S]
 //
-// WORKLOAD is w2, w3 or w4; INPUT is the datagen file (w2) or "-" (w3, w4
+// WORKLOAD is w1, w2, w3 or w4; INPUT is the datagen file (w1, w2) or "-" (w3, w4
 // make their own keys); DBDIR must not exist (a fresh database per run).
 // Options are the workloads' common ones: 64 MiB write buffer, 256 MiB LRU
 // block cache, Snappy, max_background_jobs = cores, WAL on with
@@ -18,6 +18,8 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/sst_file_writer.h>
+#include <rocksdb/statistics.h>
+#include <rocksdb/iterator.h>
 #include <rocksdb/table.h>
 #include <rocksdb/version.h>
 #include <unistd.h>
@@ -66,7 +68,7 @@ double Num(const std::string& opt, const std::string& v) {
 
 Args Parse(int argc, char** argv) {
   if (argc < 4) {
-    std::cerr << "usage: strata-bench-rocksdb w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] "
+    std::cerr << "usage: strata-bench-rocksdb w1|w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] "
                  "[--rounds N] [--seconds S] [--max-seconds S]\n";
     std::exit(2);
   }
@@ -93,6 +95,8 @@ int Cores() {
   return n > 0 ? static_cast<int>(n) : 2;
 }
 
+std::shared_ptr<rocksdb::Statistics> g_stats;
+
 std::unique_ptr<rocksdb::DB> Open(const std::string& dir) {
   struct stat st;
   if (stat(dir.c_str(), &st) == 0) Die(dir + " already exists (each run needs a fresh database)");
@@ -104,6 +108,7 @@ std::unique_ptr<rocksdb::DB> Open(const std::string& dir) {
   table.block_cache = rocksdb::NewLRUCache(256 << 20);
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   options.compression = rocksdb::kSnappyCompression;
+  if (g_stats) options.statistics = g_stats;
   rocksdb::DB* raw = nullptr;
   Check(rocksdb::DB::Open(options, dir, &raw), "open " + dir);
   return std::unique_ptr<rocksdb::DB>(raw);
@@ -216,6 +221,128 @@ void Ingest(rocksdb::DB* db, const std::string& path) {
   Check(db->IngestExternalFile({path}, io), "ingest " + path);
 }
 
+uint64_t IntProp(rocksdb::DB* db, const std::string& name) {
+  uint64_t v = 0;
+  db->GetIntProperty(name, &v);
+  return v;
+}
+
+// W1: the TPC-C stock import by write batches of 1,000 rows (batch-*) or by
+// 64 MiB sorted SSTs (ingest-*), then flush and wait until no flush or
+// compaction is pending or running; checks a full scan's count and 1,000
+// primary rows read back. Stall time is RocksDB's STALL_MICROS ticker.
+void W1(const Args& a) {
+  std::string variant = a.variant.empty() ? "batch" : a.variant;
+  bool ingest = variant.rfind("ingest", 0) == 0;
+  if (!ingest && variant.rfind("batch", 0) != 0)
+    Die("w1 variant must start with batch or ingest, not " + variant);
+  std::ifstream in(a.input, std::ios::binary);
+  if (!in) Die("cannot open " + a.input);
+  g_stats = rocksdb::CreateDBStatistics();
+  auto db = Open(a.dir);
+  std::string scratch = a.dir + ".ssts";
+  std::filesystem::create_directories(scratch);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> peak_l0{0};
+  std::thread sampler([&] {
+    while (!stop.load()) {
+      uint64_t n = IntProp(db.get(), "rocksdb.num-files-at-level0");
+      if (n > peak_l0.load()) peak_l0.store(n);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<std::string, std::string>> sample, buf;
+  size_t rows = 0, buf_bytes = 0, ssts = 0;
+  long long logical = 0;
+  rocksdb::WriteOptions wo;
+  rocksdb::WriteBatch batch;
+  auto flush_buf = [&] {
+    std::sort(buf.begin(), buf.end());
+    rocksdb::Options o;
+    o.compression = rocksdb::kSnappyCompression;
+    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), o);
+    std::string path = scratch + "/" + std::to_string(ssts) + ".sst";
+    Check(w.Open(path), "create " + path);
+    for (const auto& e : buf) Check(w.Put(e.first, e.second), "sst put");
+    Check(w.Finish(), "finish " + path);
+    Ingest(db.get(), path);
+    buf.clear();
+    buf_bytes = 0;
+    ++ssts;
+  };
+  long long wb0 = WriteBytes();
+  auto start = Clock::now();
+  std::string line;
+  while (std::getline(in, line)) {
+    ++rows;
+    size_t c1 = line.find(','), c2 = c1 == std::string::npos ? c1 : line.find(',', c1 + 1);
+    if (c2 == std::string::npos) Die(a.input + " line " + std::to_string(rows) + ": fewer than 3 columns");
+    char *e1 = nullptr, *e2 = nullptr;
+    std::string s1 = line.substr(0, c1), s2 = line.substr(c1 + 1, c2 - c1 - 1);
+    long long i = std::strtoll(s1.c_str(), &e1, 10), w = std::strtoll(s2.c_str(), &e2, 10);
+    if (s1.empty() || s2.empty() || *e1 || *e2)
+      Die(a.input + " line " + std::to_string(rows) + ": s_i_id and s_w_id must be integers");
+    std::string p("\x81\x01", 2), x("\x81\x02", 2);
+    PutEnc(&p, w);
+    PutEnc(&p, i);
+    PutEnc(&x, i);
+    PutEnc(&x, w);
+    logical += p.size() + line.size() + x.size();
+    if (sample.size() < 1000) sample.emplace_back(p, line);
+    else if (size_t j = rng() % rows; j < 1000) sample[j] = {p, line};
+    if (ingest) {
+      buf_bytes += p.size() + line.size() + x.size();
+      buf.emplace_back(p, line);
+      buf.emplace_back(x, "");
+      if (buf_bytes >= (64u << 20)) flush_buf();
+    } else {
+      batch.Put(p, line);
+      batch.Put(x, "");
+      if (rows % 1000 == 0) {
+        Check(db->Write(wo, &batch), "write");
+        batch.Clear();
+      }
+    }
+    if (rows % 10000 == 0) Check(db->Put(wo, std::string("\x00stats", 6), std::to_string(rows)), "put stats");
+  }
+  if (ingest && !buf.empty()) flush_buf();
+  if (batch.Count() > 0) Check(db->Write(wo, &batch), "write");
+  double load_s = Since(start);
+  Check(db->Flush(rocksdb::FlushOptions()), "flush");
+  while (IntProp(db.get(), "rocksdb.compaction-pending") || IntProp(db.get(), "rocksdb.num-running-compactions") ||
+         IntProp(db.get(), "rocksdb.num-running-flushes") || IntProp(db.get(), "rocksdb.mem-table-flush-pending"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  double settle_s = Since(start) - load_s;
+  long long wb = WriteBytes() - wb0;
+  stop.store(true);
+  sampler.join();
+  size_t keys = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++keys;
+    Check(it->status(), "scan");
+  }
+  if (keys != 2 * rows + 1) Die("check: a full scan found " + std::to_string(keys) + " keys, expected " + std::to_string(2 * rows + 1));
+  for (const auto& e : sample) {
+    std::string v;
+    if (!db->Get(rocksdb::ReadOptions(), e.first, &v).ok() || v != e.second) Die("check: a primary row read back wrong");
+  }
+  double stall_s = g_stats->getTickerCount(rocksdb::STALL_MICROS) / 1e6;
+  Check(db->Close(), "close");
+  std::filesystem::remove_all(scratch);
+  uintmax_t size = 0;
+  for (const auto& f : std::filesystem::directory_iterator(a.dir))
+    if (f.is_regular_file()) size += f.file_size();
+  std::ostringstream f;
+  f << "\"rows\":" << rows << ",\"load_s\":" << load_s << ",\"settle_s\":" << settle_s
+    << ",\"load_settle_s\":" << load_s + settle_s << ",\"write_bytes\":" << wb
+    << ",\"logical_bytes\":" << logical << ",\"write_amp\":" << double(wb) / double(logical)
+    << ",\"peak_l0_files\":" << peak_l0.load() << ",\"stall_s\":" << stall_s << ",\"size_bytes\":" << size
+    << ",\"keys\":" << keys << ",\"ssts\":" << ssts;
+  Emit(a, variant, f.str());
+}
+
 std::string W3Key(int64_t k) {
   std::string s("\x83", 1);
   PutEnc(&s, k);
@@ -323,9 +450,10 @@ void W4(const Args& a) {
 
 int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
-  if (a.workload == "w2") W2(a);
+  if (a.workload == "w1") W1(a);
+  else if (a.workload == "w2") W2(a);
   else if (a.workload == "w3") W3(a);
   else if (a.workload == "w4") W4(a);
-  else Die("unknown workload " + a.workload + " (w2, w3, w4)");
+  else Die("unknown workload " + a.workload + " (w1, w2, w3, w4)");
   return 0;
 }

@@ -8,7 +8,7 @@
 //!     [--rounds N] [--seconds S] [--max-seconds S]
 //! ```
 //!
-//! WORKLOAD is `w2`, `w3` or `w4`; INPUT is the datagen file (w2) or `-`
+//! WORKLOAD is `w1`, `w2`, `w3` or `w4`; INPUT is the datagen file (w1, w2) or `-`
 //! (w3 and w4 make their own keys); DBDIR must not exist, so every run
 //! starts from a fresh database. One JSON line per run goes to stdout:
 //! engine, version, workload, variant, figures, options and durability.
@@ -42,7 +42,7 @@ struct Args {
     max_seconds: f64,
 }
 
-const USAGE: &str = "usage: strata-bench w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] \
+const USAGE: &str = "usage: strata-bench w1|w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] \
                      [--rounds N] [--seconds S] [--max-seconds S]";
 
 fn parse() -> Result<Args> {
@@ -224,6 +224,152 @@ fn w3key(k: i64) -> Vec<u8> {
     v
 }
 
+/// The primary and index KVs of one TPC-C stock CSV row (kv-spec v1).
+fn stock_kvs(line: &[u8], path: &Path, n: usize) -> Result<([u8; 18], [u8; 18])> {
+    let mut cols = line.split(|&c| c == b',');
+    let mut num = || -> Option<i64> { std::str::from_utf8(cols.next()?).ok()?.parse().ok() };
+    let (i, w) = match (num(), num()) {
+        (Some(i), Some(w)) => (i, w),
+        _ => bail!(
+            "{} line {n}: s_i_id and s_w_id must be integers",
+            path.display()
+        ),
+    };
+    let (mut p, mut x) = ([0u8; 18], [0u8; 18]);
+    p[..2].copy_from_slice(&[0x81, 0x01]);
+    p[2..10].copy_from_slice(&enc(w));
+    p[10..].copy_from_slice(&enc(i));
+    x[..2].copy_from_slice(&[0x81, 0x02]);
+    x[2..10].copy_from_slice(&enc(i));
+    x[10..].copy_from_slice(&enc(w));
+    Ok((p, x))
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// W1: the TPC-C stock import by write batches of 1,000 rows (`batch-*`)
+/// or by 64 MiB sorted SSTs (`ingest-*`), then flush and settle; checks a
+/// full scan's count and 1,000 primary rows read back.
+fn w1(a: &Args) -> Result<()> {
+    let variant = a.variant.as_deref().unwrap_or("batch");
+    let ingest = match variant.split('-').next() {
+        Some("batch") => false,
+        Some("ingest") => true,
+        _ => bail!("w1 variant must start with batch or ingest, not {variant:?}"),
+    };
+    let f =
+        std::fs::File::open(&a.input).with_context(|| format!("opening {}", a.input.display()))?;
+    let db = open(&a.dir)?;
+    let scratch = scratch_dir(a)?;
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut sample: Vec<([u8; 18], Vec<u8>)> = Vec::new();
+    let (mut rows, mut logical) = (0usize, 0u64);
+    let mut b = WriteBatch::new();
+    let mut buf: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let (mut buf_bytes, mut ssts) = (0usize, 0usize);
+    let flush_buf = |buf: &mut Vec<(Vec<u8>, Vec<u8>)>, ssts: &mut usize| -> Result<()> {
+        buf.sort_unstable_by(|x, y| x.0.cmp(&y.0));
+        let path = scratch.join(format!("{ssts}.sst"));
+        let mut w = SstWriter::create(&path, SstOptions::for_ingestion())?;
+        for (k, v) in buf.iter() {
+            w.put(k, v)?;
+        }
+        w.finish()?;
+        db.ingest(&[&path], &IngestOptions::default())?;
+        buf.clear();
+        *ssts += 1;
+        Ok(())
+    };
+    let wb0 = write_bytes();
+    let start = Instant::now();
+    for line in std::io::BufReader::with_capacity(1 << 20, f).split(b'\n') {
+        let line = line.with_context(|| format!("reading {}", a.input.display()))?;
+        rows += 1;
+        let (p, x) = stock_kvs(&line, &a.input, rows)?;
+        logical += (p.len() + line.len() + x.len()) as u64;
+        // Reservoir sample of 1,000 rows to read back.
+        if sample.len() < 1000 {
+            sample.push((p, line.clone()));
+        } else {
+            let j = rng.gen_range(0..rows);
+            if j < 1000 {
+                sample[j] = (p, line.clone());
+            }
+        }
+        if ingest {
+            buf_bytes += p.len() + line.len() + x.len();
+            buf.push((p.to_vec(), line));
+            buf.push((x.to_vec(), Vec::new()));
+            if buf_bytes >= 64 << 20 {
+                flush_buf(&mut buf, &mut ssts)?;
+                buf_bytes = 0;
+            }
+        } else {
+            b.put(p, &line);
+            b.put(x, b"");
+            if rows % 1000 == 0 {
+                db.write(std::mem::take(&mut b), &WriteOptions::default())?;
+            }
+        }
+        if rows % 10_000 == 0 {
+            db.put(b"\x00stats", rows.to_string())?;
+        }
+    }
+    if ingest && !buf.is_empty() {
+        flush_buf(&mut buf, &mut ssts)?;
+    } else if !b.is_empty() {
+        db.write(b, &WriteOptions::default())?;
+    }
+    let load_s = start.elapsed().as_secs_f64();
+    db.flush()?;
+    db.wait_for_compactions()?;
+    let settle_s = start.elapsed().as_secs_f64() - load_s;
+    let wb = match (wb0, write_bytes()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+    let m = db.metrics();
+    let mut keys = 0u64;
+    for kv in db.iter() {
+        kv?;
+        keys += 1;
+    }
+    if keys != 2 * rows as u64 + 1 {
+        bail!(
+            "check: a full scan found {keys} keys, expected {}",
+            2 * rows + 1
+        );
+    }
+    for (k, line) in &sample {
+        if db.get(k)?.as_deref() != Some(line.as_slice()) {
+            bail!("check: a primary row read back wrong");
+        }
+    }
+    db.close()?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    emit(
+        a,
+        variant,
+        json!({"rows": rows, "load_s": load_s, "settle_s": settle_s,
+               "load_settle_s": load_s + settle_s, "write_bytes": wb,
+               "logical_bytes": logical, "write_amp": wb as f64 / logical as f64,
+               "peak_l0_files": m.peak_l0_files, "peak_l0_sublevels": m.peak_l0_sublevels,
+               "stall_s": m.stalls.iter().map(|s| s.micros).sum::<u64>() as f64 / 1e6,
+               "size_bytes": dir_bytes(&a.dir), "keys": keys, "ssts": ssts}),
+    );
+    Ok(())
+}
+
 /// W3: ingest latency over an overlapping memtable (or the control).
 fn w3(a: &Args) -> Result<()> {
     let variant = a.variant.as_deref().unwrap_or("overlap");
@@ -347,10 +493,11 @@ fn w4(a: &Args) -> Result<()> {
 
 fn main() {
     let r = parse().and_then(|a| match a.workload.as_str() {
+        "w1" => w1(&a),
         "w2" => w2(&a),
         "w3" => w3(&a),
         "w4" => w4(&a),
-        w => bail!("unknown workload {w:?} (w2, w3, w4)"),
+        w => bail!("unknown workload {w:?} (w1, w2, w3, w4)"),
     });
     if let Err(e) = r {
         eprintln!("strata-bench: {e:#}");
