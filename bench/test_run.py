@@ -76,6 +76,14 @@ class Tables(unittest.TestCase):
             run.splice(doc, "again")
             self.assertEqual(doc.read_text(), f"intro\n{run.BEGIN}\nagain\n{run.END}\noutro\n")
 
+    def test_smoke_and_real_blocks_are_separate(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = Path(d) / "b.md"
+            doc.write_text(f"{run.BEGIN}\nreal\n{run.END}\n{run.SMOKE_BEGIN}\nold\n{run.SMOKE_END}\n")
+            run.splice(doc, "smoke", run.SMOKE_BEGIN, run.SMOKE_END)
+            self.assertEqual(doc.read_text(),
+                             f"{run.BEGIN}\nreal\n{run.END}\n{run.SMOKE_BEGIN}\nsmoke\n{run.SMOKE_END}\n")
+
     def test_splice_refuses_a_file_without_markers(self):
         with tempfile.TemporaryDirectory() as d:
             doc = Path(d) / "b.md"
@@ -89,6 +97,8 @@ class Tables(unittest.TestCase):
             runs = self.runs + [line(e, "w2", "batch=64", rows_per_s=7) for e in run.ENGINES]
             out = run.render_svgs(run.medians(runs), Path(d), "", False)
             svg = (Path(d) / "bench-w2.svg").read_text()
+            run.render_svgs(run.medians(runs), Path(d), "", True)
+            self.assertTrue((Path(d) / "smoke-bench-w2.svg").exists())
             self.assertEqual(svg.count("<polyline"), 3)
             self.assertEqual(out["w2"][0][0], "bench-w2.svg")
 
