@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs Strata's tests on a fresh machine: installs what the tests need
-# (RocksDB 7.8's tools and headers, for the compatibility tests; Chromium,
-# for the visualiser's browser test), checks
-# formatting and lints, then runs every test.
+# (RocksDB 7.8's tools and headers, for the compatibility tests and the
+# RocksDB benchmark driver; Chromium, for the visualiser's browser test; the
+# Go modules of the Pebble driver), checks formatting and lints, runs every
+# test, then the benchmark smoke test (bench/run --quick: all three drivers
+# built, every workload run small; about a minute).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -36,6 +38,16 @@ if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
+# Go for bench/pebble: the one on PATH or in /usr/local/go (this machine
+# kind ships Go 1.26; Debian's golang-go is too old for Pebble v2). Without
+# it the Pebble driver is skipped, except under CI=true, where bench/run
+# fails.
+[ -x /usr/local/go/bin/go ] && export PATH="$PATH:/usr/local/go/bin"
+if command -v go >/dev/null 2>&1; then
+  echo "== go mod download (bench/pebble, from the Go proxy)"
+  (cd bench/pebble && go mod download)
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
@@ -49,6 +61,13 @@ status=${PIPESTATUS[0]}
 set -e
 # One closing line over every test binary (cargo prints one per binary,
 # the last of which is often an empty doc-test run).
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
-     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
-exit "$status"
+summary=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
+     END { printf "tests: %d passed, %d failed", p, f }' "$log")
+echo "$summary"
+[ "$status" = 0 ] || exit "$status"
+
+echo "== benchmark smoke test: bench/run --quick (figures go to target/bench/, not docs)"
+python3 bench/test_run.py
+python3 bench/run --quick
+# The summary again, last, so it closes the output.
+echo "$summary"

@@ -37,11 +37,6 @@
 //       RocksDB's sst_dump code in raw mode, as fragmented by RocksDB).
 //       Any error: message on stderr, exit status 1.
 //
-//   load-tsv DBDIR FILE.tsv --batch-rows N [--max-seconds S]
-//       Workload W2 on RocksDB: loads the COPY TSV into a new DB with write
-//       batches of N rows (WAL on, no sync, the workload's common options)
-//       and prints `rows=N seconds=S capped=0|1`.
-//
 //   verify FILE.sst
 //       SstFileReader::VerifyChecksum. Prints `OK` (exit 0) or the error
 //       (exit 1).
@@ -569,92 +564,6 @@ int CmdProps(const std::vector<std::string>& args) {
   return 0;
 }
 
-// ---------------------------------------------------------------------------
-// load-tsv: workload W2 (shared/workloads/README.md) on RocksDB
-// ---------------------------------------------------------------------------
-
-// enc(int) of kv-spec v1: 8-byte big-endian of (v XOR 0x8000000000000000).
-void PutEnc(std::string* dst, int64_t v) {
-  uint64_t u = static_cast<uint64_t>(v) ^ 0x8000000000000000ull;
-  for (int i = 7; i >= 0; --i) dst->push_back(static_cast<char>((u >> (8 * i)) & 0xff));
-}
-
-// load-tsv DBDIR FILE.tsv --batch-rows N [--max-seconds S]
-// Loads COPY rows (key 0x82 0x01 enc(first column), value = the line) with
-// write batches of N rows, WAL on, no sync, and the workload's common
-// options; a Put of "\x00stats" after every 10,000 rows. If the first
-// 1,000,000 rows project past S seconds, stops there. Prints
-// `rows=N seconds=S capped=0|1`.
-int CmdLoadTsv(const std::vector<std::string>& args) {
-  if (args.size() < 2) {
-    Usage();
-    return 2;
-  }
-  long batch_rows = 1000;
-  double max_seconds = 120.0;
-  for (size_t i = 2; i + 1 < args.size(); i += 2) {
-    if (args[i] == "--batch-rows") batch_rows = std::stol(args[i + 1]);
-    else if (args[i] == "--max-seconds") max_seconds = std::stod(args[i + 1]);
-    else Die("unknown option " + args[i]);
-  }
-  std::vector<std::string> lines;
-  {
-    std::ifstream in(args[1], std::ios::binary);
-    if (!in) Die("cannot open " + args[1]);
-    std::string line;
-    while (std::getline(in, line)) lines.push_back(line);
-  }
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  options.write_buffer_size = 64 << 20;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  options.max_background_jobs = cores > 0 ? static_cast<int>(cores) : 2;
-  rocksdb::BlockBasedTableOptions table;
-  table.block_cache = rocksdb::NewLRUCache(256 << 20);
-  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  options.compression = rocksdb::kSnappyCompression;
-  rocksdb::DB* raw = nullptr;
-  Check(rocksdb::DB::Open(options, args[0], &raw), "open " + args[0]);
-  std::unique_ptr<rocksdb::DB> db(raw);
-  rocksdb::WriteOptions wo;
-  wo.sync = false;
-  wo.disableWAL = false;
-
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  rocksdb::WriteBatch batch;
-  long in_batch = 0;
-  size_t done = 0;
-  bool capped = false;
-  std::string key;
-  for (size_t n = 0; n < lines.size(); ++n) {
-    const std::string& line = lines[n];
-    key.assign("\x82\x01", 2);
-    PutEnc(&key, std::stoll(line.substr(0, line.find('\t'))));
-    batch.Put(key, line);
-    if (++in_batch == batch_rows) {
-      Check(db->Write(wo, &batch), "write");
-      batch.Clear();
-      in_batch = 0;
-    }
-    if ((n + 1) % 10000 == 0) {
-      Check(db->Put(wo, std::string("\x00stats", 6), std::to_string(n + 1)), "put stats");
-    }
-    done = n + 1;
-    if (done == 1000000 && lines.size() > done &&
-        elapsed() * lines.size() / done > max_seconds) {
-      capped = true;
-      break;
-    }
-  }
-  if (in_batch > 0) Check(db->Write(wo, &batch), "write");
-  double secs = elapsed();
-  std::cout << "rows=" << done << " seconds=" << secs << " capped=" << (capped ? 1 : 0) << "\n";
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -669,7 +578,6 @@ int main(int argc, char** argv) {
   if (cmd == "verify") return CmdVerify(args);
   if (cmd == "ingest") return CmdIngest(args);
   if (cmd == "props") return CmdProps(args);
-  if (cmd == "load-tsv") return CmdLoadTsv(args);
   Usage();
   return 2;
 }

@@ -1,7 +1,7 @@
 //! `strata bench ...`: the comparison workloads of
-//! `shared/workloads/README.md`, run on Strata and (where the RocksDB
-//! compat helper is built) on RocksDB 7.8 in the same run, on the same
-//! input bytes.
+//! `shared/workloads/README.md` on Strata alone, with Strata-only variants
+//! (sublevels on/off, ingest paths). The side-by-side comparison with
+//! RocksDB and Pebble is `bench/run` (drivers under `bench/`).
 
 pub mod ingest_size;
 pub mod l0;
@@ -83,28 +83,4 @@ pub fn ensure_input(script: &str, args: &[&str], out: &Path) -> Result<()> {
     }
     std::fs::rename(&tmp, out)?;
     Ok(())
-}
-
-/// The RocksDB helper binary, built on demand; `None` (with the reason) if
-/// RocksDB's headers or g++ are missing.
-pub fn rocksdb_helper() -> std::result::Result<PathBuf, String> {
-    let out = repo_root().join("target/rocksdb-compat/strata-rocksdb-compat");
-    let src = repo_root().join("tools/rocksdb-compat/compat.cc");
-    let fresh = match (std::fs::metadata(&out), std::fs::metadata(&src)) {
-        (Ok(o), Ok(s)) => o.modified().ok() >= s.modified().ok(),
-        _ => false,
-    };
-    if fresh {
-        return Ok(out);
-    }
-    let o = Command::new("bash")
-        .arg(repo_root().join("tools/rocksdb-compat/build.sh"))
-        .arg(&out)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if o.status.success() {
-        Ok(out)
-    } else {
-        Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
-    }
 }

@@ -2,13 +2,14 @@
 //! 1 .. 4,194,304 rows (WAL on, no sync), a fresh database per batch size,
 //! and report rows/s. A batch size projected to take over `--max-seconds`
 //! stops after its first 1,000,000 rows and reports the rate over those.
+//! This is Strata alone; `bench/run --workloads w2` runs the same sweep on
+//! Strata, RocksDB and Pebble side by side.
 
-use super::{enc, ensure_input, rocksdb_helper};
+use super::{enc, ensure_input};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Instant;
 use strata::{Db, Options, WriteBatch, WriteOptions};
 
@@ -26,9 +27,6 @@ pub struct W2Args {
     /// Cap per batch size (the workload says 120 s).
     #[arg(long, default_value_t = 120.0)]
     max_seconds: f64,
-    /// Skip the RocksDB run.
-    #[arg(long)]
-    no_rocksdb: bool,
 }
 
 const SIZES: [usize; 12] = [
@@ -51,52 +49,19 @@ pub fn run(a: W2Args) -> Result<()> {
     } else {
         a.batch_sizes.clone()
     };
-    let helper = if a.no_rocksdb {
-        Err("--no-rocksdb".to_string())
-    } else {
-        rocksdb_helper()
-    };
-    if let Err(why) = &helper {
-        eprintln!("RocksDB column skipped: {why}");
-    }
     println!(
         "W2 COPY batch-size sweep: {} rows from {}",
         lines.len(),
         input.display()
     );
-    println!(
-        "{:>10} {:>14} {:>14} {:>8}",
-        "batch", "strata rows/s", "rocksdb rows/s", "ratio"
-    );
+    println!("{:>10} {:>14}", "batch", "strata rows/s");
     for &bs in &sizes {
         let dir = a.dir.join(format!("w2-strata-{bs}"));
         let _ = std::fs::remove_dir_all(&dir);
         let s = strata_load(&dir, &lines, bs, a.max_seconds)?;
         let _ = std::fs::remove_dir_all(&dir);
-        let r = match &helper {
-            Ok(h) => {
-                let dir = a.dir.join(format!("w2-rocksdb-{bs}"));
-                let _ = std::fs::remove_dir_all(&dir);
-                let r = rocksdb_load(h, &dir, &input, bs, a.max_seconds)?;
-                let _ = std::fs::remove_dir_all(&dir);
-                Some(r)
-            }
-            Err(_) => None,
-        };
-        let srate = s.rows as f64 / s.secs;
-        let mark = |r: &Run| if r.capped { "*" } else { " " };
-        match r {
-            Some(r) => {
-                let rrate = r.rows as f64 / r.secs;
-                println!(
-                    "{bs:>10} {srate:>13.0}{} {rrate:>13.0}{} {:>7.2}x",
-                    mark(&s),
-                    mark(&r),
-                    srate / rrate
-                );
-            }
-            None => println!("{bs:>10} {srate:>13.0}{} {:>14} {:>8}", mark(&s), "-", "-"),
-        }
+        let mark = if s.capped { "*" } else { " " };
+        println!("{bs:>10} {:>13.0}{mark}", s.rows as f64 / s.secs);
     }
     println!(
         "(* = stopped after the first 1,000,000 rows: projected over {} s)",
@@ -167,44 +132,5 @@ fn strata_load(dir: &PathBuf, lines: &[Vec<u8>], batch: usize, max_secs: f64) ->
         rows: done,
         secs,
         capped,
-    })
-}
-
-fn rocksdb_load(
-    helper: &PathBuf,
-    dir: &PathBuf,
-    input: &PathBuf,
-    batch: usize,
-    max_secs: f64,
-) -> Result<Run> {
-    let o = Command::new(helper)
-        .arg("load-tsv")
-        .arg(dir)
-        .arg(input)
-        .args([
-            "--batch-rows",
-            &batch.to_string(),
-            "--max-seconds",
-            &max_secs.to_string(),
-        ])
-        .output()
-        .context("running the RocksDB helper")?;
-    if !o.status.success() {
-        anyhow::bail!(
-            "RocksDB load failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-    // Output: rows=N seconds=S capped=0|1
-    let text = String::from_utf8_lossy(&o.stdout);
-    let field = |name: &str| -> Result<String> {
-        text.split_whitespace()
-            .find_map(|w| w.strip_prefix(&format!("{name}=")).map(str::to_string))
-            .with_context(|| format!("RocksDB helper printed no {name}: {text}"))
-    };
-    Ok(Run {
-        rows: field("rows")?.parse()?,
-        secs: field("seconds")?.parse()?,
-        capped: field("capped")? == "1",
     })
 }

@@ -1,0 +1,506 @@
+//! `strata-bench`: Strata's driver for the comparison workloads of
+//! `shared/workloads/README.md` (W2, W3, W4), written only against the
+//! engine's public API. It shares its command line and its output with the
+//! RocksDB and Pebble drivers beside it under `bench/`:
+//!
+//! ```text
+//! strata-bench WORKLOAD INPUT DBDIR [--variant V] [--batch-rows N]
+//!     [--rounds N] [--seconds S] [--max-seconds S]
+//! ```
+//!
+//! WORKLOAD is `w1`, `w2`, `w3` or `w4`; INPUT is the datagen file (w1, w2) or `-`
+//! (w3 and w4 make their own keys); DBDIR must not exist, so every run
+//! starts from a fresh database. One JSON line per run goes to stdout:
+//! engine, version, workload, variant, figures, options and durability.
+//!
+//! Options are the workloads' common ones: 64 MiB memtable, 256 MiB block
+//! cache, Snappy, background compactions = cores, WAL on without per-write
+//! sync (Strata's default 1 ms WAL buffer, which the durability field
+//! states).
+
+use anyhow::{bail, Context, Result};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use serde_json::{json, Value};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata::{
+    CompressionType, Db, IngestOptions, Options, SstOptions, SstWriter, WriteBatch, WriteOptions,
+};
+
+/// The parsed command line.
+struct Args {
+    workload: String,
+    input: PathBuf,
+    dir: PathBuf,
+    variant: Option<String>,
+    batch_rows: usize,
+    rounds: usize,
+    seconds: f64,
+    max_seconds: f64,
+}
+
+const USAGE: &str = "usage: strata-bench w1|w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] \
+                     [--rounds N] [--seconds S] [--max-seconds S]";
+
+fn parse() -> Result<Args> {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.len() < 3 {
+        bail!("{USAGE}");
+    }
+    let mut a = Args {
+        workload: argv[0].clone(),
+        input: PathBuf::from(&argv[1]),
+        dir: PathBuf::from(&argv[2]),
+        variant: None,
+        batch_rows: 1000,
+        rounds: 50,
+        seconds: 30.0,
+        max_seconds: 120.0,
+    };
+    let mut rest = argv[3..].iter();
+    while let Some(opt) = rest.next() {
+        let v = rest
+            .next()
+            .with_context(|| format!("option {opt} needs a value"))?;
+        let num = |what: &str| format!("option {what}: {v:?} is not a number");
+        match opt.as_str() {
+            "--variant" => a.variant = Some(v.clone()),
+            "--batch-rows" => a.batch_rows = v.parse().with_context(|| num(opt))?,
+            "--rounds" => a.rounds = v.parse().with_context(|| num(opt))?,
+            "--seconds" => a.seconds = v.parse().with_context(|| num(opt))?,
+            "--max-seconds" => a.max_seconds = v.parse().with_context(|| num(opt))?,
+            _ => bail!("unknown option {opt}\n{USAGE}"),
+        }
+    }
+    Ok(a)
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+}
+
+/// Opens a fresh database with the workloads' common options.
+fn open(dir: &Path) -> Result<Db> {
+    if dir.exists() {
+        bail!(
+            "{} already exists (each run needs a fresh database)",
+            dir.display()
+        );
+    }
+    let mut opts = Options {
+        memtable_size: 64 << 20,
+        block_cache_bytes: 256 << 20,
+        max_background_compactions: cores(),
+        ..Options::default()
+    };
+    opts.sst.compression = CompressionType::Snappy;
+    Ok(Db::open(dir, opts)?)
+}
+
+/// `enc(int)` of kv-spec v1: order-preserving 8-byte big-endian.
+fn enc(v: i64) -> [u8; 8] {
+    ((v as u64) ^ 0x8000_0000_0000_0000).to_be_bytes()
+}
+
+/// `write_bytes` of /proc/self/io (`None` where the kernel has no such file).
+fn write_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/io").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("write_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn emit(a: &Args, variant: &str, figures: Value) {
+    let line = json!({
+        "engine": "strata",
+        "version": env!("CARGO_PKG_VERSION"),
+        "workload": a.workload,
+        "variant": variant,
+        "figures": figures,
+        "options": {"memtable_mib": 64, "cache_mib": 256, "compression": "snappy",
+                    "background_jobs": cores()},
+        "durability": {"wal": true, "sync_per_write": false,
+            "note": "WriteOptions::default (no sync); unsynced writes wait up to 1 ms \
+                     (wal_flush_interval) in Strata's WAL buffer before the write system call"},
+    });
+    println!("{line}");
+}
+
+/// W2: load the COPY TSV with write batches of `batch_rows` rows.
+fn w2(a: &Args) -> Result<()> {
+    let f =
+        std::fs::File::open(&a.input).with_context(|| format!("opening {}", a.input.display()))?;
+    let mut lines = Vec::new();
+    for l in std::io::BufReader::with_capacity(1 << 20, f).split(b'\n') {
+        lines.push(l.with_context(|| format!("reading {}", a.input.display()))?);
+    }
+    let db = open(&a.dir)?;
+    let wb0 = write_bytes();
+    let start = Instant::now();
+    let mut b = WriteBatch::new();
+    let (mut in_batch, mut done, mut capped) = (0, 0usize, false);
+    for (n, line) in lines.iter().enumerate() {
+        let end = line.iter().position(|&c| c == b'\t').unwrap_or(line.len());
+        let i: i64 = std::str::from_utf8(&line[..end])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .with_context(|| {
+                format!(
+                    "{} line {}: first column is not an integer",
+                    a.input.display(),
+                    n + 1
+                )
+            })?;
+        let mut key = vec![0x82, 0x01];
+        key.extend_from_slice(&enc(i));
+        b.put(key, line);
+        in_batch += 1;
+        if in_batch == a.batch_rows {
+            db.write(std::mem::take(&mut b), &WriteOptions::default())?;
+            in_batch = 0;
+        }
+        if (n + 1) % 10_000 == 0 {
+            db.put(b"\x00stats", (n + 1).to_string())?;
+        }
+        done = n + 1;
+        if done == 1_000_000
+            && lines.len() > done
+            && start.elapsed().as_secs_f64() * lines.len() as f64 / done as f64 > a.max_seconds
+        {
+            capped = true;
+            break;
+        }
+    }
+    if in_batch > 0 {
+        db.write(b, &WriteOptions::default())?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let wb = match (wb0, write_bytes()) {
+        (Some(a), Some(b)) => json!(b.saturating_sub(a)),
+        _ => Value::Null,
+    };
+    db.close()?;
+    emit(
+        a,
+        &format!("batch={}", a.batch_rows),
+        json!({"rows": done, "seconds": secs, "rows_per_s": done as f64 / secs,
+               "capped": capped, "write_bytes": wb}),
+    );
+    Ok(())
+}
+
+fn write_sst(path: &Path, keys: &[Vec<u8>]) -> Result<()> {
+    let mut w = SstWriter::create(path, SstOptions::for_ingestion())?;
+    for k in keys {
+        w.put(k, [b'i'; 100])?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+fn scratch_dir(a: &Args) -> Result<PathBuf> {
+    let mut s = a.dir.clone().into_os_string();
+    s.push(".ssts");
+    let s = PathBuf::from(s);
+    std::fs::create_dir_all(&s).with_context(|| format!("creating {}", s.display()))?;
+    Ok(s)
+}
+
+fn w3key(k: i64) -> Vec<u8> {
+    let mut v = vec![0x83];
+    v.extend_from_slice(&enc(k));
+    v
+}
+
+/// The primary and index KVs of one TPC-C stock CSV row (kv-spec v1).
+fn stock_kvs(line: &[u8], path: &Path, n: usize) -> Result<([u8; 18], [u8; 18])> {
+    let mut cols = line.split(|&c| c == b',');
+    let mut num = || -> Option<i64> { std::str::from_utf8(cols.next()?).ok()?.parse().ok() };
+    let (i, w) = match (num(), num()) {
+        (Some(i), Some(w)) => (i, w),
+        _ => bail!(
+            "{} line {n}: s_i_id and s_w_id must be integers",
+            path.display()
+        ),
+    };
+    let (mut p, mut x) = ([0u8; 18], [0u8; 18]);
+    p[..2].copy_from_slice(&[0x81, 0x01]);
+    p[2..10].copy_from_slice(&enc(w));
+    p[10..].copy_from_slice(&enc(i));
+    x[..2].copy_from_slice(&[0x81, 0x02]);
+    x[2..10].copy_from_slice(&enc(i));
+    x[10..].copy_from_slice(&enc(w));
+    Ok((p, x))
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// W1: the TPC-C stock import by write batches of 1,000 rows (`batch-*`)
+/// or by 64 MiB sorted SSTs (`ingest-*`), then flush and settle; checks a
+/// full scan's count and 1,000 primary rows read back.
+fn w1(a: &Args) -> Result<()> {
+    let variant = a.variant.as_deref().unwrap_or("batch");
+    let ingest = match variant.split('-').next() {
+        Some("batch") => false,
+        Some("ingest") => true,
+        _ => bail!("w1 variant must start with batch or ingest, not {variant:?}"),
+    };
+    let f =
+        std::fs::File::open(&a.input).with_context(|| format!("opening {}", a.input.display()))?;
+    let db = open(&a.dir)?;
+    let scratch = scratch_dir(a)?;
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut sample: Vec<([u8; 18], Vec<u8>)> = Vec::new();
+    let (mut rows, mut logical) = (0usize, 0u64);
+    let mut b = WriteBatch::new();
+    let mut buf: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let (mut buf_bytes, mut ssts) = (0usize, 0usize);
+    let flush_buf = |buf: &mut Vec<(Vec<u8>, Vec<u8>)>, ssts: &mut usize| -> Result<()> {
+        buf.sort_unstable_by(|x, y| x.0.cmp(&y.0));
+        let path = scratch.join(format!("{ssts}.sst"));
+        let mut w = SstWriter::create(&path, SstOptions::for_ingestion())?;
+        for (k, v) in buf.iter() {
+            w.put(k, v)?;
+        }
+        w.finish()?;
+        db.ingest(&[&path], &IngestOptions::default())?;
+        buf.clear();
+        *ssts += 1;
+        Ok(())
+    };
+    let wb0 = write_bytes();
+    let start = Instant::now();
+    for line in std::io::BufReader::with_capacity(1 << 20, f).split(b'\n') {
+        let line = line.with_context(|| format!("reading {}", a.input.display()))?;
+        rows += 1;
+        let (p, x) = stock_kvs(&line, &a.input, rows)?;
+        logical += (p.len() + line.len() + x.len()) as u64;
+        // Reservoir sample of 1,000 rows to read back.
+        if sample.len() < 1000 {
+            sample.push((p, line.clone()));
+        } else {
+            let j = rng.gen_range(0..rows);
+            if j < 1000 {
+                sample[j] = (p, line.clone());
+            }
+        }
+        if ingest {
+            buf_bytes += p.len() + line.len() + x.len();
+            buf.push((p.to_vec(), line));
+            buf.push((x.to_vec(), Vec::new()));
+            if buf_bytes >= 64 << 20 {
+                flush_buf(&mut buf, &mut ssts)?;
+                buf_bytes = 0;
+            }
+        } else {
+            b.put(p, &line);
+            b.put(x, b"");
+            if rows % 1000 == 0 {
+                db.write(std::mem::take(&mut b), &WriteOptions::default())?;
+            }
+        }
+        if rows % 10_000 == 0 {
+            db.put(b"\x00stats", rows.to_string())?;
+        }
+    }
+    if ingest && !buf.is_empty() {
+        flush_buf(&mut buf, &mut ssts)?;
+    } else if !b.is_empty() {
+        db.write(b, &WriteOptions::default())?;
+    }
+    let load_s = start.elapsed().as_secs_f64();
+    db.flush()?;
+    db.wait_for_compactions()?;
+    let settle_s = start.elapsed().as_secs_f64() - load_s;
+    let wb = match (wb0, write_bytes()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+    let m = db.metrics();
+    let mut keys = 0u64;
+    for kv in db.iter() {
+        kv?;
+        keys += 1;
+    }
+    if keys != 2 * rows as u64 + 1 {
+        bail!(
+            "check: a full scan found {keys} keys, expected {}",
+            2 * rows + 1
+        );
+    }
+    for (k, line) in &sample {
+        if db.get(k)?.as_deref() != Some(line.as_slice()) {
+            bail!("check: a primary row read back wrong");
+        }
+    }
+    db.close()?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    emit(
+        a,
+        variant,
+        json!({"rows": rows, "load_s": load_s, "settle_s": settle_s,
+               "load_settle_s": load_s + settle_s, "write_bytes": wb,
+               "logical_bytes": logical, "write_amp": wb as f64 / logical as f64,
+               "peak_l0_files": m.peak_l0_files, "peak_l0_sublevels": m.peak_l0_sublevels,
+               "stall_s": m.stalls.iter().map(|s| s.micros).sum::<u64>() as f64 / 1e6,
+               "size_bytes": dir_bytes(&a.dir), "keys": keys, "ssts": ssts}),
+    );
+    Ok(())
+}
+
+/// W3: ingest latency over an overlapping memtable (or the control).
+fn w3(a: &Args) -> Result<()> {
+    let variant = a.variant.as_deref().unwrap_or("overlap");
+    let base = match variant {
+        "overlap" => 1_000,
+        "control" => 20_000,
+        v => bail!("w3 variant must be overlap or control, not {v:?}"),
+    };
+    let db = open(&a.dir)?;
+    let scratch = scratch_dir(a)?;
+    let mut lat = Vec::new();
+    for r in 0..a.rounds {
+        for k in 0..10_000 {
+            db.put(w3key(k), [b'v'; 100])?;
+        }
+        // 1,000 keys spread evenly over [base, base + 6,500).
+        let keys: Vec<Vec<u8>> = (0..1000).map(|i| w3key(base + i * 13 / 2)).collect();
+        let path = scratch.join(format!("{r}.sst"));
+        write_sst(&path, &keys)?;
+        let t = Instant::now();
+        db.ingest(&[&path], &IngestOptions::default())?;
+        lat.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    db.close()?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    lat.sort_by(f64::total_cmp);
+    emit(
+        a,
+        variant,
+        json!({"rounds": a.rounds, "ingest_ms_p50": pct(&lat, 0.5),
+               "ingest_ms_p99": pct(&lat, 0.99), "ingest_ms_max": lat.last().copied().unwrap_or(0.0)}),
+    );
+    Ok(())
+}
+
+/// W4: foreground Put latency while another thread ingests every 200 ms.
+fn w4(a: &Args) -> Result<()> {
+    let variant = a.variant.as_deref().unwrap_or("overlap").to_string();
+    let prefix = match variant.as_str() {
+        "overlap" => 0x84u8,
+        "disjoint" => 0x85u8,
+        v => bail!("w4 variant must be disjoint or overlap, not {v:?}"),
+    };
+    let db = Arc::new(open(&a.dir)?);
+    let scratch = scratch_dir(a)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let ingester = {
+        let (db, stop, scratch) = (Arc::clone(&db), Arc::clone(&stop), scratch.clone());
+        std::thread::spawn(move || -> Result<Vec<f64>> {
+            let mut rng = StdRng::seed_from_u64(9);
+            let mut lat = Vec::new();
+            let mut round = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let t0 = Instant::now();
+                let mut keys: Vec<Vec<u8>> = (0..5000)
+                    .map(|_| {
+                        let mut k = vec![0u8; 17];
+                        k[0] = prefix;
+                        rng.fill(&mut k[1..]);
+                        k
+                    })
+                    .collect();
+                keys.sort();
+                keys.dedup();
+                let path = scratch.join(format!("ingest-{round}.sst"));
+                write_sst(&path, &keys)?;
+                let t = Instant::now();
+                db.ingest(&[&path], &IngestOptions::default())?;
+                lat.push(t.elapsed().as_nanos() as f64 / 1e3);
+                round += 1;
+                std::thread::sleep(Duration::from_millis(200).saturating_sub(t0.elapsed()));
+            }
+            Ok(lat)
+        })
+    };
+    let mut rng = StdRng::seed_from_u64(4);
+    let mut lat = Vec::new();
+    let start = Instant::now();
+    let total = Duration::from_secs_f64(a.seconds);
+    let interval = Duration::from_secs_f64(1.0 / 20_000.0);
+    let mut n = 0u32;
+    let result = (|| -> Result<()> {
+        while start.elapsed() < total {
+            let mut k = [0u8; 17];
+            k[0] = 0x84;
+            rng.fill(&mut k[1..]);
+            let t = Instant::now();
+            db.put(k, [b'v'; 100])?;
+            lat.push(t.elapsed().as_nanos() as f64 / 1e3);
+            n += 1;
+            // Pace to 20,000 Puts/s against the schedule, not the last call.
+            if let Some(wait) = (interval * n).checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+        Ok(())
+    })();
+    stop.store(true, Ordering::Relaxed);
+    let ing = ingester
+        .join()
+        .map_err(|_| anyhow::anyhow!("ingester thread panicked"))?;
+    result?;
+    let mut ing = ing?;
+    let db = Arc::try_unwrap(db).map_err(|_| anyhow::anyhow!("database still shared"))?;
+    db.close()?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    lat.sort_by(f64::total_cmp);
+    ing.sort_by(f64::total_cmp);
+    emit(
+        a,
+        &variant,
+        json!({"seconds": a.seconds, "puts": lat.len(),
+               "put_us_p50": pct(&lat, 0.5), "put_us_p99": pct(&lat, 0.99),
+               "put_us_p999": pct(&lat, 0.999), "put_us_p9999": pct(&lat, 0.9999),
+               "put_us_max": lat.last().copied().unwrap_or(0.0),
+               "ingests": ing.len(), "ingest_us_p50": pct(&ing, 0.5),
+               "ingest_us_p99": pct(&ing, 0.99)}),
+    );
+    Ok(())
+}
+
+fn main() {
+    let r = parse().and_then(|a| match a.workload.as_str() {
+        "w1" => w1(&a),
+        "w2" => w2(&a),
+        "w3" => w3(&a),
+        "w4" => w4(&a),
+        w => bail!("unknown workload {w:?} (w1, w2, w3, w4)"),
+    });
+    if let Err(e) = r {
+        eprintln!("strata-bench: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Tests of bench/run's pure parts: the driver-line contract check, medians
+and the Strata/peer ratios (which direction is "better"), the Markdown
+splice (only the text between the markers changes) and the SVG plots.
+Run: python3 bench/test_run.py (test.sh does)."""
+import importlib.machinery
+import importlib.util
+import os
+import tempfile
+import unittest
+from pathlib import Path
+
+_path = str(Path(__file__).resolve().parent / "run")
+_spec = importlib.util.spec_from_loader("bench_run", importlib.machinery.SourceFileLoader("bench_run", _path))
+run = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(run)
+
+
+def line(engine, workload, variant, **figures):
+    return {"engine": engine, "version": "1", "workload": workload, "variant": variant,
+            "figures": figures, "options": {}, "durability": {"wal": True, "sync_per_write": False},
+            "round": 0}
+
+
+W3 = {"ingest_ms_p50": 1.0, "ingest_ms_p99": 2.0, "ingest_ms_max": 3.0}
+
+
+class CheckLine(unittest.TestCase):
+    def test_good_line_passes(self):
+        self.assertIsNone(run.check_line(line("strata", "w3", "overlap", **W3), "strata", "w3", "overlap"))
+
+    def test_missing_figure_is_caught(self):
+        figs = dict(W3)
+        del figs["ingest_ms_p99"]
+        self.assertIn("ingest_ms_p99", run.check_line(line("pebble", "w3", "overlap", **figs),
+                                                      "pebble", "w3", "overlap"))
+
+    def test_wrong_run_is_caught(self):
+        self.assertIn("reported", run.check_line(line("pebble", "w3", "control", **W3),
+                                                 "pebble", "w3", "overlap"))
+
+    def test_unstated_or_synced_durability_is_caught(self):
+        rec = line("rocksdb", "w3", "overlap", **W3)
+        rec["durability"] = {"wal": True, "sync_per_write": True}
+        self.assertIn("durability", run.check_line(rec, "rocksdb", "w3", "overlap"))
+        del rec["durability"]
+        self.assertIn("durability", run.check_line(rec, "rocksdb", "w3", "overlap"))
+
+
+class Tables(unittest.TestCase):
+    runs = [line("strata", "w2", "batch=1", rows_per_s=v) for v in (10, 30, 20)] + \
+        [line("rocksdb", "w2", "batch=1", rows_per_s=5), line("pebble", "w2", "batch=1", rows_per_s=40),
+         line("strata", "w3", "overlap", **W3),
+         line("rocksdb", "w3", "overlap", **{k: v * 4 for k, v in W3.items()}),
+         line("pebble", "w3", "overlap", **{k: v * 2 for k, v in W3.items()})]
+    meta = {"date": "d", "cpu": "c", "cores": 2, "memory_gib": 1, "kernel": "k", "loadavg_start": 1.0,
+            "loadavg_end": 1.0, "commit": "x", "results": "r.jsonl"}
+
+    def test_median_per_engine_and_case(self):
+        med = run.medians(self.runs)
+        self.assertEqual(med[("w2", "batch=1")]["strata"]["rows_per_s"], 20)
+
+    def test_best_peer_is_the_highest_rate_and_the_lowest_latency(self):
+        md = run.render_markdown(self.meta, self.runs, run.medians(self.runs), {})
+        # rows/s: best peer is Pebble's 40 -> 20/40; RocksDB 20/5.
+        self.assertIn("| batch=1 | rows/s | 20.0 | 5.00 | 40.0 | 4.00x | 0.50x | 0.50x |", md)
+        # latency: best peer is Pebble's 2.0 ms (lower) -> 1/2.
+        self.assertIn("| overlap | ingest median ms | 1.00 | 4.00 | 2.00 | 0.25x | 0.50x | 0.50x |", md)
+
+    def test_splice_changes_only_the_marked_part(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = Path(d) / "b.md"
+            doc.write_text(f"intro\n{run.BEGIN}\nold\n{run.END}\noutro\n")
+            run.splice(doc, "new table")
+            self.assertEqual(doc.read_text(), f"intro\n{run.BEGIN}\nnew table\n{run.END}\noutro\n")
+            run.splice(doc, "again")
+            self.assertEqual(doc.read_text(), f"intro\n{run.BEGIN}\nagain\n{run.END}\noutro\n")
+
+    def test_smoke_and_real_blocks_are_separate(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = Path(d) / "b.md"
+            doc.write_text(f"{run.BEGIN}\nreal\n{run.END}\n{run.SMOKE_BEGIN}\nold\n{run.SMOKE_END}\n")
+            run.splice(doc, "smoke", run.SMOKE_BEGIN, run.SMOKE_END)
+            self.assertEqual(doc.read_text(),
+                             f"{run.BEGIN}\nreal\n{run.END}\n{run.SMOKE_BEGIN}\nsmoke\n{run.SMOKE_END}\n")
+
+    def test_splice_refuses_a_file_without_markers(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = Path(d) / "b.md"
+            doc.write_text("no markers\n")
+            with self.assertRaises(SystemExit):
+                run.splice(doc, "x")
+            self.assertEqual(doc.read_text(), "no markers\n")
+
+    def test_plots_have_one_line_per_engine(self):
+        with tempfile.TemporaryDirectory() as d:
+            runs = self.runs + [line(e, "w2", "batch=64", rows_per_s=7) for e in run.ENGINES]
+            out = run.render_svgs(run.medians(runs), Path(d), "", False)
+            svg = (Path(d) / "bench-w2.svg").read_text()
+            run.render_svgs(run.medians(runs), Path(d), "", True)
+            self.assertTrue((Path(d) / "smoke-bench-w2.svg").exists())
+            self.assertEqual(svg.count("<polyline"), 3)
+            self.assertEqual(out["w2"][0][0], "bench-w2.svg")
+
+
+class Toolchains(unittest.TestCase):
+    def setUp(self):
+        self.env = os.environ.get("CI")
+
+    def tearDown(self):
+        if self.env is None:
+            os.environ.pop("CI", None)
+        else:
+            os.environ["CI"] = self.env
+
+    def test_missing_toolchain_skips_outside_ci(self):
+        os.environ["CI"] = "false"
+        run.skip_or_fail([("pebble", "no go")])  # logs, does not exit
+
+    def test_missing_toolchain_fails_under_ci(self):
+        os.environ["CI"] = "true"
+        with self.assertRaises(SystemExit):
+            run.skip_or_fail([("pebble", "no go")])
+
+    def test_missing_go_and_rocksdb_are_detected(self):
+        which = run.shutil.which
+        exists = run.Path.exists
+        try:
+            run.shutil.which = lambda name: None
+            run.Path.exists = lambda self: False
+            self.assertEqual([e for e, _ in run.missing_toolchains()], ["rocksdb", "pebble"])
+        finally:
+            run.shutil.which = which
+            run.Path.exists = exists
+
+
+if __name__ == "__main__":
+    unittest.main()
