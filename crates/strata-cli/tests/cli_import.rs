@@ -4,19 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::process::Command;
-
-fn strata(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+mod common;
+use common::strata;
 
 #[test]
 fn import_then_read_back() {

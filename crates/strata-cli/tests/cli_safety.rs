@@ -10,20 +10,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use strata::{Db, Options};
 
-fn strata(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+mod common;
+use common::strata;
 
 /// Every path under `root` with its size (files) or `None` (directories).
 fn tree(root: &Path) -> BTreeMap<String, Option<u64>> {
