@@ -81,17 +81,6 @@ fn run_until_failure(db: &Db, vfs: &FaultVfs, ops: &[WOp]) -> Vec<(WOp, Status)>
     executed
 }
 
-const SITE_OPS: [Op; 8] = [
-    Op::Create,
-    Op::Write,
-    Op::Sync,
-    Op::SyncDir,
-    Op::Rename,
-    Op::Remove,
-    Op::Link,
-    Op::Read,
-];
-
 #[test]
 fn fault_at_every_site() {
     let files = tempfile::tempdir().unwrap();
@@ -110,7 +99,7 @@ fn fault_at_every_site() {
             }
             db.close().unwrap();
         }
-        let counts: Vec<(Op, u64)> = SITE_OPS.iter().map(|&o| (o, base.count(o))).collect();
+        let counts: Vec<(Op, u64)> = Op::ALL.iter().map(|&o| (o, base.count(o))).collect();
         eprintln!("seed {seed}: calls reached {counts:?}");
         // Reads are many (every block); without STRATA_LONG every tenth.
         for (op, n) in counts {
