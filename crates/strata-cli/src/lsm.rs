@@ -9,7 +9,7 @@
 
 use anyhow::Result;
 use std::path::Path;
-use strata::events::{self, Event};
+use strata::events::Event;
 use strata::Db;
 
 pub fn lsm(db_path: &Path) -> Result<()> {
@@ -18,7 +18,7 @@ pub fn lsm(db_path: &Path) -> Result<()> {
     let db = crate::open::read_only(db_path)?;
     print!("{}", crate::viz_cmd::text_chart(db_path)?);
     print_tree(&db);
-    let totals = EventTotals::read(&db_path.join("EVENTS"))?;
+    let totals = EventTotals::read(db_path)?;
     totals.print();
     Ok(())
 }
@@ -69,18 +69,14 @@ pub struct EventTotals {
 }
 
 impl EventTotals {
-    /// Sums the log at `path` (read through `strata::events`, the one
-    /// event type the engine writes); a missing log (a database from before
-    /// the log existed) gives zeros. A torn last line is skipped.
-    pub fn read(path: &Path) -> Result<EventTotals> {
+    /// Sums the log of the database at `db` (every segment, read through
+    /// `strata::inspect`, the one event type the engine writes); a missing
+    /// log (a database from before the log existed) gives zeros. A torn
+    /// last line of a segment is skipped.
+    pub fn read(db: &Path) -> Result<EventTotals> {
         let mut t = EventTotals::default();
-        let text = match std::fs::read(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(t),
-            Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", path.display())),
-        };
-        let parsed = events::parse_events(&text, &path.display().to_string())?;
-        t.unreadable = parsed.unknown.len() as u64 + u64::from(parsed.torn_tail);
+        let parsed = strata::inspect::read_events(db)?;
+        t.unreadable = (parsed.unknown.len() + parsed.torn.len()) as u64;
         for r in &parsed.records {
             t.add(&r.event);
         }

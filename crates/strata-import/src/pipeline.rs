@@ -367,6 +367,16 @@ pub fn import(
     });
     result?;
     summary.read_parse = started.elapsed();
+    // The import's phases go to the database's EVENTS log (the visualiser
+    // shows them beside the ingestion).
+    let name = codec.table.name.as_str();
+    db.log_import_phase(
+        name,
+        "read",
+        summary.rows,
+        summary.input_bytes,
+        summary.read_parse,
+    );
     rejects.finish()?;
 
     // Merge every index into SSTs.
@@ -434,6 +444,14 @@ pub fn import(
         all_files.extend(files);
     }
     summary.merge_write = merge_start.elapsed();
+    let sst_bytes: u64 = all_files.iter().map(|f| f.size).sum();
+    db.log_import_phase(
+        name,
+        "sort and write",
+        summary.rows,
+        sst_bytes,
+        summary.merge_write,
+    );
     summary.duplicates_ignored = dropped.len() as u64;
     summary.rows -= summary.duplicates_ignored;
 
@@ -452,6 +470,7 @@ pub fn import(
         summary.levels = r.levels;
     }
     summary.ingest = ingest_start.elapsed();
+    db.log_import_phase(name, "ingest", summary.rows, sst_bytes, summary.ingest);
     set_phase(opts, Phase::Done);
     drop(tmp);
     Ok(summary)

@@ -1,33 +1,63 @@
-//! The history of a tree: every MANIFEST edit that changed it (a *step*),
-//! each matched to the engine event that made it, with the figures the page
-//! charts per step. Built only from `strata::inspect` (read-only).
+//! The history of a tree across every open the logs remember: each change
+//! to the tree (a *step*) with the engine event that made it and the
+//! figures the page charts per step. Built only from `strata::inspect`
+//! (read-only).
+//!
+//! Two sources, joined at the current MANIFEST's first record:
+//! - **earlier sessions** come from the `EVENTS` log alone (each open
+//!   rewrites the MANIFEST, so their edits are gone): every tree-changing
+//!   event is a step, and an `open` or `log_rolled` event, which carries
+//!   the whole tree, is a step that sets the tree to its files (the
+//!   difference from the replayed tree, normally none, is what recovery
+//!   flushed at open or what a crash kept out of the log);
+//! - **the current MANIFEST** is authoritative from its first record (a
+//!   snapshot of the tree) on: every edit that changes the tree is a step,
+//!   matched to the event with exactly the same added and removed (level,
+//!   file number) pairs, so a match is never a guess; an edit without one
+//!   is shown as a plain "version edit".
+//!
+//! The join: the MANIFEST's snapshot is the `open` event of the current
+//! session when that open's tree is the MANIFEST's tree at its snapshot or
+//! after the recovery edits right behind it; otherwise (the MANIFEST was
+//! rewritten mid-session on outgrowing its size) the last point in the log
+//! where the replayed tree equals the snapshot; events from there on belong
+//! to the MANIFEST's part.
 //!
 //! Invariants:
-//! - step 0 is the MANIFEST's first record (the tree when the database was
-//!   opened); step `i` is the tree after applying steps `0..=i`;
+//! - step 0 is the oldest tree the logs hold; step `i` is the tree after
+//!   applying steps `0..=i`;
+//! - the MANIFEST's first record is always a step, and every later
+//!   MANIFEST edit that changes the tree or queues an ingestion is one, in
+//!   order, so the steps from there on equal the MANIFEST's edits;
 //! - a file *placement* is one file at one level from the step that added
 //!   it until the step that removed it (a move to the next level is a new
 //!   placement of the same file number);
-//! - an edit is matched to the event with exactly the same added and
-//!   removed (level, file number) pairs, so a match is never a guess; an
-//!   edit without one (e.g. an EVENTS log that failed to write) is shown as
-//!   a plain "version edit";
+//! - replaying the log is lenient (a removal of a file the replay does not
+//!   hold is skipped and counted in a note, never a failure): the log is
+//!   not synced, so a crash may lose its last events, and the next open's
+//!   whole tree repairs the replay;
 //! - the sublevels of each step's L0 come from `strata::inspect::l0_sublevels`,
 //!   the engine's own code.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::Path;
 use strata::events::{Event, EventRecord};
-use strata::inspect::{self, ManifestHistory, TableInfo, Tree, LEVELS};
+use strata::inspect::{self, ManifestEdit, ManifestHistory, TableInfo, LEVELS};
 
 /// What made a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepKind {
-    /// The MANIFEST's opening snapshot.
+    /// An open: the whole tree the database recovered (`job` is the
+    /// session's number in the history, 0 when the history starts in the
+    /// middle of a session because older log segments were deleted).
     Open = 0,
+    /// A flush of a memtable into L0.
     Flush = 1,
+    /// A compaction that rewrote its inputs.
     Compaction = 2,
+    /// A compaction that moved one file down a level.
     Move = 3,
+    /// An ingestion placed directly.
     Ingest = 4,
     /// An ingestion that waited behind a memtable and is now placed.
     IngestFlushable = 5,
@@ -41,63 +71,118 @@ pub enum StepKind {
 /// One step of the timeline.
 #[derive(Clone, Debug)]
 pub struct Step {
+    /// What made it.
     pub kind: StepKind,
-    /// Placements added and removed (indices into `History::placements`).
+    /// Placements added (indices into [`History::placements`]).
     pub added: Vec<usize>,
+    /// Placements removed (indices into [`History::placements`]).
     pub removed: Vec<usize>,
     /// The event's time (seconds since the epoch), 0 if unmatched.
     pub time: f64,
+    /// The flush or compaction job, the ingestion's sequence number, or
+    /// the session number of an open.
     pub job: u64,
+    /// The compaction's reason (`recovery` for an edit an open made).
     pub reason: String,
+    /// The compaction's start level.
     pub start_level: usize,
+    /// The compaction's output level.
     pub output_level: usize,
+    /// Bytes read (compactions).
     pub bytes_read: u64,
+    /// Bytes written (flushes, compactions, ingestions).
     pub bytes_written: u64,
+    /// How long the work took.
     pub micros: u64,
     /// Write stops that ended since the previous step: count, microseconds.
     pub stalls: (u64, u64),
-    /// Figures of the tree after this step.
+    /// Import phases, as text (`stock: read 12000 rows, 1.2 MiB in 0.35
+    /// s`): those that ended since the previous step, or whose time span
+    /// holds this step (an import's ingestion in its `ingest` phase).
+    pub imports: Vec<String>,
+    /// Files in L0 after this step.
     pub l0_files: usize,
+    /// Sublevels of L0 after this step.
     pub l0_sublevels: usize,
+    /// Read amplification after this step (L0 depth + non-empty levels).
     pub read_amp: usize,
+    /// Bytes per level after this step.
     pub level_bytes: [u64; LEVELS],
-    /// Bytes written by flushes, ingestions (incoming) and compactions so
-    /// far: write amplification is `(incoming + compacted) / incoming`.
+    /// Bytes written by flushes and ingestions so far (incoming).
     pub incoming: u64,
+    /// Bytes written by compactions so far: write amplification is
+    /// `(incoming + compacted) / incoming`.
     pub compacted: u64,
     /// Placements whose sublevel changed (or was first set) at this step.
     pub sublevel_changes: Vec<(usize, usize)>,
 }
 
+impl Step {
+    fn new(kind: StepKind) -> Step {
+        Step {
+            kind,
+            added: Vec::new(),
+            removed: Vec::new(),
+            time: 0.0,
+            job: 0,
+            reason: String::new(),
+            start_level: 0,
+            output_level: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            micros: 0,
+            stalls: (0, 0),
+            imports: Vec::new(),
+            l0_files: 0,
+            l0_sublevels: 0,
+            read_amp: 0,
+            level_bytes: [0; LEVELS],
+            incoming: 0,
+            compacted: 0,
+            sublevel_changes: Vec::new(),
+        }
+    }
+}
+
 /// One file at one level for a span of steps.
 #[derive(Clone, Debug)]
 pub struct Placement {
+    /// The file (its level is the placement's).
     pub file: TableInfo,
+    /// The step that added it.
     pub born: usize,
+    /// The step that removed it, if one did.
     pub died: Option<usize>,
 }
 
 /// The whole history.
 #[derive(Clone, Debug)]
 pub struct History {
+    /// The MANIFEST read.
     pub manifest: String,
+    /// Every placement, in the order the steps add them.
     pub placements: Vec<Placement>,
+    /// Every step, oldest first.
     pub steps: Vec<Step>,
+    /// The first step that comes from the current MANIFEST (the steps
+    /// before it come from the `EVENTS` log of earlier sessions).
+    pub manifest_start: usize,
     /// Every distinct file bound, sorted: a key's position on the x axis is
     /// its index here.
     pub keys: Vec<Vec<u8>>,
-    /// Edits that changed nothing the picture shows (WAL bookkeeping).
+    /// MANIFEST edits that changed nothing the picture shows (WAL
+    /// bookkeeping).
     pub bookkeeping_edits: usize,
-    /// Notes for the reader (unknown event kinds, torn tail, ...).
+    /// Notes for the reader (unknown event kinds, torn lines, ...).
     pub notes: Vec<String>,
 }
 
 /// The (level, number) pairs an edit or event adds and removes, sorted.
 type Signature = (Vec<(usize, u64)>, Vec<(usize, u64)>);
 
-fn signature<'a>(
+fn signature(
     added: impl Iterator<Item = (usize, u64)>,
-    removed: impl Iterator<Item = (usize, u64)> + 'a,
+    removed: impl Iterator<Item = (usize, u64)>,
 ) -> Signature {
     let mut a: Vec<_> = added.collect();
     let mut r: Vec<_> = removed.collect();
@@ -111,26 +196,99 @@ pub fn load(dir: &Path) -> strata::Result<History> {
     let manifest = inspect::read_manifest(dir)?;
     let events = inspect::read_events(dir)?;
     let mut notes = Vec::new();
-    if events.torn_tail {
-        notes.push("the last EVENTS line was cut short (a write in progress or a crash)".into());
-    }
-    for (line, kind) in events.unknown.iter().take(3) {
+    for file in &events.torn {
         notes.push(format!(
-            "EVENTS line {line}: unknown event kind {kind:?} skipped"
+            "the last line of {file} was cut short (a crash, or a write in progress) and is skipped"
+        ));
+    }
+    for (file, line, kind) in events.unknown.iter().take(3) {
+        notes.push(format!(
+            "{file} line {line}: unknown event kind {kind:?} skipped"
+        ));
+    }
+    if events.unknown.len() > 3 {
+        notes.push(format!(
+            "{} more lines of unknown kinds skipped",
+            events.unknown.len() - 3
         ));
     }
     build(&manifest, &events.records, notes)
 }
 
-/// Builds the history from a MANIFEST's edits and the event log.
-pub fn build(
-    manifest: &ManifestHistory,
-    events: &[EventRecord],
-    mut notes: Vec<String>,
-) -> strata::Result<History> {
-    // Tree-changing events by signature, in log order.
+/// A set of (level, number) pairs as a count and an order-free hash, so
+/// two trees compare in O(1) while one of them is replayed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SetHash(usize, u64);
+
+fn mix(level: usize, number: u64) -> u64 {
+    let mut z = number
+        .wrapping_mul(8)
+        .wrapping_add(level as u64)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl SetHash {
+    fn of(files: &[TableInfo]) -> SetHash {
+        let mut h = SetHash::default();
+        for f in files {
+            h.toggle(f.level, f.number);
+        }
+        h
+    }
+    fn toggle(&mut self, level: usize, number: u64) {
+        self.1 ^= mix(level, number);
+    }
+}
+
+/// The set replay used to find where the MANIFEST joins the log.
+#[derive(Default)]
+struct SetReplay {
+    live: HashSet<(usize, u64)>,
+    hash: SetHash,
+}
+
+impl SetReplay {
+    fn apply(&mut self, e: &Event) {
+        if let Some(files) = e.whole_tree() {
+            self.live = files.iter().map(|f| (f.level, f.number)).collect();
+            self.hash = SetHash::of(files);
+            self.hash.0 = self.live.len();
+        } else if let Some((added, removed)) = e.tree_change() {
+            for f in removed {
+                if self.live.remove(&(f.level, f.number)) {
+                    self.hash.toggle(f.level, f.number);
+                }
+            }
+            for f in added {
+                if self.live.insert((f.level, f.number)) {
+                    self.hash.toggle(f.level, f.number);
+                }
+            }
+            self.hash.0 = self.live.len();
+        }
+    }
+}
+
+/// Where the MANIFEST joins the log.
+struct Join {
+    /// Events before this index are earlier history.
+    boundary: usize,
+    /// The `open` event the MANIFEST's snapshot stands for, if any.
+    open: Option<usize>,
+    /// MANIFEST edits after the snapshot an open made (recovery).
+    recovery_edits: usize,
+}
+
+fn find_join(manifest: &ManifestHistory, events: &[EventRecord]) -> Join {
+    // The first event a later MANIFEST edit matches bounds the join.
     let mut by_sig: HashMap<Signature, VecDeque<usize>> = HashMap::new();
     for (i, r) in events.iter().enumerate() {
+        if r.event.whole_tree().is_some() {
+            continue;
+        }
         if let Some((added, removed)) = r.event.tree_change() {
             let sig = signature(
                 added.iter().map(|f| (f.level, f.number)),
@@ -139,161 +297,410 @@ pub fn build(
             by_sig.entry(sig).or_default().push_back(i);
         }
     }
-    let mut tree = Tree::new();
-    let mut live: HashMap<(usize, u64), usize> = HashMap::new();
-    let mut placements: Vec<Placement> = Vec::new();
-    let mut steps: Vec<Step> = Vec::new();
-    let mut step_of_event: HashMap<usize, usize> = HashMap::new();
-    let mut bookkeeping = 0;
-    let mut key_set: BTreeSet<Vec<u8>> = BTreeSet::new();
-    let mut sublevel_of: HashMap<usize, usize> = HashMap::new();
-    let (mut incoming, mut compacted) = (0u64, 0u64);
-    let mut level_bytes = [0u64; LEVELS];
-    for (ei, e) in manifest.edits.iter().enumerate() {
-        if !e.changes_tree() && e.queued.is_empty() {
-            bookkeeping += 1;
+    let mut first_matched_edit = manifest.edits.len();
+    let mut bound = events.len();
+    for (ei, e) in manifest.edits.iter().enumerate().skip(1) {
+        if !e.changes_tree() {
             continue;
         }
-        tree.apply(e).map_err(|m| {
-            strata::Error::corruption(manifest.path.display().to_string(), e.offset, m)
-        })?;
-        let sig = signature(
-            e.added.iter().map(|f| (f.level, f.number)),
-            e.removed.iter().copied(),
-        );
-        // The opening snapshot is the latest `open` with these files; every
-        // later edit, the earliest unmatched event with its signature.
-        let matched = by_sig.get_mut(&sig).and_then(|q| {
-            if ei == 0 {
-                let last = q.pop_back();
-                q.clear();
-                last
-            } else {
-                q.pop_front()
+        if let Some(&i) = by_sig.get(&edit_signature(e)).and_then(|q| q.front()) {
+            first_matched_edit = ei;
+            bound = i;
+            break;
+        }
+    }
+    let open = events[..bound]
+        .iter()
+        .rposition(|r| matches!(r.event, Event::Open { .. }));
+    // The MANIFEST's tree at its snapshot and after each unmatched edit
+    // right behind it (what recovery wrote at open).
+    if let Some(o) = open {
+        if let Some(files) = events[o].event.whole_tree() {
+            let mut want = SetHash::of(files);
+            want.0 = files.len();
+            let mut tree: HashSet<(usize, u64)> = HashSet::new();
+            let mut h = SetHash::default();
+            for (ei, e) in manifest
+                .edits
+                .iter()
+                .enumerate()
+                .take(first_matched_edit.min(64))
+            {
+                for &(l, n) in &e.removed {
+                    if tree.remove(&(l, n)) {
+                        h.toggle(l, n);
+                    }
+                }
+                for f in &e.added {
+                    if tree.insert((f.level, f.number)) {
+                        h.toggle(f.level, f.number);
+                    }
+                }
+                h.0 = tree.len();
+                if h == want {
+                    return Join {
+                        boundary: o,
+                        open: Some(o),
+                        recovery_edits: ei,
+                    };
+                }
             }
-        });
-        let mut step = Step {
-            kind: if ei == 0 {
-                StepKind::Open
-            } else if !e.changes_tree() {
-                StepKind::IngestQueued
-            } else {
-                StepKind::Edit
-            },
-            added: Vec::new(),
-            removed: Vec::new(),
-            time: 0.0,
-            job: 0,
-            reason: String::new(),
-            start_level: 0,
-            output_level: 0,
-            bytes_read: 0,
-            bytes_written: 0,
-            micros: 0,
-            stalls: (0, 0),
-            l0_files: 0,
-            l0_sublevels: 0,
-            read_amp: 0,
+        }
+    }
+    // Otherwise the last point before the bound where the log's tree is
+    // the snapshot.
+    let mut want = SetHash::of(&manifest.edits[0].added);
+    want.0 = manifest.edits[0].added.len();
+    let mut replay = SetReplay::default();
+    let mut last_equal = (want == replay.hash).then_some(0);
+    for (i, r) in events[..bound].iter().enumerate() {
+        replay.apply(&r.event);
+        if replay.hash == want {
+            last_equal = Some(i + 1);
+        }
+    }
+    match (last_equal, open) {
+        (Some(b), _) => Join {
+            boundary: b,
+            open: None,
+            recovery_edits: 0,
+        },
+        (None, Some(o)) => Join {
+            boundary: o,
+            open: Some(o),
+            recovery_edits: 0,
+        },
+        (None, None) => Join {
+            boundary: bound,
+            open: None,
+            recovery_edits: 0,
+        },
+    }
+}
+
+fn edit_signature(e: &ManifestEdit) -> Signature {
+    signature(
+        e.added.iter().map(|f| (f.level, f.number)),
+        e.removed.iter().copied(),
+    )
+}
+
+/// Applies changes to the tree and records them as steps.
+struct Builder {
+    live: HashMap<(usize, u64), usize>,
+    /// L0's placements by file number (sublevels are computed from them).
+    l0: BTreeMap<u64, usize>,
+    files_per_level: [usize; LEVELS],
+    placements: Vec<Placement>,
+    steps: Vec<Step>,
+    key_set: BTreeSet<Vec<u8>>,
+    sublevel_of: HashMap<usize, usize>,
+    level_bytes: [u64; LEVELS],
+    incoming: u64,
+    compacted: u64,
+    /// Removals of files the replay did not hold (the log missed events).
+    missing: usize,
+    /// L0's read amplification after the last step.
+    l0_read_amp: usize,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        Builder {
+            live: HashMap::new(),
+            l0: BTreeMap::new(),
+            files_per_level: [0; LEVELS],
+            placements: Vec::new(),
+            steps: Vec::new(),
+            key_set: BTreeSet::new(),
+            sublevel_of: HashMap::new(),
             level_bytes: [0; LEVELS],
             incoming: 0,
             compacted: 0,
-            sublevel_changes: Vec::new(),
-        };
-        if let Some(i) = matched {
-            step_of_event.insert(i, steps.len());
-            describe(&mut step, &events[i]);
+            missing: 0,
+            l0_read_amp: 0,
         }
-        if step.kind == StepKind::IngestQueued {
-            step.bytes_written = e.queued.iter().map(|f| f.size).sum();
-        }
-        for &(level, n) in &e.removed {
-            if let Some(p) = live.remove(&(level, n)) {
-                placements[p].died = Some(steps.len());
-                step.removed.push(p);
-                sublevel_of.remove(&p);
+    }
+
+    /// What turns the tree into exactly `files`: (added, removed).
+    fn diff_to(&self, files: &[TableInfo]) -> (Vec<TableInfo>, Vec<(usize, u64)>) {
+        let want: HashSet<(usize, u64)> = files.iter().map(|f| (f.level, f.number)).collect();
+        let mut removed: Vec<(usize, u64)> = self
+            .live
+            .keys()
+            .filter(|k| !want.contains(k))
+            .copied()
+            .collect();
+        removed.sort_unstable();
+        let added = files
+            .iter()
+            .filter(|f| !self.live.contains_key(&(f.level, f.number)))
+            .cloned()
+            .collect();
+        (added, removed)
+    }
+
+    /// Applies `added`/`removed` as `step` (already described).
+    fn push(&mut self, added: &[TableInfo], removed: &[(usize, u64)], mut step: Step) {
+        let here = self.steps.len();
+        let mut l0_changed = false;
+        for &(level, n) in removed {
+            let Some(p) = self.live.remove(&(level, n)) else {
+                self.missing += 1;
+                continue;
+            };
+            self.placements[p].died = Some(here);
+            step.removed.push(p);
+            self.sublevel_of.remove(&p);
+            self.files_per_level[level] -= 1;
+            let f = &self.placements[p].file;
+            self.level_bytes[level] -= f.size;
+            if level == 0 {
+                self.l0.remove(&n);
+                l0_changed = true;
             }
         }
-        for f in &e.added {
-            key_set.insert(f.smallest.clone());
-            key_set.insert(f.largest.clone());
-            live.insert((f.level, f.number), placements.len());
-            step.added.push(placements.len());
-            placements.push(Placement {
+        for f in added {
+            if f.level >= LEVELS {
+                continue;
+            }
+            if self.live.contains_key(&(f.level, f.number)) {
+                // Already there (a log that repeats itself): keep the first.
+                continue;
+            }
+            self.key_set.insert(f.smallest.clone());
+            self.key_set.insert(f.largest.clone());
+            let p = self.placements.len();
+            self.live.insert((f.level, f.number), p);
+            step.added.push(p);
+            self.files_per_level[f.level] += 1;
+            self.level_bytes[f.level] += f.size;
+            if f.level == 0 {
+                self.l0.insert(f.number, p);
+                l0_changed = true;
+            }
+            self.placements.push(Placement {
                 file: f.clone(),
-                born: steps.len(),
+                born: here,
                 died: None,
             });
         }
+        let added_bytes: u64 = added.iter().map(|f| f.size).sum();
         match step.kind {
             StepKind::Flush | StepKind::Ingest | StepKind::IngestFlushable => {
-                incoming += e.added.iter().map(|f| f.size).sum::<u64>()
+                self.incoming += added_bytes
             }
-            StepKind::Compaction => compacted += step.bytes_written,
-            StepKind::Edit if ei > 0 && e.removed.is_empty() => {
-                incoming += e.added.iter().map(|f| f.size).sum::<u64>()
+            StepKind::Compaction => self.compacted += step.bytes_written,
+            // An unexplained edit or an open's difference that only adds
+            // files brought new data (a recovery flush, say).
+            StepKind::Edit | StepKind::Open if here > 0 && removed.is_empty() => {
+                self.incoming += added_bytes
             }
             _ => {}
         }
-        step.incoming = incoming;
-        step.compacted = compacted;
+        step.incoming = self.incoming;
+        step.compacted = self.compacted;
         // L0's sublevels, recomputed only when L0 changed.
-        let l0_changed = e.added.iter().any(|f| f.level == 0) || e.removed.iter().any(|r| r.0 == 0);
-        let prev = steps.last();
-        if l0_changed || prev.is_none() {
-            let shape = inspect::l0_sublevels(tree.files(0));
-            for f in tree.files(0) {
-                let p = live[&(0, f.number)];
-                let s = shape.sublevel.get(&f.number).copied().unwrap_or(0);
-                if sublevel_of.insert(p, s) != Some(s) {
+        if l0_changed || here == 0 {
+            let files: Vec<&TableInfo> = self
+                .l0
+                .values()
+                .map(|&p| &self.placements[p].file)
+                .collect();
+            let shape = inspect::l0_sublevels(&files);
+            for (&n, &p) in &self.l0 {
+                let s = shape.sublevel.get(&n).copied().unwrap_or(0);
+                if self.sublevel_of.insert(p, s) != Some(s) {
                     step.sublevel_changes.push((p, s));
                 }
             }
             step.l0_sublevels = shape.num_sublevels;
-            step.read_amp = shape.read_amplification;
-        } else if let Some(p) = prev {
-            step.l0_sublevels = p.l0_sublevels;
-            step.read_amp = p.read_amp;
+            self.l0_read_amp = shape.read_amplification;
+        } else if let Some(prev) = self.steps.last() {
+            step.l0_sublevels = prev.l0_sublevels;
         }
-        step.l0_files = tree.files(0).len();
-        // Kept as running sums: summing a level of thousands of files at
-        // every one of 100,000 steps would dominate the build.
-        for &p in &step.removed {
-            let f = &placements[p].file;
-            level_bytes[f.level] -= f.size;
-        }
-        for &p in &step.added {
-            let f = &placements[p].file;
-            level_bytes[f.level] += f.size;
-        }
-        step.level_bytes = level_bytes;
+        step.read_amp = self.l0_read_amp;
+        step.l0_files = self.l0.len();
+        step.level_bytes = self.level_bytes;
         // Read amplification: L0's depth plus one per non-empty level.
-        step.read_amp += (1..LEVELS).filter(|&l| !tree.files(l).is_empty()).count();
-        steps.push(step);
+        step.read_amp += (1..LEVELS).filter(|&l| self.files_per_level[l] > 0).count();
+        self.steps.push(step);
     }
-    // Stops that ended between two steps go to the later one.
+}
+
+/// Builds the history from the current MANIFEST's edits and the event log
+/// (every segment, oldest first).
+pub fn build(
+    manifest: &ManifestHistory,
+    events: &[EventRecord],
+    mut notes: Vec<String>,
+) -> strata::Result<History> {
+    let join = find_join(manifest, events);
+    let mut b = Builder::new();
+    let mut step_of_event: HashMap<usize, usize> = HashMap::new();
+    let mut sessions = 0u64;
+
+    // Earlier sessions, from the log.
+    for (i, r) in events[..join.boundary].iter().enumerate() {
+        if let Some(files) = r.event.whole_tree() {
+            let is_open = matches!(r.event, Event::Open { .. });
+            let (added, removed) = b.diff_to(files);
+            if is_open {
+                sessions += 1;
+            } else if !b.steps.is_empty() && added.is_empty() && removed.is_empty() {
+                // A new log segment: nothing happened to the tree.
+                continue;
+            }
+            let mut step = Step::new(StepKind::Open);
+            step.time = r.time;
+            step.job = if is_open { sessions } else { 0 };
+            if !is_open && !b.steps.is_empty() {
+                step.kind = StepKind::Edit;
+                step.reason = "log segment".into();
+            }
+            step_of_event.insert(i, b.steps.len());
+            b.push(&added, &removed, step);
+        } else if let Some((added, removed)) = r.event.tree_change() {
+            let mut step = Step::new(StepKind::Edit);
+            describe(&mut step, r);
+            step_of_event.insert(i, b.steps.len());
+            let removed: Vec<(usize, u64)> = removed.iter().map(|f| (f.level, f.number)).collect();
+            b.push(added, &removed, step);
+        }
+    }
+    let missing_in_log = b.missing;
+
+    // The current MANIFEST: its snapshot, then its edits.
+    let manifest_start = b.steps.len();
+    let mut by_sig: HashMap<Signature, VecDeque<usize>> = HashMap::new();
+    for (i, r) in events.iter().enumerate().skip(join.boundary) {
+        if r.event.whole_tree().is_some() {
+            continue;
+        }
+        if let Some((added, removed)) = r.event.tree_change() {
+            let sig = signature(
+                added.iter().map(|f| (f.level, f.number)),
+                removed.iter().map(|f| (f.level, f.number)),
+            );
+            by_sig.entry(sig).or_default().push_back(i);
+        }
+    }
+    let mut bookkeeping = 0;
+    for (ei, e) in manifest.edits.iter().enumerate() {
+        if ei == 0 {
+            let (added, removed) = b.diff_to(&e.added);
+            let mut step = Step::new(StepKind::Edit);
+            step.reason = "new MANIFEST".into();
+            if let Some(o) = join.open {
+                sessions += 1;
+                step.kind = StepKind::Open;
+                step.time = events[o].time;
+                step.job = sessions;
+                step.reason.clear();
+                step_of_event.insert(o, b.steps.len());
+            } else if b.steps.is_empty() {
+                step.kind = StepKind::Open;
+                step.reason.clear();
+            }
+            b.push(&added, &removed, step);
+            continue;
+        }
+        if !e.changes_tree() && e.queued.is_empty() {
+            bookkeeping += 1;
+            continue;
+        }
+        let matched = by_sig
+            .get_mut(&edit_signature(e))
+            .and_then(|q| q.pop_front());
+        let mut step = Step::new(if !e.changes_tree() {
+            StepKind::IngestQueued
+        } else {
+            StepKind::Edit
+        });
+        if let Some(i) = matched {
+            step_of_event.insert(i, b.steps.len());
+            describe(&mut step, &events[i]);
+        } else if ei <= join.recovery_edits {
+            step.reason = "recovery".into();
+        }
+        if step.kind == StepKind::IngestQueued {
+            step.bytes_written = e.queued.iter().map(|f| f.size).sum();
+        }
+        b.push(&e.added, &e.removed, step);
+    }
+    // Stops and import phases that ended between two steps go to the
+    // later one.
+    // An import phase that a step happened within (an import's ingestion
+    // inside its `ingest` phase) goes to that step.
+    let mut steps = b.steps;
     let mut next_step = 0usize;
+    let mut prev_step: Option<usize> = None;
+    let last = steps.len().saturating_sub(1);
     for (i, r) in events.iter().enumerate() {
         if let Some(&s) = step_of_event.get(&i) {
             next_step = s + 1;
-        } else if let Event::WriteStallEnd { micros, .. } = &r.event {
-            let last = steps.len().saturating_sub(1);
-            if let Some(s) = steps.get_mut(next_step.min(last)) {
+            prev_step = Some(s);
+            continue;
+        }
+        let within = match (&r.event, prev_step) {
+            (Event::ImportPhase { micros, .. }, Some(p))
+                if steps[p].time >= r.time - *micros as f64 / 1e6 =>
+            {
+                Some(p)
+            }
+            _ => None,
+        };
+        let Some(s) = steps.get_mut(within.unwrap_or(next_step.min(last))) else {
+            continue;
+        };
+        match &r.event {
+            Event::WriteStallEnd { micros, .. } => {
                 s.stalls.0 += 1;
                 s.stalls.1 += micros;
             }
+            Event::ImportPhase {
+                import,
+                phase,
+                rows,
+                bytes,
+                micros,
+            } => s.imports.push(format!(
+                "{import}: {phase} {rows} rows, {} in {:.2} s",
+                crate::text::bytes(*bytes),
+                *micros as f64 / 1e6
+            )),
+            _ => {}
         }
     }
-    let unmatched = steps.iter().filter(|s| s.kind == StepKind::Edit).count();
+    if manifest_start > 0 {
+        notes.push(format!(
+            "steps 0–{} come from the EVENTS log of earlier sessions, the rest from the current MANIFEST",
+            manifest_start - 1
+        ));
+    }
+    if missing_in_log > 0 {
+        notes.push(format!(
+            "{missing_in_log} removals in the EVENTS log name files its replay did not hold (events lost in a crash); the next open's tree corrects it"
+        ));
+    }
+    let unmatched = steps[manifest_start..]
+        .iter()
+        .filter(|s| s.kind == StepKind::Edit && s.reason.is_empty())
+        .count();
     if unmatched > 0 {
         notes.push(format!(
             "{unmatched} version edits have no matching event (EVENTS incomplete or older than the MANIFEST)"
         ));
     }
+    if steps.is_empty() {
+        steps.push(Step::new(StepKind::Open));
+    }
     Ok(History {
         manifest: manifest.path.display().to_string(),
-        placements,
+        placements: b.placements,
         steps,
-        keys: key_set.into_iter().collect(),
+        manifest_start,
+        keys: b.key_set.into_iter().collect(),
         bookkeeping_edits: bookkeeping,
         notes,
     })

@@ -56,6 +56,8 @@ struct Steps {
     dt: Vec<i64>,
     l0s: Vec<u32>,
     ra: Vec<u32>,
+    /// Import phases that ended before a step: (step, text), sparse.
+    imp: Vec<(u32, String)>,
 }
 
 #[derive(Serialize)]
@@ -64,14 +66,27 @@ struct Data<'a> {
     manifest: &'a str,
     notes: &'a [String],
     bookkeeping: usize,
+    /// The first step from the current MANIFEST (earlier ones are from
+    /// the EVENTS log of earlier sessions).
+    #[serde(rename = "manifestStart")]
+    manifest_start: usize,
     reasons: Vec<String>,
     keys: Vec<String>,
+    /// Table and index names over the key axis: (label, first rank, last
+    /// rank).
+    bands: &'a [(String, usize, usize)],
     p: Placements,
     s: Steps,
 }
 
 /// Renders `h` (of the database at `dir`) as the page's HTML.
 pub fn render(h: &History, dir: &str) -> String {
+    render_labelled(h, dir, &[])
+}
+
+/// [`render`] with labelled bands over the key axis: (label, first rank,
+/// last rank) in [`History::keys`] (see [`crate::catalog::ranks`]).
+pub fn render_labelled(h: &History, dir: &str, bands: &[(String, usize, usize)]) -> String {
     let rank: HashMap<&[u8], u32> = h
         .keys
         .iter()
@@ -133,6 +148,7 @@ pub fn render(h: &History, dir: &str) -> String {
         dt: Vec::with_capacity(m),
         l0s: Vec::with_capacity(m),
         ra: Vec::with_capacity(m),
+        imp: Vec::new(),
     };
     let t0 = h.steps.iter().map(|s| s.time).find(|&t| t > 0.0);
     let mut last_ms = 0i64;
@@ -168,14 +184,18 @@ pub fn render(h: &History, dir: &str) -> String {
         last_ms = ms;
         s.l0s.push(st.l0_sublevels as u32);
         s.ra.push(st.read_amp as u32);
+        let at = s.ra.len() as u32 - 1;
+        s.imp.extend(st.imports.iter().map(|t| (at, t.clone())));
     }
     let data = Data {
         dir,
         manifest: &h.manifest,
         notes: &h.notes,
         bookkeeping: h.bookkeeping_edits,
+        manifest_start: h.manifest_start,
         reasons,
         keys: h.keys.iter().map(|k| crate::text::display_key(k)).collect(),
+        bands,
         p,
         s,
     };

@@ -4,24 +4,59 @@
 //! ([`text::ascii_chart`], used by `strata lsm`).
 //!
 //! Uses only the engine's public, read-only API (`strata::inspect`,
-//! `strata::events`): it never opens the database or writes to its
-//! directory, so it works on a closed database and beside a live one.
+//! `strata::events`, and a read-only open for the import catalog when the
+//! tree holds table keys): it never writes to the database directory, so
+//! it works on a closed database and beside a live one.
 //!
-//! - [`history`]: steps (tree-changing edits) matched to the events that
-//!   made them, with the figures charted per step;
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let db = strata::Db::open_default(dir.path())?;
+//! db.put("apple", "red")?;
+//! db.flush()?;
+//! db.close()?;
+//! // The page: one self-contained HTML file.
+//! let page = strata_viz::render_page(dir.path())?;
+//! assert!(page.starts_with("<!DOCTYPE html>"));
+//! // The same tree as text (what `strata lsm` prints).
+//! let chart = strata_viz::text_chart(dir.path(), 40)?;
+//! assert!(chart.contains("L0"));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! - [`history`]: steps (changes to the tree) across every open the logs
+//!   remember, matched to the events that made them, with the figures
+//!   charted per step;
+//! - [`catalog`]: table and index names for the key axis, from the import
+//!   catalog;
 //! - [`html`]: the page (canvas drawing, compact columnar data);
 //! - [`text`]: the ASCII chart and the wide-but-small rule.
 
+pub mod catalog;
 pub mod history;
 pub mod html;
 pub mod text;
 
 use std::path::Path;
 
-/// Reads the database at `dir` and renders its history as HTML.
+/// Reads the database at `dir` and renders its history as HTML, with the
+/// import catalog's table and index names over the key axis when it has
+/// tables. Writes nothing to `dir`.
 pub fn render_page(dir: &Path) -> strata::Result<String> {
-    let h = history::load(dir)?;
-    Ok(html::render(&h, &dir.display().to_string()))
+    let mut h = history::load(dir)?;
+    let mut bands = Vec::new();
+    if catalog::has_table_keys(&h.keys) {
+        match catalog::bands(dir) {
+            Ok(b) => bands = catalog::ranks(&b, &h.keys),
+            Err(e) => h.notes.push(format!("no table names on the key axis: {e}")),
+        }
+    }
+    Ok(html::render_labelled(
+        &h,
+        &dir.display().to_string(),
+        &bands,
+    ))
 }
 
 /// The text chart of the tree the MANIFEST of `dir` describes now.

@@ -16,6 +16,8 @@ use strata::util::hex;
 /// everything of Lbase under it into its compaction. The page uses the same
 /// rule.
 pub const WIDE_MIN_FRACTION: f64 = 0.02;
+/// How far below the median density a wide file must be (see
+/// [`WIDE_MIN_FRACTION`]).
 pub const WIDE_DENSITY_RATIO: f64 = 10.0;
 
 /// Bytes per covered fraction of the key space.

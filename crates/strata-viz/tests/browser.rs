@@ -1,10 +1,14 @@
-//! The page in a real browser: builds a database with a workload that makes
-//! L0 sublevels, compactions, moves and ingestions, renders `strata viz`'s
-//! page in headless Chromium (driven over the DevTools protocol by the
-//! `headless_chrome` crate, which never downloads a browser), steps the
-//! timeline forwards and backwards and checks that the file count and L0
-//! sublevel count the page shows equal the MANIFEST's at each step, hovers a
-//! file and checks its details, and saves a screenshot.
+//! The page in a real browser: builds a database over three sessions with a
+//! workload that makes L0 sublevels, compactions, moves, ingestions, a WAL
+//! recovered at open and an import of a table with an index, renders
+//! `strata viz`'s page in headless Chromium (driven over the DevTools
+//! protocol by the `headless_chrome` crate, which never downloads a
+//! browser), steps the timeline forwards and backwards and checks that the
+//! file count and L0 sublevel count the page shows equal the oracle's at
+//! each step (the listener's events for the earlier sessions, the MANIFEST
+//! for the last), that every open is a step, that the catalog's tables and
+//! indexes label the key axis, hovers files and checks their details, and
+//! saves a screenshot.
 //!
 //! Without Chromium the test prints how to install it and passes, except
 //! under CI (`CI=true`), where it fails.
@@ -21,6 +25,7 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use strata::events::{Event, EventCollector, EventRecord};
 use strata::inspect::{self, ManifestHistory, Tree};
 use strata::sstable::{SstOptions, SstWriter};
 use strata::{CompactionOptions, Db, IngestOptions, Options};
@@ -85,10 +90,54 @@ fn small_opts() -> Options {
     }
 }
 
-/// Random puts, an overwrite pass, and two ingestions (one over keys still
-/// in the memtable, which takes the queued path).
-fn build_db(dir: &Path) {
-    let db = Db::open(dir, small_opts()).unwrap();
+fn small_opts_heard(c: &Arc<EventCollector>) -> Options {
+    Options {
+        event_listener: Some(Arc::clone(c) as Arc<dyn strata::events::EventListener>),
+        ..small_opts()
+    }
+}
+
+/// A small table with a secondary index, imported through `strata-import`
+/// (its catalog names the bands on the key axis).
+const ITEMS_SCHEMA: &str = "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), qty INT);
+CREATE INDEX by_name ON items (name);";
+
+fn import_items(db: &Db, dir: &Path) {
+    let csv = dir.with_extension("items.csv");
+    let mut text = String::new();
+    let mut rng = StdRng::seed_from_u64(7);
+    for id in 0..3000 {
+        text.push_str(&format!(
+            "{id},name{:05},{}\n",
+            rng.gen_range(0..99_999),
+            id % 17
+        ));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let schema = strata_import::Schema::parse(ITEMS_SCHEMA).unwrap();
+    let table = schema.tables.iter().find(|t| t.name == "items").unwrap();
+    let opts = strata_import::ImportOptions {
+        dialect: strata_import::csv::dialect::Dialect::csv(),
+        ..strata_import::ImportOptions::default()
+    };
+    strata_import::import(
+        db,
+        dir,
+        table,
+        &[strata_import::csv::input::Input::File(csv)],
+        &opts,
+    )
+    .unwrap();
+}
+
+/// Three sessions: random puts with flushes; reopened, two ingestions
+/// (one over keys still in the memtable, which takes the queued path),
+/// with an unflushed tail left in the WAL; reopened (recovery writes that
+/// tail into L0), an overwrite pass and an import of a table with an
+/// index. Returns what the listener heard.
+fn build_db(dir: &Path) -> Vec<EventRecord> {
+    let heard = Arc::new(EventCollector::new());
+    let db = Db::open(dir, small_opts_heard(&heard)).unwrap();
     let mut rng = StdRng::seed_from_u64(13);
     let mut keys: Vec<u32> = (0..12_000).collect();
     keys.shuffle(&mut rng);
@@ -98,6 +147,10 @@ fn build_db(dir: &Path) {
             db.flush().unwrap();
         }
     }
+    db.wait_for_compactions().unwrap();
+    db.close().unwrap();
+
+    let db = Db::open(dir, small_opts_heard(&heard)).unwrap();
     for i in 0..2 {
         let f = dir.with_extension(format!("ingest{i}.sst"));
         let mut w = SstWriter::create(&f, SstOptions::for_ingestion()).unwrap();
@@ -116,29 +169,66 @@ fn build_db(dir: &Path) {
         };
         db.ingest(&[f], &o).unwrap();
     }
+    for k in 0..100u32 {
+        db.put(format!("key{:06}", k * 97).as_bytes(), b"left in the WAL")
+            .unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    db.close().unwrap();
+
+    let db = Db::open(dir, small_opts_heard(&heard)).unwrap();
     for _ in 0..3000 {
         let k: u32 = rng.gen_range(0..12_000);
         db.put(format!("key{k:06}").as_bytes(), [b'w'; 60]).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
+    import_items(&db, dir);
+    db.wait_for_compactions().unwrap();
     db.close().unwrap();
+    heard.records()
 }
 
-/// Per step of the page (an edit that changes the tree or queues an
-/// ingestion): the file count and L0 sublevel count of the MANIFEST's tree.
-fn expected_steps(m: &ManifestHistory) -> Vec<(usize, usize, Tree)> {
-    let mut tree = Tree::new();
+/// Per step of the page: the file count, L0 sublevel count and tree. The
+/// oracle: up to the last open, the listener's events replayed strictly
+/// (each open sets the whole tree); from there, the current MANIFEST's
+/// edits that change the tree or queue an ingestion. Also returns where
+/// the MANIFEST's part starts.
+fn expected_steps(
+    heard: &[EventRecord],
+    m: &ManifestHistory,
+) -> (Vec<(usize, usize, Tree)>, usize) {
     let mut out = Vec::new();
-    for e in &m.edits {
-        if !e.changes_tree() && e.queued.is_empty() {
+    let push = |out: &mut Vec<(usize, usize, Tree)>, tree: &Tree| {
+        let sub = inspect::l0_sublevels(tree.files(0)).num_sublevels;
+        out.push((tree.num_files(), sub, tree.clone()));
+    };
+    let last_open = heard
+        .iter()
+        .rposition(|r| matches!(r.event, Event::Open { .. }))
+        .unwrap();
+    let mut tree = Tree::new();
+    for r in &heard[..last_open] {
+        if let Some(files) = r.event.whole_tree() {
+            tree = Tree::new();
+            tree.apply_files(files, &[]).unwrap();
+        } else if let Some((a, rm)) = r.event.tree_change() {
+            tree.apply_files(a, rm).unwrap();
+        } else {
+            continue;
+        }
+        push(&mut out, &tree);
+    }
+    let start = out.len();
+    let mut tree = Tree::new();
+    for (i, e) in m.edits.iter().enumerate() {
+        if i > 0 && !e.changes_tree() && e.queued.is_empty() {
             continue;
         }
         tree.apply(e).unwrap();
-        let sub = inspect::l0_sublevels(tree.files(0)).num_sublevels;
-        out.push((tree.num_files(), sub, tree.clone()));
+        push(&mut out, &tree);
     }
-    out
+    (out, start)
 }
 
 fn eval(tab: &Tab, js: &str) -> serde_json::Value {
@@ -177,9 +267,9 @@ fn screenshot(tab: &Tab, out: &Path) {
 fn page_matches_the_manifest_step_by_step() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("db");
-    build_db(&dir);
+    let heard = build_db(&dir);
     let manifest = inspect::read_manifest(&dir).unwrap();
-    let want = expected_steps(&manifest);
+    let (want, manifest_start) = expected_steps(&heard, &manifest);
     assert!(want.len() > 20, "{} steps", want.len());
     assert!(
         want.iter().any(|s| s.1 >= 2),
@@ -187,12 +277,12 @@ fn page_matches_the_manifest_step_by_step() {
     );
 
     let page = d.path().join("lsm.html");
-    let before: Vec<(String, u64)> = listing(&dir);
+    let before = listing(&dir);
     std::fs::write(&page, strata_viz::render_page(&dir).unwrap()).unwrap();
     assert_eq!(
         listing(&dir),
         before,
-        "rendering changed the database directory"
+        "rendering changed the database directory (names, sizes, mtimes or bytes)"
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
@@ -206,7 +296,25 @@ fn page_matches_the_manifest_step_by_step() {
     };
     let tab = open_page(&browser, &page);
     let steps = eval(&tab, "strataViz.steps").as_u64().unwrap() as usize;
-    assert_eq!(steps, want.len(), "page steps vs MANIFEST edits");
+    assert_eq!(steps, want.len(), "page steps vs the oracle's");
+    assert_eq!(
+        eval(&tab, "strataViz.manifestStart").as_u64(),
+        Some(manifest_start as u64)
+    );
+    assert!(manifest_start > 10, "earlier sessions give steps");
+    // One open per session, numbered, where the oracle's sessions start.
+    let opens: Vec<(usize, u64)> = serde_json::from_str(
+        eval(&tab, "JSON.stringify(strataViz.opens())")
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        opens.iter().map(|o| o.1).collect::<Vec<_>>(),
+        [1, 2, 3],
+        "{opens:?}"
+    );
+    assert_eq!(opens[2].0, manifest_start);
 
     // Forwards, then backwards (checkpoint restores), then the end.
     let n = want.len();
@@ -253,6 +361,12 @@ fn page_matches_the_manifest_step_by_step() {
             label.starts_with(&format!("step {s} / {}", n - 1)),
             "{label}"
         );
+        let from = if s < manifest_start {
+            "from EVENTS"
+        } else {
+            "from MANIFEST"
+        };
+        assert!(label.ends_with(from), "step {s}: {label}");
     }
 
     // Hover the newest L0 file at the deepest step: its details.
@@ -295,6 +409,54 @@ fn page_matches_the_manifest_step_by_step() {
         "{details}"
     );
 
+    // The catalog's bands over the key axis, in key order, and a file of
+    // the secondary index named by its band.
+    let bands: Vec<(String, usize, usize)> = serde_json::from_str(
+        eval(&tab, "JSON.stringify(strataViz.bands())")
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let labels: Vec<&str> = bands.iter().map(|b| b.0.as_str()).collect();
+    assert_eq!(labels, ["catalog", "items", "items.by_name"]);
+    eval(&tab, &format!("strataViz.show({})", n - 1));
+    let last = &want[n - 1].2;
+    let index_prefix = strata_import::encode::key::index_prefix(1, 1);
+    let f = (0..inspect::LEVELS)
+        .flat_map(|l| last.files(l).iter())
+        .find(|f| f.smallest.starts_with(&index_prefix))
+        .expect("a file of items.by_name");
+    let fb = eval(
+        &tab,
+        &format!("JSON.stringify(strataViz.fileBands({}))", f.number),
+    );
+    assert_eq!(fb.as_str().unwrap(), r#"["items.by_name","items.by_name"]"#);
+    hover(&tab, f.number);
+    eval(&tab, &format!("strataViz.show({})", n - 1));
+    let details = eval(&tab, "document.getElementById('details').textContent");
+    assert!(
+        details.as_str().unwrap().contains("[items.by_name]"),
+        "{details}"
+    );
+    // The import's ingestion says which phases led to it (and its own).
+    let ingest_step = eval(
+        &tab,
+        "(() => { const S = JSON.parse(document.getElementById('data').textContent).s; return S.imp.length ? S.imp[0][0] : -1; })()",
+    )
+    .as_i64()
+    .unwrap();
+    assert!(ingest_step >= manifest_start as i64, "{ingest_step}");
+    eval(&tab, &format!("strataViz.show({ingest_step})"));
+    let what = eval(&tab, "strataViz.what()");
+    let what = what.as_str().unwrap();
+    assert!(
+        what.starts_with("ingest")
+            && what.contains("import items: read 3000 rows")
+            && what.contains("items: sort and write 3000 rows")
+            && what.contains("items: ingest 3000 rows"),
+        "{what}"
+    );
+
     // Keyboard: an arrow key steps once.
     eval(&tab, "strataViz.show(3)");
     tab.press_key("ArrowRight").unwrap();
@@ -308,18 +470,22 @@ fn page_matches_the_manifest_step_by_step() {
     eprintln!("screenshot: {}", shot.display());
 }
 
-fn listing(dir: &Path) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
+/// Names, sizes, modification times and contents of the directory.
+fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
+            let m = e.metadata().unwrap();
             (
                 e.file_name().to_string_lossy().into_owned(),
-                e.metadata().unwrap().len(),
+                m.len(),
+                m.modified().unwrap(),
+                std::fs::read(e.path()).unwrap_or_default(),
             )
         })
         .collect();
-    v.sort();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
     v
 }
 

@@ -1,6 +1,6 @@
 //! Engine events: what the database did, as one typed value per happening
 //! (flushes, compactions, ingestions, write stalls, memtable rotations,
-//! table files created and deleted), delivered to an optional
+//! table files created and deleted, import phases), delivered to an optional
 //! [`EventListener`] in [`Options`](crate::Options) and appended to the
 //! database's `EVENTS` log as JSON lines.
 //!
@@ -12,8 +12,21 @@
 //! One JSON object per line, each an [`EventRecord`]: `"v"` (the format
 //! version, [`FORMAT_VERSION`]), `"time"` (seconds since the Unix epoch, as a
 //! float), `"event"` (the kind, in `snake_case`), then the fields of that
-//! kind. User keys are lower-case hex strings. The file only grows; it is
-//! kept across reopens and is for people and tools, never read by recovery.
+//! kind. User keys are lower-case hex strings. The log is for people and
+//! tools, never read by recovery.
+//!
+//! # Segments
+//! The log is a sequence of files, each appended to and never rewritten:
+//! `EVENTS` (the one being written) and `EVENTS.NNNNNN` (earlier ones, read
+//! in number order before `EVENTS`). Each read-write open renames the
+//! previous `EVENTS` to the next number and starts a new one with an
+//! [`Event::Open`]; a segment that outgrows [`SEGMENT_BYTES`] is renamed the
+//! same way and the log continues in a new `EVENTS` that starts with
+//! [`Event::LogRolled`] (the whole tree). So every segment starts with the
+//! whole tree and can be replayed on its own, and the oldest segments are
+//! deleted while those kept exceed [`KEEP_BYTES`]. A crash can cut short
+//! only the last line of a segment; a reader skips it and says so
+//! ([`ParsedEvents::torn`]).
 //!
 //! Version 1 (before this module) had no `"v"` field and five kinds:
 //! `open`, `flush`, `compaction`, `ingest`, `stall`, with `added`/`removed`
@@ -30,8 +43,11 @@
 //! - events are written in the order they happened to the tree (each is
 //!   recorded after its MANIFEST record), except `*_begin` events, which
 //!   come before the work they announce;
-//! - a reader skips kinds it does not know (a newer Strata may add some,
-//!   e.g. import phases) rather than failing.
+//! - `open` and `log_rolled` carry the whole tree: a reader replaying the
+//!   log sets its tree to their files (the difference from the replayed
+//!   tree is what events a crash lost, or what recovery flushed at open);
+//! - a reader skips kinds it does not know (a newer Strata may add some)
+//!   rather than failing.
 
 use crate::error::{Error, Result};
 use crate::util::hex;
@@ -43,8 +59,31 @@ use std::sync::Mutex;
 /// The `"v"` field written on every line. Version 1 had no such field.
 pub const FORMAT_VERSION: u32 = 2;
 
-/// The name of the event log in a database directory.
+/// The name of the event log in a database directory (the segment being
+/// written; earlier segments are `EVENTS.NNNNNN`, see [`segment_name`]).
 pub const EVENTS_FILE: &str = "EVENTS";
+
+/// A segment of the log is closed (renamed to `EVENTS.NNNNNN`) once the
+/// events after its opening tree exceed this many bytes.
+pub const SEGMENT_BYTES: u64 = 4 << 20;
+
+/// Closed segments are deleted, oldest first, while together they exceed
+/// this many bytes (so the log takes at most about this plus one segment).
+pub const KEEP_BYTES: u64 = 32 << 20;
+
+/// The name of closed segment `n` (`EVENTS.000001`, ...).
+pub fn segment_name(n: u64) -> String {
+    format!("{EVENTS_FILE}.{n:06}")
+}
+
+/// The number of a closed segment's file name, if `name` is one.
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix(EVENTS_FILE)?.strip_prefix('.')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
 
 /// One table file as an event (or a MANIFEST record) names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,6 +290,32 @@ pub enum Event {
         /// The deleted table's file number.
         number: u64,
     },
+    /// The previous segment of the `EVENTS` log reached [`SEGMENT_BYTES`]
+    /// and the log continues in a new one, which starts with this: `files`
+    /// is the whole tree, so a reader can replay from here when older
+    /// segments have been deleted. Written to the log only; a listener
+    /// never receives it (nothing happened to the database).
+    LogRolled {
+        /// Every table of the tree, at its level.
+        files: Vec<TableInfo>,
+    },
+    /// One phase of an import finished (reported by the importer through
+    /// [`Db::log_import_phase`](crate::Db::log_import_phase)); it changes
+    /// nothing in the tree by itself (the ingestion that ends an import is
+    /// its own [`Event::Ingest`]).
+    ImportPhase {
+        /// What is being imported (the importer's label, e.g. the tables).
+        import: String,
+        /// The phase: `read` (parse and encode rows), `sort`, `write`
+        /// (table files), `ingest`; an importer may name others.
+        phase: String,
+        /// Rows the phase handled.
+        rows: u64,
+        /// Bytes the phase read or wrote (its main volume).
+        bytes: u64,
+        /// How long the phase took.
+        micros: u64,
+    },
 }
 
 impl Event {
@@ -268,14 +333,17 @@ impl Event {
             Event::MemtableRotated { .. } => "memtable_rotated",
             Event::TableCreated { .. } => "table_created",
             Event::TableDeleted { .. } => "table_deleted",
+            Event::LogRolled { .. } => "log_rolled",
+            Event::ImportPhase { .. } => "import_phase",
         }
     }
 
     /// The files this event put into and took out of the tree, if it
-    /// changed the tree (an `open` "adds" the whole tree).
+    /// changed the tree (an `open` or `log_rolled` "adds" the whole tree:
+    /// see [`Event::whole_tree`]).
     pub fn tree_change(&self) -> Option<(&[TableInfo], &[TableInfo])> {
         match self {
-            Event::Open { files } => Some((files, &[])),
+            Event::Open { files } | Event::LogRolled { files } => Some((files, &[])),
             Event::FlushEnd { outputs, .. } => Some((outputs, &[])),
             Event::CompactionEnd {
                 inputs,
@@ -284,6 +352,17 @@ impl Event {
                 ..
             } => Some((outputs, inputs)),
             Event::Ingest { added, removed, .. } => Some((added, removed)),
+            _ => None,
+        }
+    }
+}
+
+impl Event {
+    /// The whole tree, for the events that carry it (`open`, `log_rolled`):
+    /// a reader replaying the log replaces its tree with these files.
+    pub fn whole_tree(&self) -> Option<&[TableInfo]> {
+        match self {
+            Event::Open { files } | Event::LogRolled { files } => Some(files),
             _ => None,
         }
     }
@@ -353,25 +432,45 @@ impl EventListener for EventCollector {
     }
 }
 
-/// What [`parse_events`] read.
+/// What [`parse_events`] read (one segment) or
+/// [`inspect::read_events`](crate::inspect::read_events) read (every
+/// segment, oldest first).
 #[derive(Clone, Debug, Default)]
 pub struct ParsedEvents {
     /// The events, in log order.
     pub records: Vec<EventRecord>,
+    /// The files read, oldest first, each with the index in `records` of
+    /// its first event.
+    pub files: Vec<(String, usize)>,
     /// Lines of kinds this Strata does not know (written by a newer one),
-    /// skipped: (1-based line number, kind).
-    pub unknown: Vec<(usize, String)>,
-    /// The last line was cut short (a crash while it was written) and was
-    /// ignored.
-    pub torn_tail: bool,
+    /// skipped: (file, 1-based line number, kind).
+    pub unknown: Vec<(String, usize, String)>,
+    /// Files whose last line was cut short (a crash while it was written):
+    /// that line was ignored.
+    pub torn: Vec<String>,
 }
 
-/// Parses the text of an `EVENTS` log (`file` names it in errors). A line
-/// that is not a valid event is corruption, reported with its byte offset;
-/// only the last line may be torn (written partly before a crash), which is
-/// ignored and reported in [`ParsedEvents::torn_tail`].
+impl ParsedEvents {
+    /// Appends `next` (the following segment) to these events.
+    pub fn append(&mut self, next: ParsedEvents) {
+        let base = self.records.len();
+        self.records.extend(next.records);
+        self.files
+            .extend(next.files.into_iter().map(|(f, i)| (f, i + base)));
+        self.unknown.extend(next.unknown);
+        self.torn.extend(next.torn);
+    }
+}
+
+/// Parses the text of one `EVENTS` segment (`file` names it in errors). A
+/// line that is not a valid event is corruption, reported with its byte
+/// offset; only the last line may be torn (written partly before a crash),
+/// which is ignored and reported in [`ParsedEvents::torn`].
 pub fn parse_events(text: &[u8], file: &str) -> Result<ParsedEvents> {
-    let mut out = ParsedEvents::default();
+    let mut out = ParsedEvents {
+        files: vec![(file.to_string(), 0)],
+        ..ParsedEvents::default()
+    };
     let mut offset = 0usize;
     let mut lines = text.split(|&b| b == b'\n').enumerate().peekable();
     while let Some((i, line)) = lines.next() {
@@ -383,8 +482,8 @@ pub fn parse_events(text: &[u8], file: &str) -> Result<ParsedEvents> {
         let last = lines.peek().is_none_or(|(_, rest)| rest.is_empty()) && !text.ends_with(b"\n");
         match parse_line(line) {
             Ok(Parsed::Record(r)) => out.records.push(r),
-            Ok(Parsed::Unknown(kind)) => out.unknown.push((i + 1, kind)),
-            Err(_) if last => out.torn_tail = true,
+            Ok(Parsed::Unknown(kind)) => out.unknown.push((file.to_string(), i + 1, kind)),
+            Err(_) if last => out.torn.push(file.to_string()),
             Err(msg) => {
                 return Err(Error::corruption(
                     file,
@@ -414,6 +513,8 @@ const KNOWN: &[&str] = &[
     "memtable_rotated",
     "table_created",
     "table_deleted",
+    "log_rolled",
+    "import_phase",
 ];
 
 fn parse_line(line: &[u8]) -> std::result::Result<Parsed, String> {
@@ -621,6 +722,16 @@ mod tests {
                 reason: "flush".into(),
             },
             Event::TableDeleted { number: 8 },
+            Event::LogRolled {
+                files: vec![table(6, 11), table(0, 9)],
+            },
+            Event::ImportPhase {
+                import: "stock".into(),
+                phase: "sort".into(),
+                rows: 100,
+                bytes: 4096,
+                micros: 77,
+            },
         ];
         let mut text = String::new();
         for (i, e) in events.iter().enumerate() {
@@ -640,7 +751,22 @@ mod tests {
         let parsed = parse_events(text.as_bytes(), "EVENTS").unwrap();
         let got: Vec<Event> = parsed.records.into_iter().map(|r| r.event).collect();
         assert_eq!(got, events);
-        assert!(parsed.unknown.is_empty() && !parsed.torn_tail);
+        assert!(parsed.unknown.is_empty() && parsed.torn.is_empty());
+    }
+
+    #[test]
+    fn segment_names_parse_back() {
+        assert_eq!(segment_name(7), "EVENTS.000007");
+        assert_eq!(parse_segment_name(&segment_name(1234567)), Some(1234567));
+        for bad in [
+            "EVENTS",
+            "EVENTS.",
+            "EVENTS.x1",
+            "EVENTS.1.tmp",
+            "xEVENTS.1",
+        ] {
+            assert_eq!(parse_segment_name(bad), None, "{bad}");
+        }
     }
 
     #[test]
@@ -696,7 +822,7 @@ mod tests {
         let torn = format!("{good}\n{}", &good[..good.len() / 2]);
         let p = parse_events(torn.as_bytes(), "EVENTS").unwrap();
         assert_eq!(p.records.len(), 1);
-        assert!(p.torn_tail);
+        assert_eq!(p.torn, ["EVENTS"]);
 
         let bad = format!("{good}\n{{\"v\":2,\"time\":1,\"event\":\"flush_end\"}}\n{good}\n");
         match parse_events(bad.as_bytes(), "EVENTS") {
@@ -707,8 +833,11 @@ mod tests {
             r => panic!("{r:?}"),
         }
 
-        let newer = format!("{good}\n{{\"v\":3,\"time\":1,\"event\":\"import_phase\"}}\n");
+        let newer = format!("{good}\n{{\"v\":3,\"time\":1,\"event\":\"warp_drive\"}}\n");
         let p = parse_events(newer.as_bytes(), "EVENTS").unwrap();
-        assert_eq!(p.unknown, vec![(2, "import_phase".to_string())]);
+        assert_eq!(
+            p.unknown,
+            vec![("EVENTS".to_string(), 2, "warp_drive".to_string())]
+        );
     }
 }

@@ -12,7 +12,8 @@
 //! - the MANIFEST holds the history since the database was last opened (each
 //!   open writes a new MANIFEST whose first edit is a snapshot of the whole
 //!   tree) or since it last outgrew its size limit; the `EVENTS` log holds
-//!   every session, and its tree-changing events carry the same file
+//!   earlier sessions too (within its size limit, see
+//!   [`crate::events`]), and its tree-changing events carry the same file
 //!   metadata, so a tool can go further back with it;
 //! - damage is an [`Error::Corruption`](crate::Error) naming the file and
 //!   offset, never a panic; an edit that removes a file the tree does not
@@ -170,19 +171,60 @@ pub fn read_manifest_file(vfs: &dyn Vfs, path: &Path) -> Result<ManifestHistory>
     })
 }
 
-/// Reads the `EVENTS` log of `dir`; a database without one has no events.
+/// Reads the whole `EVENTS` log of `dir`: the closed segments
+/// (`EVENTS.NNNNNN`) in number order, then `EVENTS`. A database without a
+/// log has no events. A segment whose last line was cut short by a crash
+/// is read without it ([`ParsedEvents::torn`] names it).
 pub fn read_events(dir: &Path) -> Result<ParsedEvents> {
     read_events_in(&OsVfs, dir)
 }
 
 /// [`read_events`] over any file system.
 pub fn read_events_in(vfs: &dyn Vfs, dir: &Path) -> Result<ParsedEvents> {
-    let path = dir.join(EVENTS_FILE);
-    if !vfs.exists(&path) {
-        return Ok(ParsedEvents::default());
+    // A live database may close its segment (rename `EVENTS` to the next
+    // number) or delete an old one while we read: then the names differ
+    // afterwards, and we read again.
+    let mut attempt = 0;
+    loop {
+        let names = segment_files(vfs, dir)?;
+        let mut out = ParsedEvents::default();
+        let mut vanished = false;
+        for name in &names {
+            let path = dir.join(name);
+            let text = match vfs::read_all(vfs, &path) {
+                Ok(t) => t,
+                Err(_) if !vfs.exists(&path) => {
+                    vanished = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            out.append(parse_events(&text, &path.display().to_string())?);
+        }
+        if (vanished || segment_files(vfs, dir)? != names) && attempt < 3 {
+            attempt += 1;
+            continue;
+        }
+        return Ok(out);
     }
-    let text = vfs::read_all(vfs, &path)?;
-    parse_events(&text, &path.display().to_string())
+}
+
+/// The log's files in `dir`, oldest first.
+fn segment_files(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<String>> {
+    let names = vfs.list(dir)?;
+    let mut closed: Vec<u64> = names
+        .iter()
+        .filter_map(|n| crate::events::parse_segment_name(n))
+        .collect();
+    closed.sort_unstable();
+    let mut out: Vec<String> = closed
+        .into_iter()
+        .map(crate::events::segment_name)
+        .collect();
+    if names.iter().any(|n| n == EVENTS_FILE) {
+        out.push(EVENTS_FILE.to_string());
+    }
+    Ok(out)
 }
 
 /// The files of the tree at one step, by level, built by applying edits.

@@ -1,26 +1,80 @@
 //! The database's side of [`crate::events`]: stamps each event with the time,
 //! hands it to the listener in `Options`, and appends it as a JSON line to
-//! `EVENTS` in the database directory (kept across reopens).
+//! the `EVENTS` log in the database directory (kept across reopens).
 //!
-//! The log is for people and tools, never for recovery: a failure to write
-//! it disables the file (the listener still gets every event) rather than
-//! failing the database. Job numbers (flushes and compactions, to pair
-//! `*_begin` with `*_end`) count from 1 at each open.
+//! The log is a sequence of segments (format in [`crate::events`]): `EVENTS`
+//! is written, `EVENTS.NNNNNN` are closed. No segment is ever rewritten or
+//! copied: an open renames the previous `EVENTS` to the next number (one
+//! atomic rename; the old code copied the whole log into a new file at each
+//! open, which a crash between the truncating create and the copy could
+//! empty), and a segment past [`SEGMENT_BYTES`] is closed the same way
+//! mid-session. Each new segment starts with the whole tree (`open` or
+//! `log_rolled`), so deleting the oldest closed segments to stay under
+//! [`KEEP_BYTES`] never leaves a segment that cannot be replayed.
+//!
+//! Invariants:
+//! - the log is for people and tools, never for recovery: a failure to
+//!   write, rename or create a segment disables the file for the rest of
+//!   the session (the listener still gets every event) rather than failing
+//!   the database, and never truncates what earlier sessions wrote (when
+//!   the rename fails, no new `EVENTS` is created over the old one);
+//! - lines are written whole with one append each and not synced: a crash
+//!   can cut short only a segment's last line, and the next session writes
+//!   a new segment instead of appending after it;
+//! - to start a segment with the whole tree, the log keeps the tree as its
+//!   own events describe it (`Open` sets it, other tree changes update it),
+//!   one entry per live file;
+//! - job numbers (flushes and compactions, to pair `*_begin` with `*_end`)
+//!   count from 1 at each open.
 
-pub use crate::events::EVENTS_FILE;
-use crate::events::{Event, EventListener, EventRecord, TableInfo, FORMAT_VERSION};
+use crate::events::{
+    parse_segment_name, segment_name, Event, EventListener, EventRecord, TableInfo, EVENTS_FILE,
+    FORMAT_VERSION, KEEP_BYTES, SEGMENT_BYTES,
+};
 use crate::version::{FileMeta, Version};
-use crate::vfs::{self, Vfs, WritableFile};
+use crate::vfs::{Vfs, WritableFile};
 use parking_lot::Mutex;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub struct EventLog {
-    file: Mutex<Option<Box<dyn WritableFile>>>,
+    writer: Mutex<Option<Writer>>,
     listener: Option<Arc<dyn EventListener>>,
     next_job: AtomicU64,
+}
+
+/// Size limits of the log (the constants, smaller in tests).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Bytes after a segment's opening tree before it is closed.
+    pub segment_bytes: u64,
+    /// Bytes of closed segments kept.
+    pub keep_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            segment_bytes: SEGMENT_BYTES,
+            keep_bytes: KEEP_BYTES,
+        }
+    }
+}
+
+/// The segment being written.
+struct Writer {
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    file: Box<dyn WritableFile>,
+    /// Bytes in this segment, and how many of them are its opening tree.
+    written: u64,
+    opening: u64,
+    /// The tree as the events describe it, by (level, number).
+    tree: BTreeMap<(usize, u64), TableInfo>,
+    limits: Limits,
 }
 
 fn now() -> f64 {
@@ -49,19 +103,118 @@ pub fn open_event(v: &Version) -> Event {
     }
 }
 
+/// Closes the segment `EVENTS` (if there is one) by renaming it to the next
+/// number, then deletes the oldest closed segments beyond the limit. Errors
+/// mean `EVENTS` may still be there: the caller must not create over it.
+fn close_segment(vfs: &dyn Vfs, dir: &Path, limits: Limits) -> crate::Result<()> {
+    let names = vfs.list(dir)?;
+    let mut closed: Vec<u64> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
+    closed.sort_unstable();
+    if names.iter().any(|n| n == EVENTS_FILE) {
+        let next = closed.last().map_or(1, |n| n + 1);
+        vfs.rename(&dir.join(EVENTS_FILE), &dir.join(segment_name(next)))?;
+        closed.push(next);
+    }
+    // Newest first: keep segments while they fit (the newest always).
+    let mut kept = 0u64;
+    for (i, &n) in closed.iter().rev().enumerate() {
+        let path = dir.join(segment_name(n));
+        kept = kept.saturating_add(vfs.file_size(&path).unwrap_or(0));
+        if i > 0 && kept > limits.keep_bytes {
+            // A segment that cannot be deleted is only disk use.
+            let _ = vfs.remove(&path);
+        }
+    }
+    Ok(())
+}
+
+impl Writer {
+    /// Starts a new `EVENTS` after closing the previous one.
+    fn start(vfs: Arc<dyn Vfs>, dir: &Path, limits: Limits) -> Option<Writer> {
+        close_segment(vfs.as_ref(), dir, limits).ok()?;
+        let file = vfs.create(&dir.join(EVENTS_FILE)).ok()?;
+        Some(Writer {
+            vfs,
+            dir: dir.to_path_buf(),
+            file,
+            written: 0,
+            opening: 0,
+            tree: BTreeMap::new(),
+            limits,
+        })
+    }
+
+    fn append(&mut self, line: &str) -> crate::Result<()> {
+        self.file.append(line.as_bytes())?;
+        self.file.flush()?;
+        self.written += line.len() as u64;
+        Ok(())
+    }
+
+    /// Closes this segment and continues in a new one that opens with the
+    /// whole tree. `None`: the log is off for the rest of the session.
+    fn roll(mut self) -> Option<Writer> {
+        self.file.flush().ok()?;
+        let tree = std::mem::take(&mut self.tree);
+        let mut next = Writer::start(Arc::clone(&self.vfs), &self.dir, self.limits)?;
+        drop(self);
+        let files: Vec<TableInfo> = tree.values().cloned().collect();
+        let line = line_of(Event::LogRolled { files });
+        next.append(&line).ok()?;
+        next.opening = next.written;
+        next.tree = tree;
+        Some(next)
+    }
+
+    /// Keeps `tree` as the events describe it.
+    fn track(&mut self, event: &Event) {
+        if let Some(files) = event.whole_tree() {
+            self.tree = files
+                .iter()
+                .map(|f| ((f.level, f.number), f.clone()))
+                .collect();
+        } else if let Some((added, removed)) = event.tree_change() {
+            for f in removed {
+                self.tree.remove(&(f.level, f.number));
+            }
+            for f in added {
+                self.tree.insert((f.level, f.number), f.clone());
+            }
+        }
+    }
+}
+
+fn line_of(event: Event) -> String {
+    let mut line = EventRecord {
+        v: FORMAT_VERSION,
+        time: now(),
+        event,
+    }
+    .to_json();
+    line.push('\n');
+    line
+}
+
 impl EventLog {
-    /// Opens `EVENTS` in `dir`, keeping what earlier opens recorded.
-    pub fn open(vfs: &dyn Vfs, dir: &Path, listener: Option<Arc<dyn EventListener>>) -> EventLog {
-        let path = dir.join(EVENTS_FILE);
-        // The VFS has no open-for-append: the old text is copied into the
-        // new file.
-        let old = vfs::read_all(vfs, &path).unwrap_or_default();
-        let file = vfs
-            .create(&path)
-            .ok()
-            .and_then(|mut f| f.append(&old).ok().map(|_| f));
+    /// Starts a new segment of the log in `dir`, closing the one the last
+    /// session wrote (earlier sessions stay in the closed segments).
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        listener: Option<Arc<dyn EventListener>>,
+    ) -> EventLog {
+        EventLog::with_limits(vfs, dir, listener, Limits::default())
+    }
+
+    /// [`EventLog::open`] with other size limits (tests).
+    pub fn with_limits(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        listener: Option<Arc<dyn EventListener>>,
+        limits: Limits,
+    ) -> EventLog {
         EventLog {
-            file: Mutex::new(file),
+            writer: Mutex::new(Writer::start(vfs, dir, limits)),
             listener,
             next_job: AtomicU64::new(1),
         }
@@ -71,7 +224,7 @@ impl EventLog {
     /// the listener still hears every event.
     pub fn disabled(listener: Option<Arc<dyn EventListener>>) -> EventLog {
         EventLog {
-            file: Mutex::new(None),
+            writer: Mutex::new(None),
             listener,
             next_job: AtomicU64::new(1),
         }
@@ -92,13 +245,211 @@ impl EventLog {
         if let Some(l) = &self.listener {
             l.on_event(&r);
         }
-        let mut g = self.file.lock();
-        if let Some(f) = g.as_mut() {
-            let mut line = r.to_json();
-            line.push('\n');
-            if f.append(line.as_bytes()).and_then(|_| f.flush()).is_err() {
-                *g = None;
+        let mut g = self.writer.lock();
+        let Some(mut w) = g.take() else {
+            return;
+        };
+        let mut line = r.to_json();
+        line.push('\n');
+        if w.written - w.opening + line.len() as u64 > w.limits.segment_bytes
+            && w.written > w.opening
+        {
+            match w.roll() {
+                Some(next) => w = next,
+                None => return,
             }
         }
+        if w.append(&line).is_ok() {
+            w.track(&r.event);
+            *g = Some(w);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
+    use super::*;
+    use crate::inspect::{read_events_in, Tree};
+    use crate::vfs::{self, MemVfs};
+
+    fn file(level: usize, number: u64) -> TableInfo {
+        TableInfo {
+            level,
+            number,
+            size: 1000 + number,
+            smallest: format!("k{number:04}").into_bytes(),
+            largest: format!("k{number:04}z").into_bytes(),
+            largest_exclusive: false,
+            smallest_seq: number,
+            largest_seq: number,
+            entries: Some(10),
+            backing: None,
+        }
+    }
+
+    fn flush(n: u64) -> Event {
+        Event::FlushEnd {
+            job: n,
+            memtable: n,
+            outputs: vec![file(0, n)],
+            bytes_written: 1000,
+            micros: 5,
+        }
+    }
+
+    /// Replays a whole log: the tree after its last event.
+    fn replay(vfs: &MemVfs, dir: &Path) -> (Tree, crate::events::ParsedEvents) {
+        let p = read_events_in(vfs, dir).unwrap();
+        let mut t = Tree::new();
+        for r in &p.records {
+            if let Some(files) = r.event.whole_tree() {
+                t = Tree::new();
+                t.apply_files(files, &[]).unwrap();
+            } else if let Some((a, rm)) = r.event.tree_change() {
+                t.apply_files(a, rm).unwrap();
+            }
+        }
+        (t, p)
+    }
+
+    fn numbers(t: &Tree) -> Vec<(usize, u64)> {
+        let mut v: Vec<_> = (0..crate::inspect::LEVELS)
+            .flat_map(|l| t.files(l).iter().map(move |f| (l, f.number)))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Sessions each start a segment; a long session rolls into segments
+    /// that each open with the whole tree; the oldest are deleted within
+    /// the limit; replaying what is kept still ends at the true tree.
+    #[test]
+    fn segments_roll_keep_within_limit_and_replay() {
+        let vfs = MemVfs::new();
+        let dir = Path::new("/db");
+        vfs.create_dir_all(dir).unwrap();
+        let limits = Limits {
+            segment_bytes: 2_000,
+            keep_bytes: 6_000,
+        };
+        let mut next = 1u64;
+        let mut tree: Vec<TableInfo> = Vec::new();
+        for session in 0..4 {
+            let log = EventLog::with_limits(Arc::new(vfs.clone()), dir, None, limits);
+            log.record(Event::Open {
+                files: tree.clone(),
+            });
+            for _ in 0..10 + session * 5 {
+                log.record(flush(next));
+                tree.push(file(0, next));
+                next += 1;
+                if tree.len() > 4 {
+                    // Compact two L0 files into L6.
+                    let (a, b) = (tree.remove(0), tree.remove(0));
+                    let out = file(6, next);
+                    next += 1;
+                    log.record(Event::CompactionEnd {
+                        job: 0,
+                        reason: "l0".into(),
+                        start_level: 0,
+                        output_level: 6,
+                        moved: false,
+                        cancelled: false,
+                        inputs: vec![a, b],
+                        outputs: vec![out.clone()],
+                        bytes_read: 2,
+                        bytes_written: 1,
+                        micros: 1,
+                    });
+                    tree.push(out);
+                }
+            }
+        }
+        let names = vfs.list(dir).unwrap();
+        let closed: Vec<u64> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
+        assert!(closed.len() >= 2, "{names:?}");
+        let closed_bytes: u64 = closed
+            .iter()
+            .map(|&n| vfs.file_size(&dir.join(segment_name(n))).unwrap())
+            .sum();
+        let newest = closed.iter().max().unwrap();
+        let newest_bytes = vfs.file_size(&dir.join(segment_name(*newest))).unwrap();
+        assert!(
+            closed_bytes <= limits.keep_bytes + newest_bytes,
+            "{closed_bytes} bytes kept in {closed:?}"
+        );
+        assert!(
+            !names.contains(&segment_name(1)),
+            "the oldest segment was not deleted: {names:?}"
+        );
+        let (t, p) = replay(&vfs, dir);
+        let mut want: Vec<_> = tree.iter().map(|f| (f.level, f.number)).collect();
+        want.sort_unstable();
+        assert_eq!(numbers(&t), want);
+        // Every file read starts with the whole tree.
+        for (name, first) in &p.files {
+            let e = &p.records[*first].event;
+            assert!(e.whole_tree().is_some(), "{name} starts with {}", e.kind());
+        }
+        assert!(p
+            .records
+            .iter()
+            .any(|r| matches!(r.event, Event::LogRolled { .. })));
+        assert!(p.torn.is_empty());
+    }
+
+    /// A crash cuts the last line of a session's segment short: the next
+    /// session starts a new segment instead of appending after it, and a
+    /// reader skips the cut line, naming the file.
+    #[test]
+    fn a_torn_line_stays_at_its_segment_end() {
+        let vfs = MemVfs::new();
+        let dir = Path::new("/db");
+        vfs.create_dir_all(dir).unwrap();
+        let log = EventLog::open(Arc::new(vfs.clone()), dir, None);
+        log.record(Event::Open { files: vec![] });
+        log.record(flush(1));
+        drop(log);
+        let path = dir.join(EVENTS_FILE);
+        let mut text = vfs::read_all(&vfs, &path).unwrap();
+        let cut = line_of(flush(2));
+        text.extend_from_slice(&cut.as_bytes()[..cut.len() / 2]);
+        vfs::write_all(&vfs, &path, &text).unwrap();
+
+        let log = EventLog::open(Arc::new(vfs.clone()), dir, None);
+        log.record(Event::Open {
+            files: vec![file(0, 1), file(0, 3)],
+        });
+        log.record(flush(4));
+        drop(log);
+        let (t, p) = replay(&vfs, dir);
+        assert_eq!(p.torn, [dir.join(segment_name(1)).display().to_string()]);
+        assert_eq!(numbers(&t), [(0, 1), (0, 3), (0, 4)]);
+        let kinds: Vec<&str> = p.records.iter().map(|r| r.event.kind()).collect();
+        assert_eq!(kinds, ["open", "flush_end", "open", "flush_end"]);
+    }
+
+    /// A log that cannot close the previous segment leaves it as it was
+    /// (and writes nothing) rather than creating a new `EVENTS` over it.
+    #[test]
+    fn a_failed_close_never_truncates_the_old_log() {
+        use crate::vfs::fault::{Fault, Op};
+        use crate::vfs::FaultVfs;
+        let vfs = FaultVfs::new();
+        let dir = Path::new("/db");
+        vfs.create_dir_all(dir).unwrap();
+        let log = EventLog::open(Arc::new(vfs.clone()), dir, None);
+        log.record(Event::Open { files: vec![] });
+        drop(log);
+        let before = vfs::read_all(&vfs, &dir.join(EVENTS_FILE)).unwrap();
+        vfs.inject(Fault::eio(Op::Rename, 1));
+        let log = EventLog::open(Arc::new(vfs.clone()), dir, None);
+        log.record(flush(1));
+        drop(log);
+        vfs.clear_fault();
+        assert_eq!(vfs.fired().len(), 1, "the rename was not tried");
+        let after = vfs::read_all(&vfs, &dir.join(EVENTS_FILE)).unwrap();
+        assert_eq!(before, after);
     }
 }

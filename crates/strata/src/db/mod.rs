@@ -837,6 +837,42 @@ impl Db {
             .collect()
     }
 
+    /// Records that one phase of an import finished, as an
+    /// [`Event::ImportPhase`](crate::events::Event::ImportPhase): delivered
+    /// to the listener and written to the `EVENTS` log, so the visualiser's
+    /// timeline shows the import's phases beside the ingestion that ends
+    /// it. `import` names the import (e.g. its tables), `phase` the phase
+    /// (`read`, `sort`, `write`, `ingest`), `rows` and `bytes` its volume.
+    /// Only a log entry: it changes nothing in the database, and a
+    /// read-only database hands it to the listener only.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// let t = std::time::Instant::now();
+    /// // ... parse and encode 1,000 rows of 64 KiB of input ...
+    /// db.log_import_phase("stock", "read", 1_000, 64 << 10, t.elapsed());
+    /// let log = strata::inspect::read_events(dir.path())?;
+    /// assert!(log.records.iter().any(|r| r.event.kind() == "import_phase"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn log_import_phase(
+        &self,
+        import: &str,
+        phase: &str,
+        rows: u64,
+        bytes: u64,
+        elapsed: Duration,
+    ) {
+        self.inner.events.record(crate::events::Event::ImportPhase {
+            import: import.to_string(),
+            phase: phase.to_string(),
+            rows,
+            bytes,
+            micros: events::micros(elapsed),
+        });
+    }
+
     /// The newest visible sequence number.
     pub fn latest_sequence(&self) -> u64 {
         self.inner.visible_seq.load(Ordering::Acquire)

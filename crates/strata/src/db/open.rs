@@ -259,7 +259,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         events: if read_only {
             EventLog::disabled(listener)
         } else {
-            EventLog::open(vfs_for_events.as_ref(), dir, listener)
+            EventLog::open(vfs_for_events, dir, listener)
         },
         read_only,
         l0_depth: AtomicU64::new(0),
