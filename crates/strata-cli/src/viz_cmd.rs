@@ -1,6 +1,8 @@
 //! `strata viz DB -o lsm.html`: the LSM visualiser's page for a database
-//! (see the `strata-viz` crate). Reads the database directory only; it never
-//! opens the database, so it works on a closed one and beside a live one.
+//! (see the `strata-viz` crate): its history across every open the logs
+//! remember. Reads the database directory only (and opens it read-only,
+//! which writes nothing, for the import catalog's table names), so it works
+//! on a closed one and beside a live one.
 
 use anyhow::{Context, Result};
 use clap::Args;

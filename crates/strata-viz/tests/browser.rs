@@ -525,6 +525,68 @@ fn wide_file_db(dir: &Path, split: bool) {
     db.close().unwrap();
 }
 
+/// The TPC-C `stock` schema of `strata demo` (crates/strata-cli/src/tpcc.rs).
+const STOCK_SCHEMA: &str = "CREATE TABLE stock (
+    s_i_id INT NOT NULL, s_w_id INT NOT NULL, s_quantity SMALLINT,
+    s_dist_01 CHAR(24), s_dist_02 CHAR(24), s_dist_03 CHAR(24), s_dist_04 CHAR(24),
+    s_dist_05 CHAR(24), s_dist_06 CHAR(24), s_dist_07 CHAR(24), s_dist_08 CHAR(24),
+    s_dist_09 CHAR(24), s_dist_10 CHAR(24),
+    s_ytd DECIMAL(8,0), s_order_cnt SMALLINT, s_remote_cnt SMALLINT, s_data VARCHAR(50),
+    PRIMARY KEY (s_w_id, s_i_id)
+);
+CREATE INDEX stock_i_id ON stock (s_i_id);";
+
+/// TPC-C stock rows of warehouse `w` (100,000 items) in a seeded random
+/// order, as CSV (the shape of `shared/datagen/tpcc_stock.py`).
+fn stock_csv(w: u32, out: &Path) {
+    let mut rng = StdRng::seed_from_u64(u64::from(w));
+    let mut items: Vec<u32> = (1..=100_000).collect();
+    items.shuffle(&mut rng);
+    let s = |rng: &mut StdRng, n: usize| -> String {
+        (0..n).map(|_| rng.gen_range(b'a'..=b'z') as char).collect()
+    };
+    let mut text = String::with_capacity(32 << 20);
+    for i in items {
+        let dists: Vec<String> = (0..10).map(|_| s(&mut rng, 24)).collect();
+        let len = rng.gen_range(26..=50);
+        text.push_str(&format!(
+            "{i},{w},{},{},0,0,0,{}\n",
+            rng.gen_range(10..=100),
+            dists.join(","),
+            s(&mut rng, len)
+        ));
+    }
+    std::fs::write(out, text).unwrap();
+}
+
+/// Two TPC-C warehouses imported one per session (random row order, 16 MiB
+/// of sort memory): the second import's secondary index overlaps the
+/// first's, its primary index does not.
+fn tpcc_db(dir: &Path) {
+    let schema = strata_import::Schema::parse(STOCK_SCHEMA).unwrap();
+    let table = schema.tables.iter().find(|t| t.name == "stock").unwrap();
+    for w in 1..=2 {
+        let db = Db::open(dir, Options::default()).unwrap();
+        let csv = dir.with_extension(format!("stock{w}.csv"));
+        stock_csv(w, &csv);
+        let opts = strata_import::ImportOptions {
+            dialect: strata_import::csv::dialect::Dialect::csv(),
+            memory: 16 << 20,
+            ..strata_import::ImportOptions::default()
+        };
+        strata_import::import(
+            &db,
+            dir,
+            table,
+            &[strata_import::csv::input::Input::File(csv)],
+            &opts,
+        )
+        .unwrap();
+        db.wait_for_compactions().unwrap();
+        db.close().unwrap();
+    }
+}
+
 #[test]
 #[ignore = "writes the screenshots in docs/; run with --ignored"]
 fn docs_screenshots() {
@@ -533,6 +595,36 @@ fn docs_screenshots() {
     let Some(browser) = browser(&d.path().join("profile")) else {
         return;
     };
+    {
+        let dir = d.path().join("tpcc");
+        tpcc_db(&dir);
+        let page = d.path().join("tpcc.html");
+        std::fs::write(&page, strata_viz::render_page(&dir).unwrap()).unwrap();
+        let tab = open_page(&browser, &page);
+        // The second import's ingestion (the last ingest step).
+        let n = eval(
+            &tab,
+            "(() => { const S = JSON.parse(document.getElementById('data').textContent).s; let at = S.kind.length - 1; \
+             for (let i = 0; i < S.kind.length; i++) if (S.kind[i] === 4 || S.kind[i] === 5) at = i; return at + 1; })()",
+        )
+        .as_u64()
+        .unwrap();
+        eval(&tab, &format!("strataViz.show({})", n - 1));
+        // Hover a file of the secondary index drawn at that step.
+        let f = eval(
+            &tab,
+            "(() => { for (const [num] of strataViz.layout()) { const b = strataViz.fileBands(num); \
+             if (b && b[0] === 'stock.stock_i_id') return num; } return -1; })()",
+        )
+        .as_i64()
+        .unwrap();
+        if f >= 0 {
+            hover(&tab, f as u64);
+            eval(&tab, &format!("strataViz.show({})", n - 1));
+        }
+        eprintln!("tpcc: {n} steps, bands {}", eval(&tab, "JSON.stringify(strataViz.bands())"));
+        screenshot(&tab, &docs.join("viz-tpcc-import.png"));
+    }
     for split in [false, true] {
         let name = if split { "split" } else { "unsplit" };
         let dir = d.path().join(name);
