@@ -560,7 +560,7 @@ fn stock_csv(w: u32, out: &Path) {
 }
 
 /// Two TPC-C warehouses imported one per session (random row order, 16 MiB
-/// of sort memory): the second import's secondary index overlaps the
+/// of sort memory, 2 MiB table files): the second import's secondary index overlaps the
 /// first's, its primary index does not.
 fn tpcc_db(dir: &Path) {
     let schema = strata_import::Schema::parse(STOCK_SCHEMA).unwrap();
@@ -572,6 +572,7 @@ fn tpcc_db(dir: &Path) {
         let opts = strata_import::ImportOptions {
             dialect: strata_import::csv::dialect::Dialect::csv(),
             memory: 16 << 20,
+            target_file_size: 2 << 20,
             ..strata_import::ImportOptions::default()
         };
         strata_import::import(
