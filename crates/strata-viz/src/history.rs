@@ -762,3 +762,185 @@ fn describe(step: &mut Step, r: &EventRecord) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
+    use super::*;
+    use std::path::PathBuf;
+
+    fn file(level: usize, number: u64) -> TableInfo {
+        TableInfo {
+            level,
+            number,
+            size: 100,
+            smallest: format!("k{number:03}a").into_bytes(),
+            largest: format!("k{number:03}z").into_bytes(),
+            largest_exclusive: false,
+            smallest_seq: number,
+            largest_seq: number,
+            entries: Some(1),
+            backing: None,
+        }
+    }
+
+    fn rec(event: Event) -> EventRecord {
+        EventRecord {
+            v: 2,
+            time: 1.0,
+            event,
+        }
+    }
+
+    fn flush(n: u64) -> EventRecord {
+        rec(Event::FlushEnd {
+            job: n,
+            memtable: n,
+            outputs: vec![file(0, n)],
+            bytes_written: 100,
+            micros: 1,
+        })
+    }
+
+    fn edit(added: Vec<TableInfo>, removed: Vec<(usize, u64)>) -> ManifestEdit {
+        ManifestEdit {
+            offset: 0,
+            added,
+            removed,
+            queued: vec![],
+            last_sequence: None,
+            next_file_number: None,
+        }
+    }
+
+    fn trees(h: &History) -> Vec<Vec<(usize, u64)>> {
+        (0..h.steps.len())
+            .map(|i| {
+                let mut v: Vec<_> = h
+                    .placements
+                    .iter()
+                    .filter(|p| p.born <= i && p.died.is_none_or(|d| d > i))
+                    .map(|p| (p.file.level, p.file.number))
+                    .collect();
+                v.sort_unstable();
+                v
+            })
+            .collect()
+    }
+
+    /// A MANIFEST rewritten mid-session (no `open` at its snapshot) joins
+    /// the log where the replayed tree equals its snapshot; a `log_rolled`
+    /// that changes nothing is no step.
+    #[test]
+    fn a_manifest_rewritten_mid_session_joins_the_log() {
+        let events = vec![
+            rec(Event::Open { files: vec![] }),
+            flush(1),
+            flush(2),
+            rec(Event::LogRolled {
+                files: vec![file(0, 1), file(0, 2)],
+            }),
+            flush(3),
+            rec(Event::CompactionEnd {
+                job: 9,
+                reason: "l0".into(),
+                start_level: 0,
+                output_level: 6,
+                moved: false,
+                cancelled: false,
+                inputs: vec![file(0, 1), file(0, 2), file(0, 3)],
+                outputs: vec![file(6, 4)],
+                bytes_read: 300,
+                bytes_written: 100,
+                micros: 1,
+            }),
+            flush(5),
+        ];
+        let m = ManifestHistory {
+            path: PathBuf::from("MANIFEST-000009"),
+            edits: vec![
+                edit(vec![file(6, 4)], vec![]),
+                edit(vec![file(0, 5)], vec![]),
+            ],
+        };
+        let h = build(&m, &events, vec![]).unwrap();
+        let kinds: Vec<StepKind> = h.steps.iter().map(|s| s.kind).collect();
+        use StepKind::*;
+        assert_eq!(kinds, [Open, Flush, Flush, Flush, Compaction, Edit, Flush]);
+        assert_eq!(h.manifest_start, 5);
+        assert_eq!(h.steps[5].reason, "new MANIFEST");
+        assert_eq!(
+            trees(&h),
+            [
+                vec![],
+                vec![(0, 1)],
+                vec![(0, 1), (0, 2)],
+                vec![(0, 1), (0, 2), (0, 3)],
+                vec![(6, 4)],
+                vec![(6, 4)],
+                vec![(0, 5), (6, 4)],
+            ]
+        );
+    }
+
+    /// A log whose oldest kept segment starts with `log_rolled` starts the
+    /// history there (session 0); a removal of a file the replay never
+    /// held is skipped and noted.
+    #[test]
+    fn a_log_starting_mid_session_starts_the_history_there() {
+        let events = vec![
+            rec(Event::LogRolled {
+                files: vec![file(6, 1)],
+            }),
+            rec(Event::CompactionEnd {
+                job: 2,
+                reason: "l0".into(),
+                start_level: 0,
+                output_level: 6,
+                moved: false,
+                cancelled: false,
+                inputs: vec![file(0, 7), file(6, 1)],
+                outputs: vec![file(6, 8)],
+                bytes_read: 200,
+                bytes_written: 100,
+                micros: 1,
+            }),
+            rec(Event::Open {
+                files: vec![file(6, 8), file(0, 9)],
+            }),
+            flush(10),
+        ];
+        let m = ManifestHistory {
+            path: PathBuf::from("MANIFEST-000011"),
+            edits: vec![
+                edit(vec![file(6, 8)], vec![]),
+                edit(vec![file(0, 9)], vec![]),
+                edit(vec![file(0, 10)], vec![]),
+            ],
+        };
+        let h = build(&m, &events, vec![]).unwrap();
+        let s: Vec<(StepKind, u64, &str)> = h
+            .steps
+            .iter()
+            .map(|s| (s.kind, s.job, s.reason.as_str()))
+            .collect();
+        use StepKind::*;
+        assert_eq!(
+            s,
+            [
+                (Open, 0, ""),
+                (Compaction, 2, "l0"),
+                (Open, 1, ""),
+                (Edit, 0, "recovery"),
+                (Flush, 10, ""),
+            ]
+        );
+        assert_eq!(h.manifest_start, 2);
+        assert!(
+            h.notes.iter().any(|n| n.starts_with("1 removals")),
+            "{:?}",
+            h.notes
+        );
+        assert_eq!(trees(&h)[4], [(0, 9), (0, 10), (6, 8)]);
+    }
+}

@@ -623,7 +623,10 @@ fn docs_screenshots() {
             hover(&tab, f as u64);
             eval(&tab, &format!("strataViz.show({})", n - 1));
         }
-        eprintln!("tpcc: {n} steps, bands {}", eval(&tab, "JSON.stringify(strataViz.bands())"));
+        eprintln!(
+            "tpcc: {n} steps, bands {}",
+            eval(&tab, "JSON.stringify(strataViz.bands())")
+        );
         screenshot(&tab, &docs.join("viz-tpcc-import.png"));
     }
     for split in [false, true] {
