@@ -19,11 +19,12 @@
 //! The log is a sequence of files, each appended to and never rewritten:
 //! `EVENTS` (the one being written) and `EVENTS.NNNNNN` (earlier ones, read
 //! in number order before `EVENTS`). Each read-write open renames the
-//! previous `EVENTS` to the next number and starts a new one with an
-//! [`Event::Open`]; a segment that outgrows [`SEGMENT_BYTES`] is renamed the
+//! previous `EVENTS` to the next number and starts a new one whose first
+//! tree-changing event is [`Event::Open`] (only the `table_deleted` events
+//! of the files that open cleans up come before it); a segment that outgrows [`SEGMENT_BYTES`] is renamed the
 //! same way and the log continues in a new `EVENTS` that starts with
-//! [`Event::LogRolled`] (the whole tree). So every segment starts with the
-//! whole tree and can be replayed on its own, and the oldest segments are
+//! [`Event::LogRolled`] (the whole tree). So every segment's tree changes
+//! start from the whole tree and it can be replayed on its own, and the oldest segments are
 //! deleted while those kept exceed [`KEEP_BYTES`]. A crash can cut short
 //! only the last line of a segment; a reader skips it and says so
 //! ([`ParsedEvents::torn`]).

@@ -8,8 +8,8 @@
 //! atomic rename; the old code copied the whole log into a new file at each
 //! open, which a crash between the truncating create and the copy could
 //! empty), and a segment past [`SEGMENT_BYTES`] is closed the same way
-//! mid-session. Each new segment starts with the whole tree (`open` or
-//! `log_rolled`), so deleting the oldest closed segments to stay under
+//! mid-session. In each new segment the first tree change is the whole tree
+//! (`open` or `log_rolled`), so deleting the oldest closed segments to stay under
 //! [`KEEP_BYTES`] never leaves a segment that cannot be replayed.
 //!
 //! Invariants:
