@@ -282,8 +282,9 @@ struct Join {
     recovery_edits: usize,
 }
 
-fn find_join(manifest: &ManifestHistory, events: &[EventRecord]) -> Join {
-    // The first event a later MANIFEST edit matches bounds the join.
+/// The tree-changing events (not the whole-tree ones) by signature, in log
+/// order.
+fn events_by_signature(events: &[EventRecord]) -> HashMap<Signature, VecDeque<usize>> {
     let mut by_sig: HashMap<Signature, VecDeque<usize>> = HashMap::new();
     for (i, r) in events.iter().enumerate() {
         if r.event.whole_tree().is_some() {
@@ -297,6 +298,15 @@ fn find_join(manifest: &ManifestHistory, events: &[EventRecord]) -> Join {
             by_sig.entry(sig).or_default().push_back(i);
         }
     }
+    by_sig
+}
+
+fn find_join(
+    manifest: &ManifestHistory,
+    events: &[EventRecord],
+    by_sig: &HashMap<Signature, VecDeque<usize>>,
+) -> Join {
+    // The first event a later MANIFEST edit matches bounds the join.
     let mut first_matched_edit = manifest.edits.len();
     let mut bound = events.len();
     for (ei, e) in manifest.edits.iter().enumerate().skip(1) {
@@ -535,7 +545,8 @@ pub fn build(
     events: &[EventRecord],
     mut notes: Vec<String>,
 ) -> strata::Result<History> {
-    let join = find_join(manifest, events);
+    let mut by_sig = events_by_signature(events);
+    let join = find_join(manifest, events, &by_sig);
     let mut b = Builder::new();
     let mut step_of_event: HashMap<usize, usize> = HashMap::new();
     let mut sessions = 0u64;
@@ -572,19 +583,6 @@ pub fn build(
 
     // The current MANIFEST: its snapshot, then its edits.
     let manifest_start = b.steps.len();
-    let mut by_sig: HashMap<Signature, VecDeque<usize>> = HashMap::new();
-    for (i, r) in events.iter().enumerate().skip(join.boundary) {
-        if r.event.whole_tree().is_some() {
-            continue;
-        }
-        if let Some((added, removed)) = r.event.tree_change() {
-            let sig = signature(
-                added.iter().map(|f| (f.level, f.number)),
-                removed.iter().map(|f| (f.level, f.number)),
-            );
-            by_sig.entry(sig).or_default().push_back(i);
-        }
-    }
     let mut bookkeeping = 0;
     for (ei, e) in manifest.edits.iter().enumerate() {
         if ei == 0 {
@@ -609,9 +607,13 @@ pub fn build(
             bookkeeping += 1;
             continue;
         }
-        let matched = by_sig
-            .get_mut(&edit_signature(e))
-            .and_then(|q| q.pop_front());
+        // Events before the join are earlier history, never a match.
+        let matched = by_sig.get_mut(&edit_signature(e)).and_then(|q| {
+            while q.front().is_some_and(|&i| i < join.boundary) {
+                q.pop_front();
+            }
+            q.pop_front()
+        });
         let mut step = Step::new(if !e.changes_tree() {
             StepKind::IngestQueued
         } else {
