@@ -17,6 +17,7 @@ pub mod encode;
 pub mod error;
 pub mod parse;
 pub mod pipeline;
+pub mod resolve;
 pub mod schema;
 pub mod sink;
 pub mod sort;
@@ -24,5 +25,5 @@ pub mod table;
 pub mod value;
 
 pub use error::{Error, Result, RowSource};
-pub use pipeline::{import, ImportOptions, Summary};
+pub use pipeline::{import, ImportOptions, Mode, OnDuplicate, Summary};
 pub use schema::Schema;
