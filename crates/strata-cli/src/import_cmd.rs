@@ -257,7 +257,14 @@ pub fn run(a: ImportArgs) -> Result<()> {
         },
         ..ImportOptions::default()
     };
-    let db = open::or_create(&a.db, Options::default())?;
+    crate::load::keep_large_allocations_mapped();
+    // The block cache only fills when the table has rows (duplicate
+    // lookups); keep it within the budget too.
+    let db_opts = Options {
+        block_cache_bytes: Options::default().block_cache_bytes.min(memory / 8),
+        ..Options::default()
+    };
+    let db = open::or_create(&a.db, db_opts)?;
     let start = Instant::now();
     let show = !a.quiet && !a.json;
     let summary = std::thread::scope(|s| {
@@ -379,6 +386,16 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
         s.merge_write.as_secs_f64(),
         s.ingest.as_secs_f64()
     );
+    if let Some(b) = &s.budget {
+        println!(
+            "memory budget {:.1} MB: chunks in flight {:.1} MB ({} KiB chunks), writers {:.1} MB, sort buffers {:.1} MB",
+            b.total as f64 / 1e6,
+            b.chunks as f64 / 1e6,
+            b.chunk_size >> 10,
+            b.writers as f64 / 1e6,
+            b.sort as f64 / 1e6
+        );
+    }
     println!(
         "memory: peak sort buffers {:.1} MB, peak RSS {}; spilled {:.1} MB; write amplification {:.2}",
         s.peak_buffer_bytes as f64 / 1e6,
@@ -433,6 +450,8 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
             "in_order": i.in_order,
         })).collect::<Vec<_>>(),
         "peak_sort_buffer_bytes": s.peak_buffer_bytes,
+        "memory_budget_bytes": s.budget.map(|b| b.total),
+        "sort_budget_bytes": s.budget.map(|b| b.sort),
         "peak_rss_bytes": peak_rss(),
         "spilled_bytes": s.spilled_bytes,
         "write_amplification": s.write_amplification(),

@@ -9,6 +9,7 @@
 //! the public API of the `strata` crate. `docs/import.md` describes the
 //! pipeline, `docs/formats.md` the encodings.
 
+pub mod budget;
 pub mod catalog;
 pub mod chunk;
 pub mod codec;

@@ -23,6 +23,7 @@
 //! the import ends however it ends; directories left by a killed import
 //! are removed by the next import's [`clean_stale`].
 
+use crate::budget::Budget;
 use crate::catalog::{self, CatalogEntry};
 use crate::chunk::{Chunk, Splitter};
 use crate::codec::TableCodec;
@@ -49,11 +50,12 @@ use strata::{Db, IngestOptions, WriteBatch, WriteOptions};
 pub struct ImportOptions {
     /// How the input is written.
     pub dialect: Dialect,
-    /// Memory for the sort buffers of all indexes together.
+    /// Memory budget of the whole import: chunks in flight, writers and
+    /// the sort buffers of all indexes ([`crate::budget`] divides it).
     pub memory: usize,
     /// Target size of an output SST.
     pub target_file_size: u64,
-    /// Size of a parse chunk.
+    /// Largest parse chunk (the budget may pick a smaller one).
     pub chunk_size: usize,
     /// Worker threads (0: one per core).
     pub threads: usize,
@@ -225,6 +227,8 @@ pub struct Summary {
     pub spilled_bytes: u64,
     /// Largest total of the sort buffers.
     pub peak_buffer_bytes: usize,
+    /// How the memory budget was divided.
+    pub budget: Option<Budget>,
     /// Reading, parsing, buffering and spilling.
     pub read_parse: Duration,
     /// Merging runs and writing the SSTs.
@@ -346,7 +350,21 @@ pub fn import(
     std::fs::create_dir_all(&tmp.0).map_err(|e| Error::io(&tmp.0, e))?;
 
     let names: Vec<String> = inputs.iter().map(Input::name).collect();
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        opts.threads
+    };
+    let budget = Budget::new(
+        opts.memory,
+        threads,
+        codec.table.indexes.len(),
+        opts.chunk_size,
+        opts.target_file_size,
+    );
     let mut loader = Loader {
+        budget,
+        threads,
         db,
         codec: &codec,
         names: &names,
@@ -358,6 +376,7 @@ pub fn import(
         summary: Summary {
             table: codec.table.name.clone(),
             created,
+            budget: Some(budget),
             indexes: codec
                 .table
                 .indexes
@@ -393,6 +412,8 @@ fn table_range(id: u32) -> (Vec<u8>, Vec<u8>) {
 
 /// The state of one import on the calling thread.
 struct Loader<'a> {
+    budget: Budget,
+    threads: usize,
     db: &'a Db,
     codec: &'a Arc<TableCodec>,
     names: &'a [String],
@@ -442,28 +463,31 @@ impl Loader<'_> {
     ) -> Result<()> {
         let opts = self.opts;
         let started = Instant::now();
-        let threads = if opts.threads == 0 {
-            std::thread::available_parallelism().map_or(2, |n| n.get())
-        } else {
-            opts.threads
-        };
+        let (threads, budget) = (self.threads, self.budget);
         let codec = self.codec;
         std::thread::scope(|s| -> Result<()> {
             // Every channel end lives in this scope: when `collect` returns
             // (maybe early, on an error) its receiver drops, the workers'
             // sends fail, they drop theirs, and the reader's sends fail in
             // turn, so no thread is left blocked.
-            let (chunk_tx, chunk_rx) = sync_channel::<(Chunk, Arc<Vec<usize>>)>(threads * 2);
+            let depth = budget.queue_depth;
+            let (chunk_tx, chunk_rx) = sync_channel::<(Chunk, Arc<Vec<usize>>)>(depth);
             let chunk_rx = Arc::new(Mutex::new(chunk_rx));
-            let (res_tx, res_rx) = sync_channel::<Msg>(threads * 2);
+            let (res_tx, res_rx) = sync_channel::<Msg>(depth);
+            // A token per chunk between the reader and `collect`: the reader
+            // is never more than the budget's chunks ahead of the sorters,
+            // however slow one worker is (results wait in input order).
+            let (tok_tx, tok_rx) = sync_channel::<()>(Budget::chunks_in_flight(threads) - 1);
             {
                 let res_tx = res_tx.clone();
                 let dialect = opts.dialect.clone();
                 let codec = Arc::clone(codec);
                 let inputs = inputs.to_vec();
-                let chunk_size = opts.chunk_size;
+                let chunk_size = budget.chunk_size;
                 s.spawn(move || {
-                    read_inputs(&inputs, &dialect, &codec, chunk_size, chunk_tx, res_tx)
+                    read_inputs(
+                        &inputs, &dialect, &codec, chunk_size, chunk_tx, res_tx, tok_tx,
+                    )
                 });
             }
             for _ in 0..threads {
@@ -490,7 +514,7 @@ impl Loader<'_> {
             }
             drop(res_tx);
             drop(chunk_rx);
-            self.collect(res_rx)
+            self.collect(res_rx, tok_rx)
         })?;
         self.rejects.finish()?;
         self.summary.read_parse = started.elapsed();
@@ -624,7 +648,7 @@ impl Loader<'_> {
     }
 
     /// Results in input order into the sorters.
-    fn collect(&mut self, rx: Receiver<Msg>) -> Result<()> {
+    fn collect(&mut self, rx: Receiver<Msg>, tokens: Receiver<()>) -> Result<()> {
         let mut pending: BTreeMap<u64, Parsed> = BTreeMap::new();
         let mut next = 0u64;
         let mut end: Option<u64> = None;
@@ -632,6 +656,7 @@ impl Loader<'_> {
         loop {
             while let Some(p) = pending.remove(&next) {
                 self.take(p)?;
+                let _ = tokens.try_recv();
                 next += 1;
             }
             if let Some((seq, _)) = &read_error {
@@ -704,7 +729,7 @@ impl Loader<'_> {
             rows -= now;
             let used: usize = self.sorters.iter().map(|s| s.buf_bytes).sum();
             self.summary.peak_buffer_bytes = self.summary.peak_buffer_bytes.max(used);
-            let full = used > opts.memory || (now == room && room > 0);
+            let full = used > self.budget.sort || (now == room && room > 0);
             if full {
                 if opts.mode == Mode::Pipeline {
                     for i in 0..self.sorters.len() {
@@ -781,6 +806,7 @@ fn read_inputs(
     chunk_size: usize,
     chunk_tx: std::sync::mpsc::SyncSender<(Chunk, Arc<Vec<usize>>)>,
     res_tx: std::sync::mpsc::SyncSender<Msg>,
+    tokens: std::sync::mpsc::SyncSender<()>,
 ) {
     let mut seq = 0u64;
     let mut offset = 0u64;
@@ -802,6 +828,9 @@ fn read_inputs(
                 let Some(mut c) = next else { break };
                 c.seq = seq;
                 seq += 1;
+                if tokens.send(()).is_err() {
+                    return Ok(());
+                }
                 if chunk_tx.send((c, Arc::clone(&columns))).is_err() {
                     return Ok(());
                 }

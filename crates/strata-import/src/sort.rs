@@ -221,7 +221,7 @@ impl IndexSorter {
             .dir
             .join(format!("{}-run-{:05}.run", self.name, self.runs.len()));
         let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut w = BufWriter::with_capacity(1 << 20, f);
+        let mut w = BufWriter::with_capacity(crate::budget::SPILL_WRITE_BUFFER, f);
         let mut rec = Vec::new();
         for e in &buf {
             rec.clear();

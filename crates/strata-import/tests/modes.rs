@@ -101,8 +101,8 @@ fn model(base: &[Row], input: &[Row], rule: OnDuplicate) -> Vec<Row> {
 
 fn modes() -> Vec<(Mode, usize)> {
     vec![
-        (Mode::Pipeline, 1500),
-        (Mode::Direct, 1500),
+        (Mode::Pipeline, 6000),
+        (Mode::Direct, 6000),
         (Mode::Batch { rows_per_batch: 7 }, 1 << 20),
     ]
 }
