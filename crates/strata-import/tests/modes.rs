@@ -240,3 +240,32 @@ fn a_failed_unit_import_takes_back_a_new_table_and_keeps_an_old_ones_units() {
         db.close().unwrap();
     }
 }
+
+/// A killed direct or batch import into a new table leaves rows under the
+/// table's id without a catalog entry; the next import that creates a
+/// table gets the same id and must delete them first.
+#[test]
+fn rows_of_a_killed_unit_import_are_deleted_by_the_next_new_table() {
+    let d = tempfile::tempdir().unwrap();
+    let dbdir = d.path().join("db");
+    let db = Db::open_default(&dbdir).unwrap();
+    // What a killed direct import of table id 1 could leave: index keys.
+    let orphan_pk = strata_import::encode::key::index_prefix(1, 0).to_vec();
+    let orphan_ix = strata_import::encode::key::index_prefix(1, 2).to_vec();
+    db.put([orphan_pk.as_slice(), b"\x01zz"].concat(), b"stale")
+        .unwrap();
+    db.put([orphan_ix.as_slice(), b"\x01zz"].concat(), b"")
+        .unwrap();
+    let schema = Schema::parse(SCHEMA).unwrap();
+    let t = schema.table("t").unwrap();
+    let mut rng = Rng(11);
+    let rows: Vec<Row> = (0..20).map(|id| row(&mut rng, id, 1)).collect();
+    let input = write(d.path(), "in.csv", &csv(&rows));
+    import(&db, &dbdir, t, &[input], &ImportOptions::default()).unwrap();
+    let got = all_pairs(&db);
+    let want = {
+        let d2 = tempfile::tempdir().unwrap();
+        run(d2.path(), &rows, &[], &ImportOptions::default()).0
+    };
+    assert!(got == want, "the orphaned keys survived the new table");
+}
