@@ -7,8 +7,8 @@
 //! - **chunks in flight**: the reader's chunk, the chunk queue, one chunk
 //!   per worker, the parsed-results queue and the chunks waiting to be
 //!   taken in input order, each held as its raw bytes and then as encoded
-//!   entries. There are at most `1 + 4 × threads` of them ([`Budget::
-//!   chunks_in_flight`]); the chunk size is chosen so they take at most a
+//!   entries. There are at most `1 + 4 × threads` of them
+//!   ([`Budget::chunks_in_flight`]); the chunk size is chosen so they take at most a
 //!   quarter of the budget, counting [`PARSED_EXPANSION`] times the raw
 //!   bytes for each (raw bytes plus the entries made from them).
 //! - **writers**: per index, one open SST writer (its pending index and
@@ -19,14 +19,16 @@
 //!   keep a quarter and the fixed parts go over; budgets from a few MiB up
 //!   are not affected).
 //!
-//! The merge reads each spilled run through a [`crate::sort::
-//! RUN_READ_BUFFER`]-sized buffer while the last buffer of that index is
+//! The merge reads each spilled run through a
+//! [`crate::sort::RUN_READ_BUFFER`]-sized buffer while the last buffer of that index is
 //! still held; with the sort budget at most 3/4 of the total and runs of at
 //! least that budget's size, the readers stay inside the writers' and
 //! chunks' share for inputs up to about 100 times the budget.
 
-/// Encoded entries of a chunk over its raw bytes (measured on the TPC-C
-/// stock table with its two indexes: about 1.7; rounded up).
+/// Bytes a chunk holds at its peak over its raw bytes: the raw bytes plus
+/// the entries made from them (estimated from the entry sizes of the TPC-C
+/// stock table with its two indexes: about 1.6 for the entries; rounded
+/// up).
 pub const PARSED_EXPANSION: usize = 3;
 
 /// Write buffer of a spill run.
