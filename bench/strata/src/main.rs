@@ -13,6 +13,12 @@
 //! starts from a fresh database. One JSON line per run goes to stdout:
 //! engine, version, workload, variant, figures, options and durability.
 //!
+//! W1 has Strata-only variants `import-MODE-ORDER` (MODE `pipeline`,
+//! `direct`, `batch`; `import-spill64-ORDER` is the pipeline with a 64 MiB
+//! budget): `strata import` of the CSV into the TPC-C stock table (primary
+//! key and the `s_i_id` index, the same two KVs a row as the kv-spec
+//! methods, in the table encoding) through `strata_import::import`.
+//!
 //! Options are the workloads' common ones: 64 MiB memtable, 256 MiB block
 //! cache, Snappy, background compactions = cores, WAL on without per-write
 //! sync (Strata's default 1 ms WAL buffer, which the durability field
@@ -257,6 +263,142 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The TPC-C stock table of W1 (the schema of `strata demo`,
+/// `crates/strata-cli/src/tpcc.rs`).
+const STOCK_SCHEMA: &str = "CREATE TABLE stock (
+    s_i_id INT NOT NULL, s_w_id INT NOT NULL, s_quantity SMALLINT,
+    s_dist_01 CHAR(24), s_dist_02 CHAR(24), s_dist_03 CHAR(24), s_dist_04 CHAR(24),
+    s_dist_05 CHAR(24), s_dist_06 CHAR(24), s_dist_07 CHAR(24), s_dist_08 CHAR(24),
+    s_dist_09 CHAR(24), s_dist_10 CHAR(24), s_ytd DECIMAL(8,0), s_order_cnt SMALLINT,
+    s_remote_cnt SMALLINT, s_data VARCHAR(50), PRIMARY KEY (s_w_id, s_i_id));
+CREATE INDEX stock_i_id ON stock (s_i_id);";
+
+/// Peak resident memory of this process (VmHWM), in bytes.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            l.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// W1 by `strata import` (variants `import-MODE-ORDER`): the CSV into the
+/// stock table, then flush and settle; checks the table's row count, a
+/// full scan's key count (two a row plus the catalog entry) and 1,000
+/// sampled rows read back through the table.
+fn w1_import(a: &Args, variant: &str) -> Result<()> {
+    use strata_import::{csv::dialect::Dialect, csv::input::Input, ImportOptions, Mode};
+    let (mode, memory) = match variant.split('-').nth(1) {
+        Some("pipeline") => (Mode::Pipeline, 256 << 20),
+        Some("spill64") => (Mode::Pipeline, 64 << 20),
+        Some("direct") => (Mode::Direct, 256 << 20),
+        Some("batch") => (
+            Mode::Batch {
+                rows_per_batch: a.batch_rows,
+            },
+            256 << 20,
+        ),
+        _ => bail!(
+            "w1 import variant must be import-pipeline|spill64|direct|batch-ORDER, not {variant:?}"
+        ),
+    };
+    // Before the clock: the logical bytes (as the kv-spec methods count
+    // them) and a sample of rows to read back.
+    let f =
+        std::fs::File::open(&a.input).with_context(|| format!("opening {}", a.input.display()))?;
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut sample: Vec<Vec<u8>> = Vec::new();
+    let (mut rows, mut logical) = (0usize, 0u64);
+    for line in std::io::BufReader::with_capacity(1 << 20, f).split(b'\n') {
+        let line = line.with_context(|| format!("reading {}", a.input.display()))?;
+        rows += 1;
+        logical += (18 + line.len() + 18) as u64;
+        if sample.len() < 1000 {
+            sample.push(line);
+        } else {
+            let j = rng.gen_range(0..rows);
+            if j < 1000 {
+                sample[j] = line;
+            }
+        }
+    }
+    // As `strata import` does: large buffers stay `mmap`ed, so freed sort
+    // buffers leave the process instead of fragmenting the heap.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called before the
+    // database and import threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
+    let schema = strata_import::Schema::parse(STOCK_SCHEMA)?;
+    let table = schema.table("stock").context("no stock table")?;
+    let db = open(&a.dir)?;
+    let opts = ImportOptions {
+        memory,
+        mode,
+        ..ImportOptions::default()
+    };
+    let wb0 = write_bytes();
+    let start = Instant::now();
+    let s = strata_import::import(&db, &a.dir, table, &[Input::File(a.input.clone())], &opts)?;
+    let load_s = start.elapsed().as_secs_f64();
+    // The import's peak (the checks below fill the block cache).
+    let rss = peak_rss();
+    db.flush()?;
+    db.wait_for_compactions()?;
+    let settle_s = start.elapsed().as_secs_f64() - load_s;
+    let wb = match (wb0, write_bytes()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+    let m = db.metrics();
+    let mut keys = 0u64;
+    for kv in db.iter() {
+        kv?;
+        keys += 1;
+    }
+    if s.rows != rows as u64 || keys != 2 * rows as u64 + 1 {
+        bail!(
+            "check: imported {} rows and a full scan found {keys} keys, expected {rows} and {}",
+            s.rows,
+            2 * rows + 1
+        );
+    }
+    let reader = strata_import::table::TableReader::open(&db, "stock")?;
+    let d = Dialect::csv();
+    for line in &sample {
+        let text = String::from_utf8_lossy(line);
+        let f: Vec<&str> = text.split(',').collect();
+        let pk = [f[1].to_string(), f[0].to_string()];
+        let row = reader
+            .get(&pk)?
+            .context("check: a sampled row is missing")?;
+        if reader.format_row(&row, &d) != text {
+            bail!(
+                "check: row {pk:?} read back as {}",
+                reader.format_row(&row, &d)
+            );
+        }
+    }
+    db.close()?;
+    emit(
+        a,
+        variant,
+        json!({"rows": rows, "load_s": load_s, "settle_s": settle_s,
+               "load_settle_s": load_s + settle_s, "write_bytes": wb,
+               "logical_bytes": logical, "write_amp": wb as f64 / logical as f64,
+               "peak_l0_files": m.peak_l0_files, "peak_l0_sublevels": m.peak_l0_sublevels,
+               "stall_s": m.stalls.iter().map(|s| s.micros).sum::<u64>() as f64 / 1e6,
+               "size_bytes": dir_bytes(&a.dir), "keys": keys, "ssts": s.indexes.iter().map(|i| i.files).sum::<usize>(),
+               "peak_rss_bytes": rss, "memory_budget_bytes": memory,
+               "spilled_bytes": s.spilled_bytes, "units": s.units,
+               "csv_mb_per_core_s": s.input_bytes as f64 / 1e6 / load_s / cores() as f64}),
+    );
+    Ok(())
+}
+
 /// W1: the TPC-C stock import by write batches of 1,000 rows (`batch-*`)
 /// or by 64 MiB sorted SSTs (`ingest-*`), then flush and settle; checks a
 /// full scan's count and 1,000 primary rows read back.
@@ -265,6 +407,7 @@ fn w1(a: &Args) -> Result<()> {
     let ingest = match variant.split('-').next() {
         Some("batch") => false,
         Some("ingest") => true,
+        Some("import") => return w1_import(a, variant),
         _ => bail!("w1 variant must start with batch or ingest, not {variant:?}"),
     };
     let f =

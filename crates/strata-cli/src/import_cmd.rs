@@ -15,7 +15,7 @@ use strata::Options;
 use strata_import::csv::dialect::{Dialect, Header};
 use strata_import::csv::input;
 use strata_import::pipeline::{OnDuplicate, Phase, Progress};
-use strata_import::{ImportOptions, Schema, Summary};
+use strata_import::{ImportOptions, Mode, Schema, Summary};
 
 /// Input formats.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -43,13 +43,35 @@ pub enum OnDuplicateArg {
     /// Keep the first row with a primary key (the table's, else the
     /// earliest in the input) and skip the rest.
     Ignore,
+    /// Keep the last row of the input with a primary key, over the table's
+    /// row (whose index entries go with it).
+    Replace,
+}
+
+/// What `--mode` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Sort every index externally, then one atomic ingestion.
+    Pipeline,
+    /// Ingest each memory buffer as it fills (overlapping files).
+    Direct,
+    /// Write batches of --rows-per-batch rows through the WAL and memtable.
+    Batch,
 }
 
 /// Arguments of `strata import`.
 #[derive(Args)]
 #[command(
-    after_help = "The import is all or nothing: the table and every row appear in one \
-atomic ingestion, or (on any error, Ctrl-C or kill) the database is left exactly as it was. \
+    after_help = "Atomicity: in the default mode (pipeline) the import is all or nothing: the \
+table and every row appear in one atomic ingestion, or (on any error, Ctrl-C or kill) the \
+database is left exactly as it was.\n\n\
+--mode direct and --mode batch are NOT all or nothing: each unit (one ingestion of a full \
+memory buffer, or one write batch) is atomic, and the units before a failure stay. On an \
+error, the rows written into a table the import created are deleted again (the table stays \
+absent); rows written into a table that already existed stay, and re-running with \
+--on-duplicate ignore or replace completes them. After Ctrl-C or a kill, a new table's \
+written rows stay without a catalog entry (invisible to table commands) until the next \
+import that creates a table deletes them; an existing table keeps the units written.\n\n\
 Put FILEs before a bare --header (or write --header=skip)."
 )]
 pub struct ImportArgs {
@@ -84,7 +106,9 @@ pub struct ImportArgs {
     /// The field text that means NULL (e.g. `\N`).
     #[arg(long)]
     pub null: Option<String>,
-    /// Memory for sort buffers, e.g. 64MiB or 2GiB (default: a quarter of RAM).
+    /// Memory budget of the whole import (reader chunks, parsers, sort
+    /// buffers, merge and SST writers), e.g. 64MiB or 2GiB (default: a
+    /// quarter of RAM).
     #[arg(long)]
     pub memory: Option<String>,
     /// Bad rows to tolerate (written to --rejects) before failing.
@@ -93,11 +117,21 @@ pub struct ImportArgs {
     /// File for rejected records (reasons go to FILE.reasons).
     #[arg(long)]
     pub rejects: Option<PathBuf>,
-    /// A primary key already in the table or earlier in the input: fail, or
-    /// skip the later row (`replace` is not built yet). A unique secondary
-    /// index shared by two rows is always an error.
+    /// A primary key already in the table or elsewhere in the input: fail,
+    /// keep the first row (`ignore`), or keep the last row of the input
+    /// (`replace`, by input order; the replaced row's index entries are
+    /// deleted). A unique secondary key shared by two rows is always an
+    /// error.
     #[arg(long, value_enum, default_value = "error")]
     pub on_duplicate: OnDuplicateArg,
+    /// How rows reach the database (see Atomicity below): `pipeline`
+    /// (external sort, one atomic ingestion), `direct` (an ingestion per
+    /// full buffer) or `batch` (write batches through the WAL).
+    #[arg(long, value_enum, default_value = "pipeline")]
+    pub mode: ModeArg,
+    /// Rows per write batch in --mode batch.
+    #[arg(long, default_value_t = strata_import::Mode::DEFAULT_ROWS_PER_BATCH)]
+    pub rows_per_batch: usize,
     /// Parser threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -212,10 +246,25 @@ pub fn run(a: ImportArgs) -> Result<()> {
         on_duplicate: match a.on_duplicate {
             OnDuplicateArg::Error => OnDuplicate::Error,
             OnDuplicateArg::Ignore => OnDuplicate::Ignore,
+            OnDuplicateArg::Replace => OnDuplicate::Replace,
+        },
+        mode: match a.mode {
+            ModeArg::Pipeline => Mode::Pipeline,
+            ModeArg::Direct => Mode::Direct,
+            ModeArg::Batch => Mode::Batch {
+                rows_per_batch: a.rows_per_batch,
+            },
         },
         ..ImportOptions::default()
     };
-    let db = open::or_create(&a.db, Options::default())?;
+    crate::load::keep_large_allocations_mapped();
+    // The block cache only fills when the table has rows (duplicate
+    // lookups); keep it within the budget too.
+    let db_opts = Options {
+        block_cache_bytes: Options::default().block_cache_bytes.min(memory / 8),
+        ..Options::default()
+    };
+    let db = open::or_create(&a.db, db_opts)?;
     let start = Instant::now();
     let show = !a.quiet && !a.json;
     let summary = std::thread::scope(|s| {
@@ -306,9 +355,15 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
     }
     if s.duplicates_ignored > 0 {
         println!(
-            "skipped {} rows whose primary key was taken",
+            "skipped {} input rows whose primary key another row won",
             s.duplicates_ignored
         );
+    }
+    if s.replaced > 0 {
+        println!("replaced {} rows of the table", s.replaced);
+    }
+    if s.units > 1 {
+        println!("wrote {} units (ingestions or write batches)", s.units);
     }
     println!(
         "{:<24} {:>12} {:>6} {:>12} {:>12} {:>9}",
@@ -331,6 +386,16 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
         s.merge_write.as_secs_f64(),
         s.ingest.as_secs_f64()
     );
+    if let Some(b) = &s.budget {
+        println!(
+            "memory budget {:.1} MB: chunks in flight {:.1} MB ({} KiB chunks), writers {:.1} MB, sort buffers {:.1} MB",
+            b.total as f64 / 1e6,
+            b.chunks as f64 / 1e6,
+            b.chunk_size >> 10,
+            b.writers as f64 / 1e6,
+            b.sort as f64 / 1e6
+        );
+    }
     println!(
         "memory: peak sort buffers {:.1} MB, peak RSS {}; spilled {:.1} MB; write amplification {:.2}",
         s.peak_buffer_bytes as f64 / 1e6,
@@ -367,6 +432,8 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
         "rows": s.rows,
         "bad_rows": s.bad_rows,
         "duplicates_ignored": s.duplicates_ignored,
+        "replaced": s.replaced,
+        "units": s.units,
         "input_bytes": s.input_bytes,
         "seconds": elapsed.as_secs_f64(),
         "phases": {
@@ -383,6 +450,8 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
             "in_order": i.in_order,
         })).collect::<Vec<_>>(),
         "peak_sort_buffer_bytes": s.peak_buffer_bytes,
+        "memory_budget_bytes": s.budget.map(|b| b.total),
+        "sort_budget_bytes": s.budget.map(|b| b.sort),
         "peak_rss_bytes": peak_rss(),
         "spilled_bytes": s.spilled_bytes,
         "write_amplification": s.write_amplification(),

@@ -121,7 +121,7 @@ fn progress_bar(len: Option<u64>, what: &str) -> ProgressBar {
 /// from the heap, where they fragment and stay resident. Fixing the
 /// threshold at glibc's default (128 KiB) keeps every arena an `mmap` that
 /// `free` unmaps: a 1 GB load peaked at 65 MiB instead of 108 MiB.
-fn keep_large_allocations_mapped() {
+pub(crate) fn keep_large_allocations_mapped() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets an allocator parameter; called before the
     // database threads start.

@@ -9,6 +9,7 @@
 //! the public API of the `strata` crate. `docs/import.md` describes the
 //! pipeline, `docs/formats.md` the encodings.
 
+pub mod budget;
 pub mod catalog;
 pub mod chunk;
 pub mod codec;
@@ -17,6 +18,7 @@ pub mod encode;
 pub mod error;
 pub mod parse;
 pub mod pipeline;
+pub mod resolve;
 pub mod schema;
 pub mod sink;
 pub mod sort;
@@ -24,5 +26,5 @@ pub mod table;
 pub mod value;
 
 pub use error::{Error, Result, RowSource};
-pub use pipeline::{import, ImportOptions, Summary};
+pub use pipeline::{import, ImportOptions, Mode, OnDuplicate, Summary};
 pub use schema::Schema;

@@ -28,6 +28,9 @@ pub struct Entry {
     pub value: Vec<u8>,
     /// The row it came from.
     pub src: Src,
+    /// A deletion (of a stale secondary-index entry of a row this import
+    /// replaces) rather than a put; `value` is empty.
+    pub delete: bool,
 }
 
 impl Entry {
@@ -172,6 +175,7 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
                 key: k.clone(),
                 value: v.clone(),
                 src,
+                delete: false,
             });
         }
         out.rows += 1;

@@ -12,39 +12,50 @@
 //! or not at all. Into an empty key range the files land in the bottom
 //! level, so the data is written once (plus spills).
 //!
+//! `--mode direct` and `--mode batch` ([`Mode`]) instead write a *unit*
+//! whenever the buffers fill (direct: one ingestion of every index's sorted
+//! buffer) or every N rows (batch: one write batch); each unit goes through
+//! the same merge and duplicate resolution (`resolve`), with earlier units
+//! seen as rows of the table, so every mode gives the same table. Those
+//! modes are atomic per unit only (see [`import`]).
+//!
 //! All temporary files live in `<db>/import-tmp-<pid>-<n>/`, removed when
 //! the import ends however it ends; directories left by a killed import
 //! are removed by the next import's [`clean_stale`].
 
+use crate::budget::Budget;
 use crate::catalog::{self, CatalogEntry};
 use crate::chunk::{Chunk, Splitter};
 use crate::codec::TableCodec;
 use crate::csv::dialect::{Dialect, Header};
 use crate::csv::input::Input;
 use crate::error::{Error, Result, RowSource};
+use crate::parse::Entry;
 use crate::parse::{parse_chunk, BadRow, Layout, Parsed, Src};
+use crate::resolve::Resolver;
 use crate::schema::Table;
-use crate::sink::{RollingSink, SstFile};
+use crate::sink::{Output, RollingSink, SstFile};
 use crate::sort::{IndexSorter, SortError};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use strata::{Db, IngestOptions};
+use strata::{Db, IngestOptions, WriteBatch, WriteOptions};
 
 /// How to import.
 #[derive(Clone, Debug)]
 pub struct ImportOptions {
     /// How the input is written.
     pub dialect: Dialect,
-    /// Memory for the sort buffers of all indexes together.
+    /// Memory budget of the whole import: chunks in flight, writers and
+    /// the sort buffers of all indexes ([`crate::budget`] divides it).
     pub memory: usize,
     /// Target size of an output SST.
     pub target_file_size: u64,
-    /// Size of a parse chunk.
+    /// Largest parse chunk (the budget may pick a smaller one).
     pub chunk_size: usize,
     /// Worker threads (0: one per core).
     pub threads: usize,
@@ -55,24 +66,50 @@ pub struct ImportOptions {
     pub rejects: Option<PathBuf>,
     /// Counters the import updates as it goes, for a progress display.
     pub progress: Option<Arc<Progress>>,
-    /// What a primary key that is already in the table or earlier in the
-    /// input means.
+    /// What a primary key that is already in the table or elsewhere in
+    /// the input means.
     pub on_duplicate: OnDuplicate,
+    /// How the rows reach the database.
+    pub mode: Mode,
 }
 
-/// What to do with a row whose primary key is already taken (by a row in
-/// the table, or an earlier row of the input).
+/// How an import writes (all modes give the same table contents).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OnDuplicate {
-    /// Fail the import, naming both rows.
+pub enum Mode {
+    /// Sort every index externally, then ONE ingestion of every file: all
+    /// or nothing.
     #[default]
-    Error,
-    /// Keep the row that came first (the table's, else the earliest in the
-    /// input) and skip the others, with all their index entries. A
-    /// unique secondary index shared by rows with different primary keys
-    /// is still an error.
-    Ignore,
+    Pipeline,
+    /// CockroachDB's old "direct" IMPORT: when the memory budget fills,
+    /// sort the buffers and ingest them at once (one ingestion per
+    /// buffer), so the files overlap (the scenario L0 sublevels exist
+    /// for). Each buffer is atomic, the import is not (see [`import`]).
+    Direct,
+    /// PostgreSQL COPY: write batches of this many rows through the WAL
+    /// and the memtable. Each batch is atomic, the import is not.
+    Batch {
+        /// Rows per write batch.
+        rows_per_batch: usize,
+    },
 }
+
+impl Mode {
+    /// The default rows per batch of [`Mode::Batch`]: the W2 sweep
+    /// (`docs/benchmarks.md`) flattens out from about 1,000 rows, and
+    /// bigger batches only hold more memory.
+    pub const DEFAULT_ROWS_PER_BATCH: usize = 1024;
+
+    /// `pipeline`, `direct` or `batch`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Pipeline => "pipeline",
+            Mode::Direct => "direct",
+            Mode::Batch { .. } => "batch",
+        }
+    }
+}
+
+pub use crate::resolve::OnDuplicate;
 
 /// Live counters of a running import (read from another thread).
 #[derive(Debug, Default)]
@@ -139,6 +176,7 @@ impl Default for ImportOptions {
             rejects: None,
             progress: None,
             on_duplicate: OnDuplicate::Error,
+            mode: Mode::Pipeline,
         }
     }
 }
@@ -170,8 +208,15 @@ pub struct Summary {
     pub created: bool,
     /// Rows imported.
     pub rows: u64,
-    /// Rows skipped under [`OnDuplicate::Ignore`] (not in `rows`).
+    /// Input rows dropped as duplicates (not in `rows`): under
+    /// [`OnDuplicate::Ignore`] the later rows (and rows already in the
+    /// table), under [`OnDuplicate::Replace`] the earlier input rows.
     pub duplicates_ignored: u64,
+    /// Table rows overwritten under [`OnDuplicate::Replace`].
+    pub replaced: u64,
+    /// Units written by [`Mode::Direct`] (ingestions) or [`Mode::Batch`]
+    /// (write batches); 1 for the pipeline.
+    pub units: u64,
     /// Rows rejected (at most `max_bad_rows`).
     pub bad_rows: u64,
     /// Input bytes read (decompressed).
@@ -182,6 +227,8 @@ pub struct Summary {
     pub spilled_bytes: u64,
     /// Largest total of the sort buffers.
     pub peak_buffer_bytes: usize,
+    /// How the memory budget was divided.
+    pub budget: Option<Budget>,
     /// Reading, parsing, buffering and spilling.
     pub read_parse: Duration,
     /// Merging runs and writing the SSTs.
@@ -237,7 +284,18 @@ impl Drop for TempDir {
 /// Imports `inputs` into table `table` (defined by `def`) of `db`, whose
 /// directory is `db_dir`. Creates the table if the catalog lacks it; if it
 /// has it, the definitions must agree and a key already in the table is a
-/// duplicate.
+/// duplicate (see [`OnDuplicate`]).
+///
+/// Atomicity: in [`Mode::Pipeline`] the table and all its rows appear in
+/// one ingestion, or (on any error, or a kill) nothing changes. In
+/// [`Mode::Direct`] and [`Mode::Batch`] each unit (one ingestion, one
+/// write batch) is atomic and later units see earlier ones as rows of the
+/// table. When such an import fails with an error, the rows it wrote into
+/// a table it created are deleted again (the table stays absent), but rows
+/// it wrote into a table that already existed stay. A killed direct or
+/// batch import into a new table leaves its rows without a catalog entry
+/// (invisible to table commands); the next import that creates a table
+/// deletes them.
 pub fn import(
     db: &Db,
     db_dir: &Path,
@@ -267,6 +325,17 @@ pub fn import(
         ),
     };
     let codec = Arc::new(TableCodec::new(entry.table.clone(), entry.id));
+    let (table_lo, table_hi) = table_range(entry.id);
+    if created
+        && db
+            .range(table_lo.clone()..table_hi.clone())
+            .next()
+            .is_some()
+    {
+        // Rows of a killed direct or batch import into a new table with
+        // this id (it never got its catalog entry).
+        db.delete_range(&table_lo, &table_hi)?;
+    }
     let has_rows = !created && db.prefix(codec.prefix(0)).next().transpose()?.is_some();
     let rowid_base = if codec.table.hidden_rowid && has_rows {
         last_rowid(db, &codec)? + 1
@@ -281,199 +350,450 @@ pub fn import(
     std::fs::create_dir_all(&tmp.0).map_err(|e| Error::io(&tmp.0, e))?;
 
     let names: Vec<String> = inputs.iter().map(Input::name).collect();
-    let src_of = |s: Src| RowSource {
-        file: names.get(s.file as usize).cloned().unwrap_or_default(),
-        line: s.line,
-    };
-    let mut summary = Summary {
-        table: codec.table.name.clone(),
-        created,
-        ..Summary::default()
-    };
-    let started = Instant::now();
-    let ignore = opts.on_duplicate == OnDuplicate::Ignore;
-    let mut sorters: Vec<IndexSorter> = codec
-        .table
-        .indexes
-        .iter()
-        .enumerate()
-        .map(|(i, _)| {
-            IndexSorter::new(
-                &tmp.0,
-                &format!("ix{i}"),
-                opts.target_file_size,
-                !has_rows,
-                ignore,
-            )
-        })
-        .collect();
-    let mut rejects = Rejects::open(opts.rejects.as_deref())?;
-
-    // Reader and workers.
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
         opts.threads
     };
-    let result = std::thread::scope(|s| -> Result<()> {
-        // Every channel end lives in this scope: when `collect` returns
-        // (maybe early, on an error) its receiver drops, the workers' sends
-        // fail, they drop theirs, and the reader's sends fail in turn, so
-        // no thread is left blocked.
-        let (chunk_tx, chunk_rx) = sync_channel::<(Chunk, Arc<Vec<usize>>)>(threads * 2);
-        let chunk_rx = Arc::new(Mutex::new(chunk_rx));
-        let (res_tx, res_rx) = sync_channel::<Msg>(threads * 2);
-        {
-            let res_tx = res_tx.clone();
-            let dialect = opts.dialect.clone();
-            let codec = Arc::clone(&codec);
-            let inputs = inputs.to_vec();
-            let chunk_size = opts.chunk_size;
-            s.spawn(move || read_inputs(&inputs, &dialect, &codec, chunk_size, chunk_tx, res_tx));
-        }
-        for _ in 0..threads {
-            let rx = Arc::clone(&chunk_rx);
-            let tx = res_tx.clone();
-            let codec = Arc::clone(&codec);
-            let dialect = opts.dialect.clone();
-            s.spawn(move || loop {
-                let next = rx.lock().map(|r| r.recv());
-                let Ok(Ok((chunk, columns))) = next else {
-                    return;
-                };
-                let layout = Layout {
-                    codec: &codec,
-                    dialect: &dialect,
-                    columns: &columns,
-                    rowid_base,
-                };
-                let parsed = parse_chunk(&chunk, &layout);
-                if tx.send(Msg::Parsed(chunk.seq, parsed)).is_err() {
-                    return;
-                }
-            });
-        }
-        drop(res_tx);
-        drop(chunk_rx);
-        collect(
-            res_rx,
-            &codec,
-            &mut sorters,
-            &mut summary,
-            &mut rejects,
-            opts,
-            &src_of,
-        )
-    });
-    result?;
-    summary.read_parse = started.elapsed();
-    // The import's phases go to the database's EVENTS log (the visualiser
-    // shows them beside the ingestion).
-    let name = codec.table.name.as_str();
-    db.log_import_phase(
-        name,
-        "read",
-        summary.rows,
-        summary.input_bytes,
-        summary.read_parse,
+    let budget = Budget::new(
+        opts.memory,
+        threads,
+        codec.table.indexes.len(),
+        opts.chunk_size,
+        opts.target_file_size,
     );
-    rejects.finish()?;
-
-    // Merge every index into SSTs.
-    set_phase(opts, Phase::Merging);
-    let merge_start = Instant::now();
-    let mut all_files: Vec<SstFile> = Vec::new();
-    // Rows skipped under `ignore`, decided by the primary index (merged
-    // first); their entries in the other indexes are skipped too.
-    let mut dropped: HashSet<Src> = HashSet::new();
-    for (i, sorter) in sorters.into_iter().enumerate() {
-        let ix = &codec.table.indexes[i];
-        let check_existing = has_rows && (i == 0 || ix.unique);
-        let mut dup_in_table: Option<(Vec<u8>, Src)> = None;
-        let mut conflict: Option<(Vec<u8>, Src, Src)> = None;
-        summary.spilled_bytes += sorter.spilled_bytes;
-        let spilled_bytes = sorter.spilled_bytes;
-        let in_order = sorter.is_in_order();
-        let files = sorter.finish(|e, dup_of| {
-            if dup_in_table.is_some() || conflict.is_some() || dropped.contains(&e.src) {
-                return Ok(false);
-            }
-            if let Some(first) = dup_of {
-                if i == 0 {
-                    dropped.insert(e.src);
-                } else {
-                    conflict = Some((e.key.clone(), first, e.src));
-                }
-                return Ok(false);
-            }
-            if check_existing && db.get(&e.key)?.is_some() {
-                if ignore && i == 0 {
-                    dropped.insert(e.src);
-                } else {
-                    dup_in_table = Some((e.key.clone(), e.src));
-                }
-                return Ok(false);
-            }
-            Ok(true)
-        });
-        let files = files.map_err(|e| sort_err(e, &codec, i, &src_of))?;
-        if let Some((k, first, second)) = conflict {
-            return Err(Error::Duplicate {
-                index: ix.name.clone(),
-                key: codec.describe_key(i, &k),
-                first: Some(src_of(first)),
-                second: src_of(second),
-            });
-        }
-        if let Some((k, s)) = dup_in_table {
-            return Err(Error::Duplicate {
-                index: ix.name.clone(),
-                key: codec.describe_key(i, &k),
-                first: None,
-                second: src_of(s),
-            });
-        }
-        summary.indexes.push(IndexSummary {
-            name: ix.name.clone(),
-            kvs: files.iter().map(|f| f.entries).sum(),
-            spilled_bytes,
-            files: files.len(),
-            file_bytes: files.iter().map(|f| f.size).sum(),
-            in_order,
-        });
-        all_files.extend(files);
+    let mut loader = Loader {
+        budget,
+        threads,
+        db,
+        codec: &codec,
+        names: &names,
+        opts,
+        dir: tmp.0.clone(),
+        has_rows,
+        sorters: Vec::new(),
+        unit_rows: 0,
+        summary: Summary {
+            table: codec.table.name.clone(),
+            created,
+            budget: Some(budget),
+            indexes: codec
+                .table
+                .indexes
+                .iter()
+                .map(|ix| IndexSummary {
+                    name: ix.name.clone(),
+                    in_order: true,
+                    ..IndexSummary::default()
+                })
+                .collect(),
+            ..Summary::default()
+        },
+        rejects: Rejects::open(opts.rejects.as_deref())?,
+    };
+    loader.sorters = loader.new_sorters();
+    let r = loader.run(inputs, rowid_base, &entry, created);
+    if r.is_err() && created && loader.summary.units > 0 && opts.mode != Mode::Pipeline {
+        // Take back what the committed units of this failed import wrote.
+        let _ = db.delete_range(&table_lo, &table_hi);
     }
-    summary.merge_write = merge_start.elapsed();
-    let sst_bytes: u64 = all_files.iter().map(|f| f.size).sum();
-    db.log_import_phase(
-        name,
-        "sort and write",
-        summary.rows,
-        sst_bytes,
-        summary.merge_write,
-    );
-    summary.duplicates_ignored = dropped.len() as u64;
-    summary.rows -= summary.duplicates_ignored;
-
-    // One ingestion: every index, and the catalog entry of a new table.
-    set_phase(opts, Phase::Ingesting);
-    let ingest_start = Instant::now();
-    let mut paths: Vec<PathBuf> = Vec::new();
-    if created {
-        let mut sink = RollingSink::new(&tmp.0, "catalog", u64::MAX);
-        sink.add(&catalog::key(&codec.table.name), &catalog::encode(&entry))?;
-        paths.extend(sink.finish()?.into_iter().map(|f| f.path));
-    }
-    paths.extend(all_files.iter().map(|f| f.path.clone()));
-    if !paths.is_empty() && (created || summary.rows > 0) {
-        let r = db.ingest(&paths, &IngestOptions::default())?;
-        summary.levels = r.levels;
-    }
-    summary.ingest = ingest_start.elapsed();
-    db.log_import_phase(name, "ingest", summary.rows, sst_bytes, summary.ingest);
+    r?;
     set_phase(opts, Phase::Done);
     drop(tmp);
-    Ok(summary)
+    Ok(loader.summary)
+}
+
+/// The key range of every index of table `id`.
+fn table_range(id: u32) -> (Vec<u8>, Vec<u8>) {
+    let lo = crate::encode::key::index_prefix(id, 0)[..5].to_vec();
+    let hi = crate::encode::key::prefix_end(&lo).unwrap_or_else(|| vec![0xff; 6]);
+    (lo, hi)
+}
+
+/// The state of one import on the calling thread.
+struct Loader<'a> {
+    budget: Budget,
+    threads: usize,
+    db: &'a Db,
+    codec: &'a Arc<TableCodec>,
+    names: &'a [String],
+    opts: &'a ImportOptions,
+    dir: PathBuf,
+    /// The table held rows before the import.
+    has_rows: bool,
+    /// The current buffers (the whole import's, or the current unit's).
+    sorters: Vec<IndexSorter>,
+    /// Rows in the current unit (batch mode).
+    unit_rows: usize,
+    summary: Summary,
+    rejects: Rejects,
+}
+
+impl Loader<'_> {
+    fn src_of(&self, s: Src) -> RowSource {
+        RowSource {
+            file: self.names.get(s.file as usize).cloned().unwrap_or_default(),
+            line: s.line,
+        }
+    }
+
+    /// Fresh sorters, one per index, under `<tmp>/u<unit>-ix<i>`.
+    fn new_sorters(&self) -> Vec<IndexSorter> {
+        let pipeline = self.opts.mode == Mode::Pipeline;
+        let keep_dups = Resolver::keeps_dups(self.opts.on_duplicate);
+        (0..self.codec.table.indexes.len())
+            .map(|i| {
+                IndexSorter::new(
+                    &self.dir,
+                    &format!("u{}-ix{i}", self.summary.units),
+                    self.opts.target_file_size,
+                    pipeline && !self.has_rows,
+                    keep_dups,
+                )
+            })
+            .collect()
+    }
+
+    fn run(
+        &mut self,
+        inputs: &[Input],
+        rowid_base: i64,
+        entry: &CatalogEntry,
+        created: bool,
+    ) -> Result<()> {
+        let opts = self.opts;
+        let started = Instant::now();
+        let (threads, budget) = (self.threads, self.budget);
+        let codec = self.codec;
+        std::thread::scope(|s| -> Result<()> {
+            // Every channel end lives in this scope: when `collect` returns
+            // (maybe early, on an error) its receiver drops, the workers'
+            // sends fail, they drop theirs, and the reader's sends fail in
+            // turn, so no thread is left blocked.
+            let depth = budget.queue_depth;
+            let (chunk_tx, chunk_rx) = sync_channel::<(Chunk, Arc<Vec<usize>>)>(depth);
+            let chunk_rx = Arc::new(Mutex::new(chunk_rx));
+            let (res_tx, res_rx) = sync_channel::<Msg>(depth);
+            // A token per chunk between the reader and `collect`: the reader
+            // is never more than the budget's chunks ahead of the sorters,
+            // however slow one worker is (results wait in input order).
+            let (tok_tx, tok_rx) = sync_channel::<()>(Budget::chunks_in_flight(threads) - 1);
+            {
+                let res_tx = res_tx.clone();
+                let dialect = opts.dialect.clone();
+                let codec = Arc::clone(codec);
+                let inputs = inputs.to_vec();
+                let chunk_size = budget.chunk_size;
+                s.spawn(move || {
+                    read_inputs(
+                        &inputs, &dialect, &codec, chunk_size, chunk_tx, res_tx, tok_tx,
+                    )
+                });
+            }
+            for _ in 0..threads {
+                let rx = Arc::clone(&chunk_rx);
+                let tx = res_tx.clone();
+                let codec = Arc::clone(codec);
+                let dialect = opts.dialect.clone();
+                s.spawn(move || loop {
+                    let next = rx.lock().map(|r| r.recv());
+                    let Ok(Ok((chunk, columns))) = next else {
+                        return;
+                    };
+                    let layout = Layout {
+                        codec: &codec,
+                        dialect: &dialect,
+                        columns: &columns,
+                        rowid_base,
+                    };
+                    let parsed = parse_chunk(&chunk, &layout);
+                    if tx.send(Msg::Parsed(chunk.seq, parsed)).is_err() {
+                        return;
+                    }
+                });
+            }
+            drop(res_tx);
+            drop(chunk_rx);
+            self.collect(res_rx, tok_rx)
+        })?;
+        self.rejects.finish()?;
+        self.summary.read_parse = started.elapsed();
+        // The import's phases go to the database's EVENTS log (the
+        // visualiser shows them beside the ingestion).
+        let name = codec.table.name.as_str();
+        self.db.log_import_phase(
+            name,
+            "read",
+            self.summary.rows,
+            self.summary.input_bytes,
+            self.summary.read_parse,
+        );
+
+        set_phase(opts, Phase::Merging);
+        let merge_start = Instant::now();
+        let sorters = std::mem::take(&mut self.sorters);
+        let mut files = Vec::new();
+        if opts.mode == Mode::Pipeline {
+            files = self.merge_unit(sorters)?;
+        } else if self.unit_rows > 0 {
+            self.write_unit(sorters)?;
+        }
+        self.summary.merge_write = merge_start.elapsed().saturating_sub(self.summary.ingest);
+        let sst_bytes: u64 = files.iter().map(|f| f.size).sum();
+        self.db.log_import_phase(
+            name,
+            "sort and write",
+            self.summary.rows,
+            sst_bytes,
+            self.summary.merge_write,
+        );
+
+        // One ingestion: every index, and the catalog entry of a new table.
+        set_phase(opts, Phase::Ingesting);
+        let ingest_start = Instant::now();
+        let mut paths: Vec<PathBuf> = Vec::new();
+        if created {
+            let mut sink = RollingSink::new(&self.dir, "catalog", u64::MAX);
+            sink.add(&catalog::key(&codec.table.name), &catalog::encode(entry))?;
+            paths.extend(sink.finish()?.into_iter().map(|f| f.path));
+        }
+        let has_data = files.iter().any(|f| f.entries > 0);
+        paths.extend(files.into_iter().map(|f| f.path));
+        if !paths.is_empty() && (created || has_data) {
+            let r = self.db.ingest(&paths, &IngestOptions::default())?;
+            self.summary.levels.extend(r.levels);
+        }
+        if opts.mode == Mode::Pipeline {
+            self.summary.units = 1;
+        }
+        self.summary.ingest += ingest_start.elapsed();
+        self.db.log_import_phase(
+            name,
+            "ingest",
+            self.summary.rows,
+            sst_bytes,
+            self.summary.ingest,
+        );
+        Ok(())
+    }
+
+    /// Merges one set of sorters (primary first) into SSTs, resolving
+    /// duplicates; returns the files of every index.
+    fn merge_unit(&mut self, sorters: Vec<IndexSorter>) -> Result<Vec<SstFile>> {
+        let mut all = Vec::new();
+        let has_rows = self.has_rows || self.summary.units > 0;
+        let (db, codec, names) = (self.db, self.codec, self.names);
+        let mut resolver = Resolver::new(db, codec, names, self.opts.on_duplicate, has_rows);
+        for (i, mut sorter) in sorters.into_iter().enumerate() {
+            let stale = resolver.take_stale(i);
+            if !stale.is_empty() {
+                sorter.push(stale).map_err(|e| self.sort_err(e, i))?;
+            }
+            let ix = &mut self.summary.indexes[i];
+            ix.spilled_bytes += sorter.spilled_bytes;
+            ix.in_order &= sorter.is_in_order();
+            self.summary.spilled_bytes += sorter.spilled_bytes;
+            let files = sorter.finish(|g| resolver.decide(i, g));
+            let files = files.map_err(|e| self.sort_err(e, i))?;
+            let ix = &mut self.summary.indexes[i];
+            ix.kvs += files.iter().map(|f| f.entries).sum::<u64>();
+            ix.files += files.len();
+            ix.file_bytes += files.iter().map(|f| f.size).sum::<u64>();
+            all.extend(files);
+        }
+        self.account(&resolver);
+        Ok(all)
+    }
+
+    fn account(&mut self, resolver: &Resolver<'_>) {
+        let dropped = resolver.dropped.len() as u64;
+        self.summary.duplicates_ignored += dropped;
+        self.summary.rows -= dropped;
+        self.summary.replaced += resolver.replaced;
+    }
+
+    /// Writes the current unit of a direct or batch import.
+    fn write_unit(&mut self, sorters: Vec<IndexSorter>) -> Result<()> {
+        match self.opts.mode {
+            Mode::Pipeline => return Err(Error::invalid("internal: a unit in pipeline mode")),
+            Mode::Direct => {
+                let files = self.merge_unit(sorters)?;
+                let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+                if files.iter().any(|f| f.entries > 0) {
+                    let t = Instant::now();
+                    let r = self.db.ingest(&paths, &IngestOptions::default())?;
+                    self.summary.ingest += t.elapsed();
+                    self.summary.levels.extend(r.levels);
+                }
+                for p in paths {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            Mode::Batch { .. } => {
+                let has_rows = self.has_rows || self.summary.units > 0;
+                let (db, codec, names) = (self.db, self.codec, self.names);
+                let mut resolver =
+                    Resolver::new(db, codec, names, self.opts.on_duplicate, has_rows);
+                let mut out = BatchOutput::default();
+                for (i, mut sorter) in sorters.into_iter().enumerate() {
+                    let stale = resolver.take_stale(i);
+                    if !stale.is_empty() {
+                        sorter.push(stale).map_err(|e| self.sort_err(e, i))?;
+                    }
+                    let before = out.ops;
+                    sorter
+                        .merge_into(&mut out, |g| resolver.decide(i, g))
+                        .map_err(|e| self.sort_err(e, i))?;
+                    self.summary.indexes[i].kvs += out.ops - before;
+                    self.summary.indexes[i].in_order = false;
+                }
+                self.account(&resolver);
+                if out.ops > 0 {
+                    let t = Instant::now();
+                    self.db.write(out.batch, &WriteOptions::default())?;
+                    self.summary.ingest += t.elapsed();
+                }
+            }
+        }
+        self.summary.units += 1;
+        self.unit_rows = 0;
+        Ok(())
+    }
+
+    fn sort_err(&self, e: SortError, index: usize) -> Error {
+        match e {
+            SortError::Other(e) => e,
+            SortError::Dup(d) => Error::Duplicate {
+                index: self.codec.table.indexes[index].name.clone(),
+                key: self.codec.describe_key(index, &d.key),
+                first: Some(self.src_of(d.first)),
+                second: self.src_of(d.second),
+            },
+        }
+    }
+
+    /// Results in input order into the sorters.
+    fn collect(&mut self, rx: Receiver<Msg>, tokens: Receiver<()>) -> Result<()> {
+        let mut pending: BTreeMap<u64, Parsed> = BTreeMap::new();
+        let mut next = 0u64;
+        let mut end: Option<u64> = None;
+        let mut read_error: Option<(u64, Error)> = None;
+        loop {
+            while let Some(p) = pending.remove(&next) {
+                self.take(p)?;
+                let _ = tokens.try_recv();
+                next += 1;
+            }
+            if let Some((seq, _)) = &read_error {
+                if *seq == next {
+                    let (_, e) = read_error
+                        .take()
+                        .ok_or_else(|| Error::invalid("internal"))?;
+                    return Err(e);
+                }
+            }
+            if end == Some(next) {
+                return Ok(());
+            }
+            match rx.recv() {
+                Ok(Msg::Parsed(seq, p)) => {
+                    pending.insert(seq, p);
+                }
+                Ok(Msg::ReadError(seq, e)) => read_error = Some((seq, e)),
+                Ok(Msg::Done(n, bytes)) => {
+                    end = Some(n);
+                    self.summary.input_bytes = bytes;
+                }
+                Err(_) => return Err(Error::invalid("internal: import threads ended early")),
+            }
+        }
+    }
+
+    /// One parsed chunk: bad rows counted, entries into the buffers, a
+    /// spill (pipeline) or a unit written (direct, batch) when they fill.
+    fn take(&mut self, p: Parsed) -> Result<()> {
+        let opts = self.opts;
+        for b in p.bad {
+            self.summary.bad_rows += 1;
+            if self.summary.bad_rows > opts.max_bad_rows {
+                return Err(Error::BadRow {
+                    at: self.src_of(b.src),
+                    column: b.column,
+                    reason: b.reason,
+                });
+            }
+            let names = self.names;
+            self.rejects.write(&b, &|s: Src| RowSource {
+                file: names.get(s.file as usize).cloned().unwrap_or_default(),
+                line: s.line,
+            })?;
+        }
+        self.summary.rows += p.rows;
+        if let Some(pr) = &opts.progress {
+            pr.rows.fetch_add(p.rows, AtomicOrdering::Relaxed);
+            pr.bytes.fetch_add(p.bytes, AtomicOrdering::Relaxed);
+        }
+        let mut entries = p.entries;
+        let mut rows = p.rows as usize;
+        loop {
+            // In batch mode a unit ends after exactly `rows_per_batch` rows.
+            let room = match opts.mode {
+                Mode::Batch { rows_per_batch } => rows_per_batch.max(1) - self.unit_rows,
+                _ => usize::MAX,
+            };
+            let now = rows.min(room);
+            let rest: Vec<Vec<Entry>> = if now < rows {
+                entries.iter_mut().map(|e| e.split_off(now)).collect()
+            } else {
+                Vec::new()
+            };
+            for (i, e) in std::mem::take(&mut entries).into_iter().enumerate() {
+                self.sorters[i].push(e).map_err(|e| self.sort_err(e, i))?;
+            }
+            self.unit_rows += now;
+            rows -= now;
+            let used: usize = self.sorters.iter().map(|s| s.buf_bytes).sum();
+            self.summary.peak_buffer_bytes = self.summary.peak_buffer_bytes.max(used);
+            let full = used > self.budget.sort || (now == room && room > 0);
+            if full {
+                if opts.mode == Mode::Pipeline {
+                    for i in 0..self.sorters.len() {
+                        self.sorters[i].spill().map_err(|e| self.sort_err(e, i))?;
+                    }
+                } else {
+                    let fresh = self.new_sorters();
+                    let sorters = std::mem::replace(&mut self.sorters, fresh);
+                    self.write_unit(sorters)?;
+                    self.sorters = self.new_sorters();
+                }
+            }
+            if rows == 0 {
+                return Ok(());
+            }
+            entries = rest;
+        }
+    }
+}
+
+/// The batch mode's output: one write batch.
+#[derive(Default)]
+struct BatchOutput {
+    batch: WriteBatch,
+    ops: u64,
+}
+
+impl Output for BatchOutput {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.batch.put(key, value);
+        self.ops += 1;
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.batch.delete(key);
+        self.ops += 1;
+        Ok(())
+    }
 }
 
 enum Msg {
@@ -511,6 +831,7 @@ fn read_inputs(
     chunk_size: usize,
     chunk_tx: std::sync::mpsc::SyncSender<(Chunk, Arc<Vec<usize>>)>,
     res_tx: std::sync::mpsc::SyncSender<Msg>,
+    tokens: std::sync::mpsc::SyncSender<()>,
 ) {
     let mut seq = 0u64;
     let mut offset = 0u64;
@@ -532,6 +853,9 @@ fn read_inputs(
                 let Some(mut c) = next else { break };
                 c.seq = seq;
                 seq += 1;
+                if tokens.send(()).is_err() {
+                    return Ok(());
+                }
                 if chunk_tx.send((c, Arc::clone(&columns))).is_err() {
                     return Ok(());
                 }
@@ -596,105 +920,6 @@ fn match_header(
         });
     }
     Ok(cols)
-}
-
-/// The calling thread's part: results in input order into the sorters.
-fn collect(
-    rx: Receiver<Msg>,
-    codec: &TableCodec,
-    sorters: &mut [IndexSorter],
-    summary: &mut Summary,
-    rejects: &mut Rejects,
-    opts: &ImportOptions,
-    src_of: &dyn Fn(Src) -> RowSource,
-) -> Result<()> {
-    let mut pending: BTreeMap<u64, Parsed> = BTreeMap::new();
-    let mut next = 0u64;
-    let mut end: Option<u64> = None;
-    let mut read_error: Option<(u64, Error)> = None;
-    loop {
-        while let Some(p) = pending.remove(&next) {
-            take(p, codec, sorters, summary, rejects, opts, src_of)?;
-            next += 1;
-        }
-        if let Some((seq, _)) = &read_error {
-            if *seq == next {
-                let (_, e) = read_error
-                    .take()
-                    .ok_or_else(|| Error::invalid("internal"))?;
-                return Err(e);
-            }
-        }
-        if end == Some(next) {
-            return Ok(());
-        }
-        match rx.recv() {
-            Ok(Msg::Parsed(seq, p)) => {
-                pending.insert(seq, p);
-            }
-            Ok(Msg::ReadError(seq, e)) => read_error = Some((seq, e)),
-            Ok(Msg::Done(n, bytes)) => {
-                end = Some(n);
-                summary.input_bytes = bytes;
-            }
-            Err(_) => return Err(Error::invalid("internal: import threads ended early")),
-        }
-    }
-}
-
-fn take(
-    p: Parsed,
-    codec: &TableCodec,
-    sorters: &mut [IndexSorter],
-    summary: &mut Summary,
-    rejects: &mut Rejects,
-    opts: &ImportOptions,
-    src_of: &dyn Fn(Src) -> RowSource,
-) -> Result<()> {
-    for b in p.bad {
-        summary.bad_rows += 1;
-        if summary.bad_rows > opts.max_bad_rows {
-            return Err(Error::BadRow {
-                at: src_of(b.src),
-                column: b.column,
-                reason: b.reason,
-            });
-        }
-        rejects.write(&b, src_of)?;
-    }
-    summary.rows += p.rows;
-    if let Some(pr) = &opts.progress {
-        pr.rows.fetch_add(p.rows, AtomicOrdering::Relaxed);
-        pr.bytes.fetch_add(p.bytes, AtomicOrdering::Relaxed);
-    }
-    for (i, (s, entries)) in sorters.iter_mut().zip(p.entries).enumerate() {
-        s.push(entries).map_err(|e| sort_err(e, codec, i, src_of))?;
-    }
-    let used: usize = sorters.iter().map(|s| s.buf_bytes).sum();
-    summary.peak_buffer_bytes = summary.peak_buffer_bytes.max(used);
-    if used > opts.memory {
-        for (i, s) in sorters.iter_mut().enumerate() {
-            s.spill().map_err(|e| sort_err(e, codec, i, src_of))?;
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn sort_err(
-    e: SortError,
-    codec: &TableCodec,
-    index: usize,
-    src_of: &dyn Fn(Src) -> RowSource,
-) -> Error {
-    match e {
-        SortError::Other(e) => e,
-        SortError::Dup(d) => Error::Duplicate {
-            index: codec.table.indexes[index].name.clone(),
-            key: codec.describe_key(index, &d.key),
-            first: Some(src_of(d.first)),
-            second: src_of(d.second),
-        },
-    }
 }
 
 /// The rejects file and its reasons file.

@@ -4,7 +4,11 @@
 //! increasing (checked: an out-of-order key is an internal error, never a
 //! corrupt file). A file is cut once it reaches the target size, and only
 //! between two different user keys, so no key spans two files and the
-//! files of one stream never overlap (ingestion requires it).
+//! files of one stream never overlap (ingestion requires it). An entry is
+//! a put or a deletion (the stale index entry of a replaced row).
+//!
+//! [`Output`] is where a merge writes: a [`RollingSink`] (the pipeline
+//! and direct modes) or a write batch (the batch mode).
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -19,6 +23,24 @@ pub struct SstFile {
     pub size: u64,
     /// Entries in it.
     pub entries: u64,
+}
+
+/// Where a merge writes its entries, in strictly increasing key order.
+pub trait Output {
+    /// Writes `key` = `value`.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Deletes `key`.
+    fn delete(&mut self, key: &[u8]) -> Result<()>;
+}
+
+impl Output for RollingSink {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add(key, value)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.add_entry(key, None)
+    }
 }
 
 /// Writes sorted entries into SSTs cut at a target size.
@@ -52,6 +74,11 @@ impl RollingSink {
 
     /// Adds an entry; keys must be strictly increasing.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add_entry(key, Some(value))
+    }
+
+    /// Adds a put (`Some`) or a deletion (`None`).
+    fn add_entry(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         if let Some(last) = &self.last {
             if key <= last.as_slice() {
                 return Err(Error::invalid(format!(
@@ -76,10 +103,13 @@ impl RollingSink {
             self.writer = Some((w, path));
         }
         if let Some((w, _)) = self.writer.as_mut() {
-            w.put(key, value)?;
+            match value {
+                Some(v) => w.put(key, v)?,
+                None => w.delete(key)?,
+            }
         }
         self.kvs += 1;
-        self.bytes += (key.len() + value.len()) as u64;
+        self.bytes += (key.len() + value.map_or(0, <[u8]>::len)) as u64;
         match &mut self.last {
             Some(l) => {
                 l.clear();

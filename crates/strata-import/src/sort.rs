@@ -11,15 +11,19 @@
 //! [`IndexSorter::finish`] k-way merges the runs and the last buffer into
 //! the output. Equal keys anywhere (in a buffer, across runs, at the join
 //! of two chunks) are a duplicate, reported with both rows' sources; ties
-//! are ordered by source, so the earlier row is named first.
+//! are ordered by source (input order: file, then line), so the earlier
+//! row is named first. With `keep_dups` the merge instead hands every group
+//! of equal keys, in input order, to the caller, which picks the entry to
+//! write ([`Keep`]): that is how `--on-duplicate ignore|replace` decide
+//! deterministically, whatever the chunking, threads or spilled runs.
 //!
-//! Run file format: per entry `varint klen, key, varint vlen, value,
-//! varint file, varint line`, in key order.
+//! Run file format: per entry `varint klen, key, varint (vlen << 1 |
+//! delete), value, varint file, varint line`, in key order.
 
 use crate::encode::row::{get_varint, put_varint};
 use crate::error::{Error, Result};
 use crate::parse::{Entry, Src};
-use crate::sink::{RollingSink, SstFile};
+use crate::sink::{Output, RollingSink, SstFile};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fs::File;
@@ -35,6 +39,17 @@ pub struct Dup {
     pub first: Src,
     /// The later row.
     pub second: Src,
+}
+
+/// What the merge writes for one group of equal keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// A put of the group's entry at this index.
+    Put(usize),
+    /// A deletion of the key.
+    Delete,
+    /// Nothing.
+    Nothing,
 }
 
 /// Why sorting stopped.
@@ -206,13 +221,13 @@ impl IndexSorter {
             .dir
             .join(format!("{}-run-{:05}.run", self.name, self.runs.len()));
         let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut w = BufWriter::with_capacity(1 << 20, f);
+        let mut w = BufWriter::with_capacity(crate::budget::SPILL_WRITE_BUFFER, f);
         let mut rec = Vec::new();
         for e in &buf {
             rec.clear();
             put_varint(&mut rec, e.key.len() as u128);
             rec.extend_from_slice(&e.key);
-            put_varint(&mut rec, e.value.len() as u128);
+            put_varint(&mut rec, ((e.value.len() as u128) << 1) | e.delete as u128);
             rec.extend_from_slice(&e.value);
             put_varint(&mut rec, e.src.file as u128);
             put_varint(&mut rec, e.src.line as u128);
@@ -224,27 +239,44 @@ impl IndexSorter {
         Ok(())
     }
 
-    /// Merges everything into the output; `each` sees every entry in key
-    /// order before it is written (`false` skips it), with the source of
-    /// the last kept entry when the key equals that entry's (only with
-    /// `keep_dups`; otherwise equal keys are a [`SortError::Dup`]).
-    /// Returns the files.
+    /// Merges everything into the output SSTs and returns them. `each`
+    /// sees every group of entries with one key, in key order, the group
+    /// in input order (tombstones last), and says what to write; a group
+    /// of more than one entry is a [`SortError::Dup`] unless `keep_dups`.
     pub fn finish(
         mut self,
-        mut each: impl FnMut(&Entry, Option<Src>) -> Result<bool>,
+        each: impl FnMut(&[Entry]) -> Result<Keep>,
     ) -> std::result::Result<Vec<SstFile>, SortError> {
+        let name = format!("{}-out", self.name);
+        let mut sink = std::mem::replace(
+            &mut self.sink,
+            RollingSink::new(&self.dir, &name, self.target_file),
+        );
+        self.merge_into(&mut sink, each)?;
+        Ok(sink.finish()?)
+    }
+
+    /// Like [`Self::finish`], into any output. Only for a sorter that
+    /// never spilled or streamed (a direct or batch unit): what was
+    /// streamed went to its own SSTs.
+    pub fn merge_into(
+        mut self,
+        out: &mut dyn Output,
+        mut each: impl FnMut(&[Entry]) -> Result<Keep>,
+    ) -> std::result::Result<(), SortError> {
+        let mut group: Vec<Entry> = Vec::with_capacity(1);
         if self.in_order {
-            let buf = std::mem::take(&mut self.buf);
-            for e in &buf {
-                if each(e, None)? {
-                    self.sink.add(&e.key, &e.value)?;
-                }
+            // Strictly increasing keys: every group is one entry.
+            for e in std::mem::take(&mut self.buf) {
+                group.clear();
+                group.push(e);
+                write_group(out, &group, each(&group)?)?;
             }
             if let Some(mut w) = self.streamed_src.take() {
                 w.flush()
                     .map_err(|e| Error::io(&self.streamed_src_path, e))?;
             }
-            return Ok(self.sink.finish()?);
+            return Ok(());
         }
         let buf = sort_checked(std::mem::take(&mut self.buf), self.keep_dups)?;
         let mut sources: Vec<Source> = Vec::new();
@@ -262,7 +294,7 @@ impl IndexSorter {
         for r in &self.runs {
             let f = File::open(r).map_err(|e| Error::io(r, e))?;
             sources.push(Source::Run {
-                r: BufReader::with_capacity(1 << 20, f),
+                r: BufReader::with_capacity(RUN_READ_BUFFER, f),
                 path: r.clone(),
             });
         }
@@ -273,32 +305,47 @@ impl IndexSorter {
                 heap.push(HeapItem(e, i));
             }
         }
-        let mut prev: Option<(Vec<u8>, Src)> = None;
         while let Some(HeapItem(e, i)) = heap.pop() {
             if let Some(n) = sources[i].next()? {
                 heap.push(HeapItem(n, i));
             }
-            let dup_of = match &prev {
-                Some((pk, ps)) if pk == &e.key => Some(*ps),
-                _ => None,
-            };
-            if let (Some(first), false) = (dup_of, self.keep_dups) {
+            if group.first().is_some_and(|g| g.key != e.key) {
+                write_group(out, &group, each(&group)?)?;
+                group.clear();
+            }
+            if let (Some(first), false) = (group.first(), self.keep_dups) {
                 return Err(SortError::Dup(Dup {
                     key: e.key,
-                    first,
+                    first: first.src,
                     second: e.src,
                 }));
             }
-            if each(&e, dup_of)? {
-                self.sink.add(&e.key, &e.value)?;
-                prev = Some((e.key, e.src));
-            }
+            group.push(e);
         }
-        let files = self.sink.finish()?;
+        if !group.is_empty() {
+            write_group(out, &group, each(&group)?)?;
+        }
         for p in streamed_files.iter().chain(self.runs.iter()) {
             let _ = std::fs::remove_file(p);
         }
-        Ok(files)
+        Ok(())
+    }
+}
+
+/// Bytes of read buffer per spilled run during the merge.
+pub const RUN_READ_BUFFER: usize = 64 << 10;
+
+fn write_group(out: &mut dyn Output, group: &[Entry], keep: Keep) -> Result<()> {
+    match keep {
+        Keep::Put(i) => match group.get(i) {
+            Some(e) => out.put(&e.key, &e.value),
+            None => Err(Error::invalid("internal: kept entry outside its group")),
+        },
+        Keep::Delete => match group.first() {
+            Some(e) => out.delete(&e.key),
+            None => Ok(()),
+        },
+        Keep::Nothing => Ok(()),
     }
 }
 
@@ -370,7 +417,8 @@ impl Source {
                 let vlen = read_varint(r)
                     .map_err(|e| Error::io(&*path, e))?
                     .ok_or_else(|| corrupt("run ends inside an entry"))?;
-                let mut value = vec![0; vlen as usize];
+                let delete = vlen & 1 == 1;
+                let mut value = vec![0; (vlen >> 1) as usize];
                 r.read_exact(&mut value).map_err(|e| Error::io(&*path, e))?;
                 let file = read_varint(r)
                     .map_err(|e| Error::io(&*path, e))?
@@ -385,6 +433,7 @@ impl Source {
                         file: file as u32,
                         line: line as u64,
                     },
+                    delete,
                 }))
             }
             Source::Sst {
@@ -425,6 +474,7 @@ impl Source {
                                 file: file as u32,
                                 line: line as u64,
                             },
+                            delete: false,
                         }));
                     }
                 }

@@ -1,0 +1,119 @@
+//! How the `--memory` budget of one import is divided.
+//!
+//! Owns the split of the budget between the parts of the pipeline that
+//! hold memory at the same time, so the whole import (not only the sort
+//! buffers) stays within it:
+//!
+//! - **chunks in flight**: the reader's chunk, the chunk queue, one chunk
+//!   per worker, the parsed-results queue and the chunks waiting to be
+//!   taken in input order, each held as its raw bytes and then as encoded
+//!   entries. There are at most `1 + 4 × threads` of them
+//!   ([`Budget::chunks_in_flight`]); the chunk size is chosen so they take at most a
+//!   quarter of the budget, counting [`PARSED_EXPANSION`] times the raw
+//!   bytes for each (raw bytes plus the entries made from them).
+//! - **writers**: per index, one open SST writer (its pending index and
+//!   filter grow with the file: about 1/32 of the target file size) and
+//!   one spill-run write buffer ([`SPILL_WRITE_BUFFER`]).
+//! - **sort buffers**: the rest, but never less than a quarter of the
+//!   budget (with a budget too small for the fixed parts, the sort buffers
+//!   keep a quarter and the fixed parts go over; budgets from a few MiB up
+//!   are not affected).
+//!
+//! The merge reads each spilled run through a
+//! [`crate::sort::RUN_READ_BUFFER`]-sized buffer while the last buffer of that index is
+//! still held; with the sort budget at most 3/4 of the total and runs of at
+//! least that budget's size, the readers stay inside the writers' and
+//! chunks' share for inputs up to about 100 times the budget.
+
+/// Bytes a chunk holds at its peak over its raw bytes: the raw bytes plus
+/// the entries made from them (estimated from the entry sizes of the TPC-C
+/// stock table with its two indexes: about 1.6 for the entries; rounded
+/// up).
+pub const PARSED_EXPANSION: usize = 3;
+
+/// Write buffer of a spill run.
+pub const SPILL_WRITE_BUFFER: usize = 256 << 10;
+
+/// The smallest chunk the budget picks (smaller chunks cost more per row
+/// than they save).
+const MIN_CHUNK: usize = 16 << 10;
+
+/// One import's division of its memory budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// The whole budget.
+    pub total: usize,
+    /// Input bytes per chunk.
+    pub chunk_size: usize,
+    /// Depth of the chunk and result queues.
+    pub queue_depth: usize,
+    /// Bytes reserved for chunks in flight.
+    pub chunks: usize,
+    /// Bytes reserved for SST writers and spill buffers.
+    pub writers: usize,
+    /// Bytes for the sort buffers of all indexes together.
+    pub sort: usize,
+}
+
+impl Budget {
+    /// Divides `total` for `threads` workers and `indexes` indexes;
+    /// `max_chunk` and `target_file` are the options' chunk and file sizes.
+    pub fn new(
+        total: usize,
+        threads: usize,
+        indexes: usize,
+        max_chunk: usize,
+        target_file: u64,
+    ) -> Budget {
+        let threads = threads.max(1);
+        let queue_depth = threads;
+        let in_flight = Self::chunks_in_flight(threads);
+        let fit = total / 4 / (in_flight * PARSED_EXPANSION);
+        let chunk_size = max_chunk.min(fit.max(MIN_CHUNK)).max(1);
+        let chunks = in_flight * PARSED_EXPANSION * chunk_size;
+        let per_writer = (target_file / 32).min(usize::MAX as u64) as usize + SPILL_WRITE_BUFFER;
+        let writers = indexes * per_writer;
+        let sort = total.saturating_sub(chunks + writers).max(total / 4);
+        Budget {
+            total,
+            chunk_size,
+            queue_depth,
+            chunks,
+            writers,
+            sort,
+        }
+    }
+
+    /// Chunks that can be held at once: the reader's, a full chunk queue,
+    /// one per worker, a full result queue, and as many waiting for their
+    /// turn in input order as there are workers.
+    pub fn chunks_in_flight(threads: usize) -> usize {
+        1 + 4 * threads
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
+    use super::*;
+
+    #[test]
+    fn the_parts_fit_in_the_budget() {
+        for total in [16 << 20, 64 << 20, 256 << 20, 4 << 30] {
+            for threads in [1, 2, 8] {
+                let b = Budget::new(total, threads, 2, 4 << 20, 64 << 20);
+                assert!(b.chunks + b.writers + b.sort <= total, "{b:?}");
+                assert!(b.chunks <= total / 4, "{b:?}");
+                assert!(b.sort >= total / 4, "{b:?}");
+            }
+        }
+        // Big budgets keep the options' chunk size.
+        assert_eq!(
+            Budget::new(4 << 30, 2, 2, 4 << 20, 64 << 20).chunk_size,
+            4 << 20
+        );
+        // Tiny budgets (tests) still sort in a quarter of the budget.
+        let b = Budget::new(200, 2, 3, 16, 64 << 20);
+        assert_eq!((b.chunk_size, b.sort), (16, 50));
+    }
+}
