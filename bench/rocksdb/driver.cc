@@ -386,7 +386,8 @@ void W4(const Args& a) {
   char prefix;
   if (variant == "overlap") prefix = '\x84';
   else if (variant == "disjoint") prefix = '\x85';
-  else Die("w4 variant must be disjoint or overlap, not " + variant);
+  else if (variant == "none") prefix = 0;  // the baseline: no ingester
+  else Die("w4 variant must be none, disjoint or overlap, not " + variant);
   auto db = Open(a.dir);
   std::string scratch = a.dir + ".ssts";
   std::filesystem::create_directories(scratch);
@@ -394,7 +395,7 @@ void W4(const Args& a) {
   std::vector<double> ing;
   std::thread ingester([&] {
     std::mt19937_64 rng(9);
-    for (int round = 0; !stop.load(); ++round) {
+    for (int round = 0; prefix != 0 && !stop.load(); ++round) {
       auto t0 = Clock::now();
       std::vector<std::string> keys;
       for (int i = 0; i < 5000; ++i) {

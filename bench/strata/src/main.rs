@@ -411,7 +411,8 @@ fn w4(a: &Args) -> Result<()> {
     let prefix = match variant.as_str() {
         "overlap" => 0x84u8,
         "disjoint" => 0x85u8,
-        v => bail!("w4 variant must be disjoint or overlap, not {v:?}"),
+        "none" => 0, // the baseline: no ingester
+        v => bail!("w4 variant must be none, disjoint or overlap, not {v:?}"),
     };
     let db = Arc::new(open(&a.dir)?);
     let scratch = scratch_dir(a)?;
@@ -422,7 +423,7 @@ fn w4(a: &Args) -> Result<()> {
             let mut rng = StdRng::seed_from_u64(9);
             let mut lat = Vec::new();
             let mut round = 0;
-            while !stop.load(Ordering::Relaxed) {
+            while prefix != 0 && !stop.load(Ordering::Relaxed) {
                 let t0 = Instant::now();
                 let mut keys: Vec<Vec<u8>> = (0..5000)
                     .map(|_| {
@@ -473,6 +474,19 @@ fn w4(a: &Args) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("ingester thread panicked"))?;
     result?;
     let mut ing = ing?;
+    // What the Puts waited on, for whoever reads stderr (the runner keeps
+    // only the JSON line on stdout).
+    let m = db.metrics();
+    eprintln!(
+        "longest write wait {} µs ({})",
+        m.longest_write_wait_micros, m.longest_write_wait_cause
+    );
+    for w in &m.write_waits {
+        eprintln!(
+            "  {}: {} waits, max {} µs, histogram {:?}",
+            w.cause, w.count, w.max_micros, w.histogram
+        );
+    }
     let db = Arc::try_unwrap(db).map_err(|_| anyhow::anyhow!("database still shared"))?;
     db.close()?;
     let _ = std::fs::remove_dir_all(&scratch);
