@@ -505,13 +505,89 @@ fn w4(a: &Args) -> Result<()> {
     Ok(())
 }
 
+/// micro: the criterion cases of `crates/strata/benches/db.rs`, as one
+/// driver run each (see bench/rocksdb/driver.cc `Micro` for the same).
+fn micro(a: &Args) -> Result<()> {
+    let v = a.variant.as_deref().unwrap_or("puts-1").to_string();
+    let db = Arc::new(open(&a.dir)?);
+    let val = [b'v'; 100];
+    let secs = a.seconds;
+    let (ops, took) = if let Some(n) = v.strip_prefix("puts-") {
+        let threads: u64 = n
+            .parse()
+            .ok()
+            .filter(|&t| t >= 1)
+            .with_context(|| format!("micro variant puts-N needs N >= 1, not {v}"))?;
+        let start = Instant::now();
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let db = Arc::clone(&db);
+                std::thread::spawn(move || -> Result<u64> {
+                    let mut rng = StdRng::seed_from_u64(10 + t);
+                    let mut n = 0;
+                    while start.elapsed().as_secs_f64() < secs {
+                        for _ in 0..100 {
+                            let k: [u8; 16] = rng.gen();
+                            db.put(k, val)?;
+                            n += 1;
+                        }
+                    }
+                    Ok(n)
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for h in hs {
+            total += h.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
+        }
+        (total as f64, start.elapsed().as_secs_f64())
+    } else if v == "get-memtable" || v == "get-files" {
+        let n = 200_000usize;
+        let mut rng = StdRng::seed_from_u64(3);
+        let keys: Vec<[u8; 16]> = (0..n).map(|_| rng.gen()).collect();
+        for k in &keys {
+            db.put(k, val)?;
+        }
+        if v == "get-files" {
+            db.compact_range(None, None)?;
+            db.wait_for_compactions()?;
+            for k in &keys {
+                db.get(k)?;
+            }
+        }
+        let (mut i, mut done) = (0usize, 0u64);
+        let start = Instant::now();
+        while start.elapsed().as_secs_f64() < secs {
+            for _ in 0..1000 {
+                i = (i + 7919) % n;
+                if db.get(keys[i])?.is_none() {
+                    bail!("key {i} is missing");
+                }
+                done += 1;
+            }
+        }
+        (done as f64, start.elapsed().as_secs_f64())
+    } else {
+        bail!("micro variant must be puts-N, get-memtable or get-files, not {v:?}");
+    };
+    let db = Arc::try_unwrap(db).map_err(|_| anyhow::anyhow!("database still shared"))?;
+    db.close()?;
+    emit(
+        a,
+        &v,
+        json!({"seconds": took, "ops": ops, "ops_per_s": ops / took, "ns_per_op": took * 1e9 / ops}),
+    );
+    Ok(())
+}
+
 fn main() {
     let r = parse().and_then(|a| match a.workload.as_str() {
         "w1" => w1(&a),
         "w2" => w2(&a),
         "w3" => w3(&a),
         "w4" => w4(&a),
-        w => bail!("unknown workload {w:?} (w1, w2, w3, w4)"),
+        "micro" => micro(&a),
+        w => bail!("unknown workload {w:?} (w1, w2, w3, w4, micro)"),
     });
     if let Err(e) = r {
         eprintln!("strata-bench: {e:#}");
