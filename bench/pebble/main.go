@@ -540,8 +540,10 @@ func w4(a args) {
 	prefix := byte(0x84)
 	if variant == "disjoint" {
 		prefix = 0x85
+	} else if variant == "none" {
+		prefix = 0 // the baseline: no ingester
 	} else if variant != "overlap" {
-		die("w4 variant must be disjoint or overlap, not %q", variant)
+		die("w4 variant must be none, disjoint or overlap, not %q", variant)
 	}
 	db := open(a.dir)
 	scratch := a.dir + ".ssts"
@@ -556,7 +558,7 @@ func w4(a args) {
 	go func() {
 		defer wg.Done()
 		rng := rand.New(rand.NewSource(9))
-		for round := 0; !stop.Load(); round++ {
+		for round := 0; prefix != 0 && !stop.Load(); round++ {
 			t0 := time.Now()
 			keys := make([][]byte, 0, 5000)
 			for i := 0; i < 5000; i++ {

@@ -386,7 +386,8 @@ void W4(const Args& a) {
   char prefix;
   if (variant == "overlap") prefix = '\x84';
   else if (variant == "disjoint") prefix = '\x85';
-  else Die("w4 variant must be disjoint or overlap, not " + variant);
+  else if (variant == "none") prefix = 0;  // the baseline: no ingester
+  else Die("w4 variant must be none, disjoint or overlap, not " + variant);
   auto db = Open(a.dir);
   std::string scratch = a.dir + ".ssts";
   std::filesystem::create_directories(scratch);
@@ -394,7 +395,7 @@ void W4(const Args& a) {
   std::vector<double> ing;
   std::thread ingester([&] {
     std::mt19937_64 rng(9);
-    for (int round = 0; !stop.load(); ++round) {
+    for (int round = 0; prefix != 0 && !stop.load(); ++round) {
       auto t0 = Clock::now();
       std::vector<std::string> keys;
       for (int i = 0; i < 5000; ++i) {
@@ -446,6 +447,77 @@ void W4(const Args& a) {
   Emit(a, variant, f.str());
 }
 
+// micro: the criterion cases of crates/strata/benches/db.rs, as one
+// driver run each. puts-N: N threads Put random 16-byte keys with 100-byte
+// values for --seconds; get-memtable / get-files: 200,000 such keys loaded
+// (get-files: then compacted into table files and read once to warm the
+// cache), then one thread Gets them in a scattered order for --seconds.
+void Micro(const Args& a) {
+  std::string v = a.variant.empty() ? "puts-1" : a.variant;
+  auto db = Open(a.dir);
+  rocksdb::WriteOptions wo;
+  std::string val(100, 'v');
+  auto rand_key = [](std::mt19937_64& rng) {
+    std::string k(16, '\0');
+    for (int j = 0; j < 16; ++j) k[j] = static_cast<char>(rng());
+    return k;
+  };
+  double ops = 0, secs = 0;
+  if (v.rfind("puts-", 0) == 0) {
+    int threads = std::atoi(v.c_str() + 5);
+    if (threads < 1) Die("micro variant puts-N needs N >= 1, not " + v);
+    std::atomic<long> total{0};
+    auto start = Clock::now();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        std::mt19937_64 rng(10 + t);
+        long n = 0;
+        while (Since(start) < a.seconds) {
+          for (int i = 0; i < 100; ++i, ++n) Check(db->Put(wo, rand_key(rng), val), "put");
+        }
+        total += n;
+      });
+    }
+    for (auto& t : ts) t.join();
+    secs = Since(start);
+    ops = static_cast<double>(total.load());
+  } else if (v == "get-memtable" || v == "get-files") {
+    const long n = 200000;
+    std::mt19937_64 rng(3);
+    std::vector<std::string> keys;
+    for (long i = 0; i < n; ++i) {
+      keys.push_back(rand_key(rng));
+      Check(db->Put(wo, keys.back(), val), "put");
+    }
+    rocksdb::ReadOptions ro;
+    std::string got;
+    if (v == "get-files") {
+      Check(db->Flush(rocksdb::FlushOptions()), "flush");
+      Check(db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr), "compact");
+      for (const auto& k : keys) Check(db->Get(ro, k, &got), "warm get");
+    }
+    size_t i = 0;
+    long done = 0;
+    auto start = Clock::now();
+    while (Since(start) < a.seconds) {
+      for (int j = 0; j < 1000; ++j, ++done) {
+        i = (i + 7919) % n;
+        Check(db->Get(ro, keys[i], &got), "get");
+      }
+    }
+    secs = Since(start);
+    ops = static_cast<double>(done);
+  } else {
+    Die("micro variant must be puts-N, get-memtable or get-files, not " + v);
+  }
+  Check(db->Close(), "close");
+  std::ostringstream f;
+  f << "\"seconds\":" << secs << ",\"ops\":" << ops << ",\"ops_per_s\":" << ops / secs
+    << ",\"ns_per_op\":" << secs * 1e9 / ops;
+  Emit(a, v, f.str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -454,6 +526,7 @@ int main(int argc, char** argv) {
   else if (a.workload == "w2") W2(a);
   else if (a.workload == "w3") W3(a);
   else if (a.workload == "w4") W4(a);
-  else Die("unknown workload " + a.workload + " (w1, w2, w3, w4)");
+  else if (a.workload == "micro") Micro(a);
+  else Die("unknown workload " + a.workload + " (w1, w2, w3, w4, micro)");
   return 0;
 }

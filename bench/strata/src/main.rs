@@ -554,7 +554,8 @@ fn w4(a: &Args) -> Result<()> {
     let prefix = match variant.as_str() {
         "overlap" => 0x84u8,
         "disjoint" => 0x85u8,
-        v => bail!("w4 variant must be disjoint or overlap, not {v:?}"),
+        "none" => 0, // the baseline: no ingester
+        v => bail!("w4 variant must be none, disjoint or overlap, not {v:?}"),
     };
     let db = Arc::new(open(&a.dir)?);
     let scratch = scratch_dir(a)?;
@@ -565,7 +566,7 @@ fn w4(a: &Args) -> Result<()> {
             let mut rng = StdRng::seed_from_u64(9);
             let mut lat = Vec::new();
             let mut round = 0;
-            while !stop.load(Ordering::Relaxed) {
+            while prefix != 0 && !stop.load(Ordering::Relaxed) {
                 let t0 = Instant::now();
                 let mut keys: Vec<Vec<u8>> = (0..5000)
                     .map(|_| {
@@ -616,6 +617,19 @@ fn w4(a: &Args) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("ingester thread panicked"))?;
     result?;
     let mut ing = ing?;
+    // What the Puts waited on, for whoever reads stderr (the runner keeps
+    // only the JSON line on stdout).
+    let m = db.metrics();
+    eprintln!(
+        "longest write wait {} µs ({})",
+        m.longest_write_wait_micros, m.longest_write_wait_cause
+    );
+    for w in &m.write_waits {
+        eprintln!(
+            "  {}: {} waits, max {} µs, histogram {:?}",
+            w.cause, w.count, w.max_micros, w.histogram
+        );
+    }
     let db = Arc::try_unwrap(db).map_err(|_| anyhow::anyhow!("database still shared"))?;
     db.close()?;
     let _ = std::fs::remove_dir_all(&scratch);
@@ -634,13 +648,89 @@ fn w4(a: &Args) -> Result<()> {
     Ok(())
 }
 
+/// micro: the criterion cases of `crates/strata/benches/db.rs`, as one
+/// driver run each (see bench/rocksdb/driver.cc `Micro` for the same).
+fn micro(a: &Args) -> Result<()> {
+    let v = a.variant.as_deref().unwrap_or("puts-1").to_string();
+    let db = Arc::new(open(&a.dir)?);
+    let val = [b'v'; 100];
+    let secs = a.seconds;
+    let (ops, took) = if let Some(n) = v.strip_prefix("puts-") {
+        let threads: u64 = n
+            .parse()
+            .ok()
+            .filter(|&t| t >= 1)
+            .with_context(|| format!("micro variant puts-N needs N >= 1, not {v}"))?;
+        let start = Instant::now();
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let db = Arc::clone(&db);
+                std::thread::spawn(move || -> Result<u64> {
+                    let mut rng = StdRng::seed_from_u64(10 + t);
+                    let mut n = 0;
+                    while start.elapsed().as_secs_f64() < secs {
+                        for _ in 0..100 {
+                            let k: [u8; 16] = rng.gen();
+                            db.put(k, val)?;
+                            n += 1;
+                        }
+                    }
+                    Ok(n)
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for h in hs {
+            total += h.join().map_err(|_| anyhow::anyhow!("writer panicked"))??;
+        }
+        (total as f64, start.elapsed().as_secs_f64())
+    } else if v == "get-memtable" || v == "get-files" {
+        let n = 200_000usize;
+        let mut rng = StdRng::seed_from_u64(3);
+        let keys: Vec<[u8; 16]> = (0..n).map(|_| rng.gen()).collect();
+        for k in &keys {
+            db.put(k, val)?;
+        }
+        if v == "get-files" {
+            db.compact_range(None, None)?;
+            db.wait_for_compactions()?;
+            for k in &keys {
+                db.get(k)?;
+            }
+        }
+        let (mut i, mut done) = (0usize, 0u64);
+        let start = Instant::now();
+        while start.elapsed().as_secs_f64() < secs {
+            for _ in 0..1000 {
+                i = (i + 7919) % n;
+                if db.get(keys[i])?.is_none() {
+                    bail!("key {i} is missing");
+                }
+                done += 1;
+            }
+        }
+        (done as f64, start.elapsed().as_secs_f64())
+    } else {
+        bail!("micro variant must be puts-N, get-memtable or get-files, not {v:?}");
+    };
+    let db = Arc::try_unwrap(db).map_err(|_| anyhow::anyhow!("database still shared"))?;
+    db.close()?;
+    emit(
+        a,
+        &v,
+        json!({"seconds": took, "ops": ops, "ops_per_s": ops / took, "ns_per_op": took * 1e9 / ops}),
+    );
+    Ok(())
+}
+
 fn main() {
     let r = parse().and_then(|a| match a.workload.as_str() {
         "w1" => w1(&a),
         "w2" => w2(&a),
         "w3" => w3(&a),
         "w4" => w4(&a),
-        w => bail!("unknown workload {w:?} (w1, w2, w3, w4)"),
+        "micro" => micro(&a),
+        w => bail!("unknown workload {w:?} (w1, w2, w3, w4, micro)"),
     });
     if let Err(e) = r {
         eprintln!("strata-bench: {e:#}");

@@ -47,6 +47,37 @@ pub fn print_tree(db: &Db) {
         "memtable {} bytes, {} immutable; compaction debt {} bytes; last sequence {}",
         m.memtable_bytes, m.immutable_memtables, m.compaction_debt, m.last_sequence
     );
+    print_write_waits(&m);
+}
+
+/// Foreground write waits since this `Db` was opened: the longest, and a
+/// log2 histogram per cause (nothing for a database that took no writes,
+/// such as `strata lsm`'s read-only open; its history is in EVENTS).
+pub fn print_write_waits(m: &strata::Metrics) {
+    if m.write_waits.is_empty() {
+        return;
+    }
+    println!(
+        "longest write wait {:.3} ms ({})",
+        m.longest_write_wait_micros as f64 / 1e3,
+        m.longest_write_wait_cause
+    );
+    println!("write waits        count   total ms     max ms  histogram (below µs: count)");
+    for w in &m.write_waits {
+        let hist: Vec<String> = w
+            .histogram
+            .iter()
+            .map(|(below, n)| format!("<{below}:{n}"))
+            .collect();
+        println!(
+            "{:<18} {:>6} {:>10.3} {:>10.3}  {}",
+            w.cause,
+            w.count,
+            w.total_micros as f64 / 1e3,
+            w.max_micros as f64 / 1e3,
+            hist.join(" ")
+        );
+    }
 }
 
 /// Counters summed over the `EVENTS` log.
@@ -63,6 +94,9 @@ pub struct EventTotals {
     pub bytes_ingested: u64,
     pub stalls: u64,
     pub stall_micros: u64,
+    /// Long foreground write waits (`write_wait` events): count and
+    /// longest in microseconds, by cause.
+    pub slow_waits: std::collections::BTreeMap<String, (u64, u64)>,
     /// Lines skipped: of kinds this version does not know, or a torn last
     /// line after a crash.
     pub unreadable: u64,
@@ -113,6 +147,11 @@ impl EventTotals {
                 self.stalls += 1;
                 self.stall_micros += micros;
             }
+            Event::WriteWait { cause, micros } => {
+                let e = self.slow_waits.entry(cause.clone()).or_default();
+                e.0 += 1;
+                e.1 = e.1.max(*micros);
+            }
             _ => {}
         }
     }
@@ -132,6 +171,14 @@ impl EventTotals {
             self.stalls,
             self.stall_micros as f64 / 1e6
         );
+        if !self.slow_waits.is_empty() {
+            let by: Vec<String> = self
+                .slow_waits
+                .iter()
+                .map(|(c, (n, max))| format!("{c}: {n}, longest {:.1} ms", *max as f64 / 1e3))
+                .collect();
+            println!("long write waits (EVENTS): {}", by.join("; "));
+        }
         if self.unreadable > 0 {
             println!("({} unreadable EVENTS lines skipped)", self.unreadable);
         }

@@ -1,6 +1,7 @@
 //! Database write and read paths: random puts (16-byte keys, 100-byte values,
-//! WAL on, no sync) from one and four threads, and point gets served by the
-//! memtable and by table files.
+//! WAL on, no sync) from one, two and four threads, and point gets served by
+//! the memtable and by table files. The same cases run against RocksDB
+//! through `bench/rocksdb` (`micro` workload; see docs/benchmarks.md).
 //!
 //! Run: `cargo bench -p strata --bench db`.
 
@@ -31,32 +32,37 @@ fn bench_puts(c: &mut Criterion) {
         let mut rng = StdRng::seed_from_u64(1);
         b.iter(|| db.put(key(&mut rng), value).unwrap());
     });
-    g.bench_function("4-threads", |b| {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(open(dir.path()));
-        b.iter_custom(|iters| {
-            // `iters` puts in all, split over four threads; the time is the
-            // wall time of the whole, so this is per-put throughput.
-            let per = iters.div_ceil(4);
-            let start = Instant::now();
-            let hs: Vec<_> = (0..4u64)
-                .map(|t| {
-                    let db = Arc::clone(&db);
-                    std::thread::spawn(move || {
-                        let mut rng = StdRng::seed_from_u64(t + 10);
-                        for _ in 0..per {
-                            db.put(key(&mut rng), value).unwrap();
-                        }
-                    })
-                })
-                .collect();
-            for h in hs {
-                h.join().unwrap();
-            }
-            start.elapsed()
+    for threads in [2u64, 4] {
+        g.bench_function(format!("{threads}-threads"), |b| {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Arc::new(open(dir.path()));
+            b.iter_custom(|iters| puts_from(&db, threads, iters));
         });
-    });
+    }
     g.finish();
+}
+
+/// `iters` puts in all, split over `threads` threads; the time is the wall
+/// time of the whole, so criterion reports per-put throughput.
+fn puts_from(db: &Arc<Db>, threads: u64, iters: u64) -> Duration {
+    let value = [b'v'; 100];
+    let per = iters.div_ceil(threads);
+    let start = Instant::now();
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let db = Arc::clone(db);
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(t + 10);
+                for _ in 0..per {
+                    db.put(key(&mut rng), value).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    start.elapsed()
 }
 
 fn bench_gets(c: &mut Criterion) {

@@ -266,6 +266,15 @@ pub enum Event {
         /// How long they were stopped.
         micros: u64,
     },
+    /// A foreground write waited `micros` on `cause` (at least
+    /// [`Options::slow_write_event`](crate::Options::slow_write_event));
+    /// causes as in [`WriteWaitMetrics`](crate::WriteWaitMetrics).
+    WriteWait {
+        /// What the write waited on.
+        cause: String,
+        /// How long.
+        micros: u64,
+    },
     /// The active memtable `memtable` (writing to WAL `wal`) joined the
     /// immutable queue. `reason`: `full`, `flush` (asked for) or `ingest`
     /// (an overlapping ingestion queued behind it).
@@ -331,6 +340,7 @@ impl Event {
             Event::Ingest { .. } => "ingest",
             Event::WriteStallBegin { .. } => "write_stall_begin",
             Event::WriteStallEnd { .. } => "write_stall_end",
+            Event::WriteWait { .. } => "write_wait",
             Event::MemtableRotated { .. } => "memtable_rotated",
             Event::TableCreated { .. } => "table_created",
             Event::TableDeleted { .. } => "table_deleted",
@@ -511,6 +521,7 @@ const KNOWN: &[&str] = &[
     "ingest",
     "write_stall_begin",
     "write_stall_end",
+    "write_wait",
     "memtable_rotated",
     "table_created",
     "table_deleted",
@@ -711,6 +722,10 @@ mod tests {
             Event::WriteStallEnd {
                 cause: "stop: l0 sublevels".into(),
                 micros: 5,
+            },
+            Event::WriteWait {
+                cause: "memtable rotation".into(),
+                micros: 12_000,
             },
             Event::MemtableRotated {
                 memtable: 3,

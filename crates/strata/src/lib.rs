@@ -59,7 +59,7 @@ pub use db::{
     repair::RepairReport,
     write_batch::{BatchIter, BatchOp},
     CompactionOptions, Db, DbIterator, KvPair, LevelMetrics, Metrics, Options, RawIterator,
-    ReadOptions, Snapshot, StallMetrics, WriteBatch, WriteOptions,
+    ReadOptions, Snapshot, StallMetrics, WriteBatch, WriteOptions, WriteWaitMetrics,
 };
 pub use error::{Error, Result};
 pub use sstable::{CompressionType, SstInfo, SstOptions, SstWriter};

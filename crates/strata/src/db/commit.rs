@@ -19,12 +19,28 @@
 //! - Nothing in the leader slot waits for a disk sync that the group did not
 //!   ask for: an ingestion writes its MANIFEST record, publishes and leaves
 //!   the slot, and its own caller syncs afterwards (see `version::set`).
+//! - The leader frames records into memory under the WAL lock
+//!   (`wal_buffer`); bytes reach the file in a write-out (`write_out`,
+//!   under `io`): by the WAL thread every `wal_flush_interval`, by a synced
+//!   write, or by the leader itself when the interval is zero. No write
+//!   system call or fsync happens under the WAL lock.
+//! - A rotation neither creates a file nor syncs one when the WAL thread
+//!   runs (`wal_flush_interval` > 0): the thread creates the next WAL ahead
+//!   of need (`spare`), and the old WAL is retired unsynced (`retired`)
+//!   and written out and synced by the thread. No byte of the new WAL is
+//!   written before that sync (`retired_pending`), so a later WAL never
+//!   reaches the disk ahead of an earlier one; a synced write, a flush of
+//!   the retired memtable and `close` sync the retired WAL first.
+//! - Every wait of a foreground write is timed and counted by cause
+//!   (`write_wait`); followers count theirs under their leader's slowest
+//!   phase when it explains at least half of the wait.
 
+use super::wal_buffer::Wal;
+use super::write_wait::WaitCause;
 use super::{filenames, DbInner};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
-use crate::wal::writer::LogWriter;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,6 +85,42 @@ struct Writer {
     cv: Condvar,
     done: AtomicBool,
     result: Mutex<Option<Result<()>>>,
+    /// The slowest phase of the leader that wrote this writer's batch.
+    slowest: Mutex<Option<(WaitCause, Duration)>>,
+    /// Set when the writer reaches the front of the queue (it leads next).
+    turn: AtomicBool,
+}
+
+/// Rounds a queued writer watches for its group to finish (yielding the
+/// CPU between looks) before it sleeps on its condition variable.
+const SPIN_ROUNDS: u32 = 64;
+
+/// A follower's return: counts its wait, blamed on the leader's slowest
+/// phase if that explains at least half of it, and takes its result.
+fn follower_done(db: &DbInner, w: &Writer, enqueued: Instant) -> Result<()> {
+    let waited = enqueued.elapsed();
+    let cause = match *w.slowest.lock() {
+        Some((c, d)) if d * 2 >= waited => c,
+        _ => WaitCause::CommitQueue,
+    };
+    db.record_wait(cause, waited);
+    w.result.lock().take().unwrap_or(Ok(()))
+}
+
+/// The phases a leader went through, timed: each is counted (and logged if
+/// long) as it ends; the slowest is handed to the group's followers.
+#[derive(Default)]
+struct Phases {
+    slowest: Option<(WaitCause, Duration)>,
+}
+
+impl Phases {
+    fn add(&mut self, db: &DbInner, cause: WaitCause, d: Duration) {
+        db.record_wait(cause, d);
+        if self.slowest.is_none_or(|(_, s)| d > s) {
+            self.slowest = Some((cause, d));
+        }
+    }
 }
 
 struct Queue {
@@ -76,50 +128,26 @@ struct Queue {
     last_seq: u64,
 }
 
-pub(crate) struct Wal {
-    pub log: LogWriter,
-    /// Records appended but not yet handed to the operating system.
-    pub dirty: bool,
-    /// Whether the WAL's directory entry is known durable. A WAL is created
-    /// without a directory sync (rotation stays cheap); the first sync of
-    /// its records syncs the directory too, or a power cut would remove
-    /// the file with every synced write in it (found by the power-cut
-    /// tests on `FaultVfs`; RocksDB syncs the WAL directory the same way).
-    pub dir_synced: bool,
-}
-
-impl Wal {
-    pub fn new(log: LogWriter) -> Wal {
-        Wal {
-            log,
-            dirty: false,
-            dir_synced: false,
-        }
-    }
-
-    /// Makes every record appended so far durable, directory entry included.
-    /// After a background error (a failed WAL write among them) nothing is
-    /// synced: records handed to a failed write may be missing from the
-    /// file, so no sync may claim the WAL holds what the memtable does.
-    fn sync(&mut self, db: &DbInner) -> Result<()> {
-        if let Some(e) = db.bg_error() {
-            return Err(e);
-        }
-        self.dirty = false;
-        self.log.sync()?;
-        if !self.dir_synced {
-            db.vfs.sync_dir(&db.dir)?;
-            self.dir_synced = true;
-        }
-        Ok(())
-    }
-}
-
 pub(crate) struct CommitPipeline {
     q: Mutex<Queue>,
     /// Signalled (under `q`) when the immutable queue shrinks.
     room_cv: Condvar,
+    /// The WAL records are framed into (memory only; see `wal_buffer`).
     wal: Mutex<Wal>,
+    /// Held by a write-out: bytes are taken from a `Wal` and written to its
+    /// file under it, so they reach the file in the order they were framed.
+    /// Lock order: `io`, then `retired`, then `wal`; nobody holding `wal`
+    /// takes `io`.
+    io: Mutex<()>,
+    /// The WAL a rotation left unsynced, for the next write-out to finish
+    /// (write and sync) before any byte of the active WAL.
+    retired: Mutex<Option<Wal>>,
+    /// Whether `retired` holds a WAL; set under `wal` by the rotation,
+    /// cleared once it is synced (readable without waiting for that sync).
+    retired_pending: AtomicBool,
+    /// A WAL file created ahead of the next rotation by the WAL thread:
+    /// `(file number, WAL)`.
+    spare: Mutex<Option<(u64, Wal)>>,
 }
 
 impl CommitPipeline {
@@ -131,6 +159,10 @@ impl CommitPipeline {
             }),
             room_cv: Condvar::new(),
             wal: Mutex::new(wal),
+            io: Mutex::new(()),
+            retired: Mutex::new(None),
+            retired_pending: AtomicBool::new(false),
+            spare: Mutex::new(None),
         }
     }
 
@@ -140,32 +172,132 @@ impl CommitPipeline {
         self.room_cv.notify_all();
     }
 
-    /// Flushes buffered WAL bytes and syncs them (at close).
+    /// Writes out the framed WAL records and syncs them (at close, and for a
+    /// flush of a memtable sharing the active WAL).
     pub fn sync_wal(&self, db: &DbInner) -> Result<()> {
-        self.wal.lock().sync(db)
+        self.write_out(db, true)
     }
 
-    /// Hands buffered WAL records to the operating system (the WAL flusher
-    /// thread calls this every `wal_flush_interval`).
-    pub fn flush_wal(&self) -> Result<()> {
-        let mut w = self.wal.lock();
-        if w.dirty {
-            w.dirty = false;
-            w.log.flush()?;
+    /// Hands every framed record to the operating system, the retired
+    /// WAL's (synced) first; with `sync`, makes them durable.
+    fn write_out(&self, db: &DbInner, sync: bool) -> Result<()> {
+        let _io = self.io.lock();
+        loop {
+            self.finish_retired(db)?;
+            let mut w = self.wal.lock();
+            if self.retired_pending.load(Ordering::Acquire) {
+                // A rotation retired the WAL since: it goes first.
+                continue;
+            }
+            let bytes = w.take_pending();
+            let file = Arc::clone(&w.file);
+            drop(w);
+            let mut f = file.lock();
+            f.write(&bytes)?;
+            if sync {
+                // After a background error nothing is synced: records
+                // handed to a failed write may be missing from the file,
+                // so no sync may claim the WAL holds what the memtable does.
+                if let Some(e) = db.bg_error() {
+                    return Err(e);
+                }
+                f.sync()?;
+                if !f.dir_synced {
+                    db.vfs.sync_dir(&db.dir)?;
+                    f.dir_synced = true;
+                }
+            }
+            return Ok(());
+        }
+    }
+
+    /// Writes out and syncs the WAL a rotation retired, if any. The caller
+    /// holds `io`.
+    fn finish_retired(&self, db: &DbInner) -> Result<()> {
+        if !self.retired_pending.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut r = self.retired.lock();
+        if let Some(old) = r.as_mut() {
+            let bytes = old.take_pending();
+            let mut f = old.file.lock();
+            f.write(&bytes)?;
+            if let Some(e) = db.bg_error() {
+                return Err(e);
+            }
+            f.sync()?;
+            if !f.dir_synced {
+                db.vfs.sync_dir(&db.dir)?;
+                f.dir_synced = true;
+            }
+        }
+        *r = None;
+        self.retired_pending.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Syncs the WAL a rotation retired, if any (a flush, before writing
+    /// the retired memtable's table).
+    pub fn sync_retired(&self, db: &DbInner) -> Result<()> {
+        let _io = self.io.lock();
+        self.finish_retired(db)
+    }
+
+    /// The WAL thread's round, every `wal_flush_interval`: writes out (and
+    /// syncs a retired WAL first), then creates the next WAL ahead of need.
+    pub fn flush_wal(&self, db: &DbInner) -> Result<()> {
+        self.write_out(db, false)?;
+        if self.spare.lock().is_none() {
+            let number = db.new_file_number();
+            let path = filenames::wal(&db.dir, number);
+            let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
+            *self.spare.lock() = Some((number, wal));
         }
         Ok(())
     }
 
+    /// At a close whose sync failed (a background error): hands what was
+    /// framed to the operating system anyway, retired WAL first, without a
+    /// sync, as a buffered file would when dropped (bytes whose write
+    /// failed are tried again). Nothing of the active WAL is written if the
+    /// retired one could not be.
+    pub fn write_out_on_error(&self) {
+        let _io = self.io.lock();
+        if let Some(old) = self.retired.lock().as_mut() {
+            let bytes = old.take_pending();
+            if old.file.lock().write(&bytes).is_err() {
+                return;
+            }
+        }
+        let mut w = self.wal.lock();
+        let bytes = w.take_pending();
+        let _ = w.file.lock().write(&bytes);
+    }
+
+    /// Removes the spare WAL (at close): it holds nothing.
+    pub fn discard_spare(&self, db: &DbInner) {
+        if let Some((number, wal)) = self.spare.lock().take() {
+            drop(wal);
+            let _ = db.vfs.remove(&filenames::wal(&db.dir, number));
+        }
+    }
+
     pub fn commit(&self, db: &DbInner, job: Job, sync: bool) -> Result<()> {
+        let enqueued = Instant::now();
         let w = Arc::new(Writer {
             job: Mutex::new(Some(job)),
             sync,
             cv: Condvar::new(),
             done: AtomicBool::new(false),
             result: Mutex::new(None),
+            slowest: Mutex::new(None),
+            turn: AtomicBool::new(false),
         });
         let is_ingest = matches!(*w.job.lock(), Some(Job::Ingest(_)));
         let mut q = self.q.lock();
+        // Taking the queue lock is waiting too (it is held while groups
+        // are formed and finished); only a noticeable wait is counted.
+        let lock_wait = enqueued.elapsed() >= Duration::from_micros(20);
         q.writers.push_back(Arc::clone(&w));
         if is_ingest {
             // A leader stalled on a full memtable queue runs ingestions
@@ -173,20 +305,49 @@ impl CommitPipeline {
             // timeout.
             self.room_cv.notify_all();
         }
+        let mut waited = false;
+        let mut spun = false;
         loop {
             if w.done.load(Ordering::Acquire) {
-                return w.result.lock().take().unwrap_or(Ok(()));
+                drop(q);
+                return follower_done(db, &w, enqueued);
             }
             if q.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
                 break;
             }
+            waited = true;
+            if !spun {
+                // A group usually finishes within microseconds: watch for
+                // it (yielding the CPU to its leader) before paying for a
+                // sleep and a wake-up.
+                spun = true;
+                drop(q);
+                for _ in 0..SPIN_ROUNDS {
+                    if w.done.load(Ordering::Acquire) {
+                        return follower_done(db, &w, enqueued);
+                    }
+                    if w.turn.load(Ordering::Acquire) {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+                q = self.q.lock();
+                continue;
+            }
             w.cv.wait(&mut q);
         }
+        if waited || lock_wait {
+            db.record_wait(WaitCause::CommitQueue, enqueued.elapsed());
+        }
         let job = w.job.lock().take();
+        let mut phases = Phases::default();
         let (result, group) = match job {
-            Some(Job::Rotate) => (self.rotate(db, &mut q, "flush"), vec![Arc::clone(&w)]),
+            Some(Job::Rotate) => (
+                self.rotate(db, &mut q, "flush", &mut phases),
+                vec![Arc::clone(&w)],
+            ),
             Some(Job::Ingest(j)) => (self.ingest(db, &mut q, j), vec![Arc::clone(&w)]),
-            Some(Job::Batch(b)) => self.lead(db, &mut q, &w, b),
+            Some(Job::Batch(b)) => self.lead(db, &mut q, &w, b, &mut phases),
             None => (
                 Err(Error::internal("writer has no job")),
                 vec![Arc::clone(&w)],
@@ -198,11 +359,13 @@ impl CommitPipeline {
             debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, member)));
             if !Arc::ptr_eq(member, &w) {
                 *member.result.lock() = Some(result.clone());
+                *member.slowest.lock() = phases.slowest;
                 member.done.store(true, Ordering::Release);
                 member.cv.notify_one();
             }
         }
         if let Some(next) = q.writers.front() {
+            next.turn.store(true, Ordering::Release);
             next.cv.notify_one();
         }
         result
@@ -216,8 +379,9 @@ impl CommitPipeline {
         q: &mut MutexGuard<'_, Queue>,
         w: &Arc<Writer>,
         first: WriteBatch,
+        phases: &mut Phases,
     ) -> (Result<()>, Vec<Arc<Writer>>) {
-        if let Err(e) = self.make_room(db, q, first.size_bytes()) {
+        if let Err(e) = self.make_room(db, q, first.size_bytes(), phases) {
             return (Err(e), vec![Arc::clone(w)]);
         }
         let mut group = vec![Arc::clone(w)];
@@ -249,7 +413,7 @@ impl CommitPipeline {
         q.last_seq += count;
         let last_seq = q.last_seq;
         let result = MutexGuard::unlocked(q, || {
-            self.write_group(db, &mut batches, first_seq, last_seq, sync)
+            self.write_group(db, &mut batches, first_seq, last_seq, sync, phases)
         });
         if let Err(e) = &result {
             // The WAL or memtable may now hold part of this group: stop
@@ -266,6 +430,7 @@ impl CommitPipeline {
         first_seq: u64,
         last_seq: u64,
         sync: bool,
+        phases: &mut Phases,
     ) -> Result<()> {
         let mut seq = first_seq;
         for b in batches.iter_mut() {
@@ -279,32 +444,38 @@ impl CommitPipeline {
         db.stats
             .user_bytes
             .fetch_add(user as u64, Ordering::Relaxed);
+        let t = Instant::now();
         {
             let mut wal = self.wal.lock();
             let before = wal.log.len();
             if batches.len() == 1 {
-                wal.log.add_record(batches[0].data())?;
+                wal.append(batches[0].data())?;
             } else {
                 let mut all = WriteBatch::new();
                 all.set_sequence(first_seq);
                 for b in batches.iter() {
                     all.append(b);
                 }
-                wal.log.add_record(all.data())?;
+                wal.append(all.data())?;
             }
             db.stats
                 .wal_bytes
                 .fetch_add(wal.log.len() - before, Ordering::Relaxed);
-            if sync {
-                wal.sync(db)?;
-            } else if db.opts.wal_flush_interval.is_zero() {
-                wal.log.flush()?;
-            } else {
-                // The flusher thread writes it out within the interval.
-                wal.dirty = true;
+        }
+        if sync {
+            phases.add(db, WaitCause::WalWrite, t.elapsed());
+            let t = Instant::now();
+            self.write_out(db, true)?;
+            phases.add(db, WaitCause::WalSync, t.elapsed());
+        } else {
+            if db.opts.wal_flush_interval.is_zero() {
+                self.write_out(db, false)?;
             }
+            // Else the WAL thread writes it out within the interval.
+            phases.add(db, WaitCause::WalWrite, t.elapsed());
         }
         if sync && db.manifest_unsynced.load(Ordering::Acquire) {
+            let t = Instant::now();
             // An ingestion ahead of this group may not have synced its
             // MANIFEST record yet; an acknowledged synced write must not
             // survive a crash that the ingestion before it does not. (The
@@ -314,11 +485,16 @@ impl CommitPipeline {
             if st.versions.has_unsynced() {
                 st.versions.sync_manifest()?;
             }
+            drop(st);
+            phases.add(db, WaitCause::Manifest, t.elapsed());
         }
+        let t = Instant::now();
         let mem = db.super_version().mem.clone();
         for b in batches.iter() {
             apply(&mem, b)?;
         }
+        drop(mem);
+        phases.add(db, WaitCause::MemtableInsert, t.elapsed());
         db.visible_seq.store(last_seq, Ordering::Release);
         Ok(())
     }
@@ -331,6 +507,7 @@ impl CommitPipeline {
         db: &DbInner,
         q: &mut MutexGuard<'_, Queue>,
         group_bytes: usize,
+        phases: &mut Phases,
     ) -> Result<()> {
         let o = &db.opts;
         // Hard stop on L0 depth.
@@ -347,6 +524,7 @@ impl CommitPipeline {
         }
         if let Some(t) = stopped {
             db.record_stall("stop: l0 sublevels", t.elapsed());
+            phases.add(db, WaitCause::L0Stop, t.elapsed());
         }
         // Gentle slowdown: delay the group as if writes were limited to a
         // rate that halves with every sublevel past the soft limit.
@@ -366,6 +544,7 @@ impl CommitPipeline {
             let t = Instant::now();
             MutexGuard::unlocked(q, || std::thread::sleep(delay));
             db.record_stall(cause, t.elapsed());
+            phases.add(db, WaitCause::Slowdown, t.elapsed());
         }
         let mut stalled: Option<Instant> = None;
         let r = loop {
@@ -395,10 +574,11 @@ impl CommitPipeline {
                 self.room_cv.wait_for(q, Duration::from_millis(100));
                 continue;
             }
-            break self.rotate(db, q, "full");
+            break self.rotate(db, q, "full", phases);
         };
         if let Some(t) = stalled {
             db.record_stall("stop: memtable queue full", t.elapsed());
+            phases.add(db, WaitCause::MemtableQueueFull, t.elapsed());
         }
         r
     }
@@ -431,9 +611,18 @@ impl CommitPipeline {
 
     /// Starts a new WAL and memtable; the old memtable joins the immutable
     /// queue. Called by the leader, so no insert is in progress.
-    fn rotate(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>, reason: &str) -> Result<()> {
+    fn rotate(
+        &self,
+        db: &DbInner,
+        q: &mut MutexGuard<'_, Queue>,
+        reason: &str,
+        phases: &mut Phases,
+    ) -> Result<()> {
         let last_seq = q.last_seq;
-        self.rotate_now(db, last_seq, reason)
+        let t = Instant::now();
+        let r = self.rotate_now(db, last_seq, reason);
+        phases.add(db, WaitCause::Rotation, t.elapsed());
+        r
     }
 
     /// The rotation itself; only the current leader may call it. `last_seq`
@@ -442,15 +631,50 @@ impl CommitPipeline {
         if db.super_version().mem.is_empty() {
             return Ok(());
         }
-        let number = db.new_file_number();
-        let path = filenames::wal(&db.dir, number);
-        let log = LogWriter::new(db.vfs.create(&path)?, path.display().to_string());
+        // The WAL thread made the next WAL ahead of need; without it (no
+        // thread, or it has not caught up) the file is created here.
+        // WAL numbers must grow in the order WALs are used (recovery
+        // replays them in number order): a spare numbered before a WAL that
+        // a rotation created itself meanwhile is of no use.
+        let active = self.wal.lock().number;
+        let spare = self.spare.lock().take();
+        let spare = match spare {
+            Some((n, w)) if n < active => {
+                drop(w);
+                let _ = db.vfs.remove(&filenames::wal(&db.dir, n));
+                None
+            }
+            s => s,
+        };
+        let (number, next) = match spare {
+            Some(s) => s,
+            None => {
+                let number = db.new_file_number();
+                let path = filenames::wal(&db.dir, number);
+                (
+                    number,
+                    Wal::new(number, db.vfs.create(&path)?, path.display().to_string()),
+                )
+            }
+        };
+        // The old WAL is synced before anything goes to the new one, so a
+        // later WAL never survives a crash that an earlier one didn't. With
+        // the WAL thread running, that is the thread's next write-out;
+        // else (a process crash must lose nothing, or the WAL retired last
+        // is still unsynced: rotations in quick succession) it is done here.
+        let background =
+            !db.opts.wal_flush_interval.is_zero() && !self.retired_pending.load(Ordering::Acquire);
+        if !background {
+            // The leader slot is held: nothing is framed meanwhile.
+            self.write_out(db, true)?;
+        }
         {
-            // The old WAL is synced before anything goes to the new one, so
-            // a later WAL never survives a crash that an earlier one didn't.
             let mut wal = self.wal.lock();
-            wal.sync(db)?;
-            *wal = Wal::new(log);
+            let old = std::mem::replace(&mut *wal, next);
+            if background {
+                *self.retired.lock() = Some(old);
+                self.retired_pending.store(true, Ordering::Release);
+            }
         }
         let mut st = db.state.lock();
         let (sealed, sealed_wal) = (st.mem.id(), st.mem_wal);
@@ -621,12 +845,11 @@ impl CommitPipeline {
             // silently disappearing (see `open::replay_wals`).
             let mut marker = WriteBatch::new();
             marker.set_sequence(seq);
-            let mut wal = self.wal.lock();
-            let written = wal.log.add_record(marker.data()).and_then(|_| {
+            let framed = self.wal.lock().append(marker.data());
+            let written = framed.and_then(|()| {
                 if db.opts.wal_flush_interval.is_zero() {
-                    wal.log.flush()
+                    self.write_out(db, false)
                 } else {
-                    wal.dirty = true;
                     Ok(())
                 }
             });

@@ -68,11 +68,14 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     // exist on disk. Otherwise a power cut between the table's sync and the
     // MANIFEST edit's leaves a table holding data that no WAL holds, which
     // recovery cannot tell from a lost edit (recovery rule 4) and refuses.
-    // A rotated WAL was synced when it was rotated out, so only a memtable
+    // A rotated WAL is synced once rotated out, so only a memtable
     // that shares the active WAL (one queued behind an ingestion) needs a
     // sync here; doing it only then keeps an fsync under the WAL lock, which
     // foreground writers wait on, off every ordinary flush. If the WAL
     // cannot be synced, no table is written.
+    // A rotation with the WAL thread running leaves the old WAL's sync to
+    // that thread; if it has not got to it yet, it is done here.
+    db.commit.sync_retired(db)?;
     if imm.wal_number() == db.state.lock().mem_wal {
         db.commit.sync_wal(db)?;
     }

@@ -35,12 +35,15 @@ mod recovery_checks;
 pub mod repair;
 mod snapshot;
 mod table_cache;
+mod wal_buffer;
+mod write_wait;
 
 pub use flushable::Flushable;
 pub use iterator::{DbIterator, KvPair, RawIterator};
 pub use options::{CompactionOptions, Options, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;
 pub use write_batch::WriteBatch;
+pub use write_wait::WriteWaitMetrics;
 
 use crate::compaction::picker::{self, Running};
 use crate::error::{Error, Result};
@@ -139,6 +142,8 @@ pub(crate) struct Stats {
     pub compactions_cancelled: AtomicU64,
     /// (files, bytes) ingested per level they landed on.
     ingested_per_level: Mutex<[(u64, u64); NUM_LEVELS]>,
+    /// Foreground write waits by cause.
+    pub write_waits: write_wait::WriteWaits,
 }
 
 impl Stats {
@@ -270,6 +275,14 @@ pub struct Metrics {
     pub read_amplification: usize,
     /// Write stalls by cause, since open.
     pub stalls: Vec<StallMetrics>,
+    /// The longest a foreground write waited on one cause since open, in
+    /// microseconds (0: none waited), and that cause.
+    pub longest_write_wait_micros: u64,
+    /// The cause of the longest write wait (empty if none).
+    pub longest_write_wait_cause: String,
+    /// Foreground write waits by cause since open: counts, totals, the
+    /// longest and a log2 histogram (see [`WriteWaitMetrics`]).
+    pub write_waits: Vec<WriteWaitMetrics>,
     /// The newest sequence number visible to reads.
     pub last_sequence: u64,
 }
@@ -400,6 +413,18 @@ impl DbInner {
         if cause.starts_with("stop") {
             self.events.record(crate::events::Event::WriteStallEnd {
                 cause: cause.to_string(),
+                micros: events::micros(d),
+            });
+        }
+    }
+
+    /// Counts a foreground write's wait on `cause`, and logs it if it was
+    /// long (`Options::slow_write_event`).
+    pub fn record_wait(&self, cause: write_wait::WaitCause, d: Duration) {
+        self.stats.write_waits.record(cause, d);
+        if d >= self.opts.slow_write_event {
+            self.events.record(crate::events::Event::WriteWait {
+                cause: cause.name().to_string(),
                 micros: events::micros(d),
             });
         }
@@ -939,6 +964,8 @@ impl Db {
         let user = ld(&st.user_bytes);
         let written = ld(&st.wal_bytes) + ld(&st.bytes_flushed) + ld(&st.bytes_compacted_written);
         let nonempty = (1..NUM_LEVELS).filter(|&l| !v.files(l).is_empty()).count();
+        let waits = st.write_waits.metrics();
+        let longest = waits.iter().max_by_key(|w| w.max_micros);
         Metrics {
             levels: (0..NUM_LEVELS)
                 .map(|l| LevelMetrics {
@@ -989,6 +1016,9 @@ impl Db {
             },
             read_amplification: 1 + sv.imm.len() + sub.read_amplification() + nonempty,
             stalls: st.stalls(),
+            longest_write_wait_micros: longest.map_or(0, |w| w.max_micros),
+            longest_write_wait_cause: longest.map(|w| w.cause.clone()).unwrap_or_default(),
+            write_waits: waits.clone(),
             last_sequence: self.latest_sequence(),
         }
     }
@@ -1010,7 +1040,11 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        self.inner.commit.sync_wal(&self.inner)?;
+        if let Err(e) = self.inner.commit.sync_wal(&self.inner) {
+            self.inner.commit.write_out_on_error();
+            return Err(e);
+        }
+        self.inner.commit.discard_spare(&self.inner);
         match self.inner.bg_error() {
             Some(e) => Err(e),
             None => Ok(()),

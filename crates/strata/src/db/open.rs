@@ -16,7 +16,7 @@
 //! MANIFEST record explains, is corruption and fails the open, because data
 //! after the damage was acknowledged.
 
-use super::commit::{apply, CommitPipeline, Wal};
+use super::commit::{apply, CommitPipeline};
 use super::compact::compaction_loop;
 use super::events::{open_event, EventLog};
 use super::flush::{delete_obsolete_files, flush_loop};
@@ -24,6 +24,7 @@ use super::flushable::{Flushable, ImmutableMemTable};
 use super::options::Options;
 use super::recovery_checks::{self as checks, DirKind, SeqRanges, Unreferenced};
 use super::table_cache::TableCache;
+use super::wal_buffer::Wal;
 use super::write_batch::WriteBatch;
 use super::{filenames, Db, DbInner, DbState, Stats};
 use crate::cache::BlockCache;
@@ -33,7 +34,6 @@ use crate::sstable::SstOptions;
 use crate::version::{FileMeta, VersionEdit, VersionSet};
 use crate::vfs::{OsVfs, Vfs, WritableFile};
 use crate::wal::reader::{LogReader, TailPolicy};
-use crate::wal::writer::LogWriter;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
@@ -170,7 +170,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
                 }
             }
         }
-        (LogWriter::new(Box::new(NoWal), "(read-only)"), 0)
+        (Wal::new(0, Box::new(NoWal), "(read-only)"), 0)
     } else {
         versions.start_manifest()?;
         let mut edit = VersionEdit::default();
@@ -198,7 +198,11 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         // A fresh WAL; everything older is now in tables.
         let wal_number = versions.new_file_number();
         let wal_path = filenames::wal(dir, wal_number);
-        let log = LogWriter::new(vfs.create(&wal_path)?, wal_path.display().to_string());
+        let log = Wal::new(
+            wal_number,
+            vfs.create(&wal_path)?,
+            wal_path.display().to_string(),
+        );
         edit.log_number = Some(wal_number);
         versions.log_and_apply(edit, last_seq)?;
         // Tables nothing references that cannot be proven redundant, or
@@ -247,7 +251,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         flush_done_cv: Condvar::new(),
-        commit: CommitPipeline::new(last_seq, Wal::new(log)),
+        commit: CommitPipeline::new(last_seq, log),
         visible_seq: AtomicU64::new(last_seq),
         next_file,
         manifest_unsynced,
@@ -311,11 +315,13 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
 
 /// Hands unsynced WAL records to the operating system every
 /// `wal_flush_interval`, so a process crash loses at most that window of
-/// writes made without `sync`.
+/// writes made without `sync`; also syncs a WAL retired by a rotation and
+/// creates the next WAL ahead of need (see `commit`), keeping both off the
+/// foreground writes.
 fn wal_flush_loop(db: Arc<DbInner>) {
     while !db.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
         std::thread::sleep(db.opts.wal_flush_interval);
-        if let Err(e) = db.commit.flush_wal() {
+        if let Err(e) = db.commit.flush_wal(&db) {
             db.set_bg_error(e);
             return;
         }
@@ -430,7 +436,19 @@ fn replay_wals(
             }
         }
         if let Some(t) = r.dropped_tail() {
-            if i + 1 < wals.len() {
+            // A torn tail may be an unfinished last write only in the newest
+            // WAL holding anything: the WAL thread creates the next WAL
+            // ahead of need, and a rotation writes nothing to the new WAL
+            // before the old one is synced, so empty WALs after this one
+            // say nothing about whether its tail was ever complete.
+            let mut later_written = false;
+            for &later in &wals[i + 1..] {
+                if !vfs.open_random(&filenames::wal(dir, later))?.is_empty() {
+                    later_written = true;
+                    break;
+                }
+            }
+            if later_written {
                 return Err(Error::corruption(
                     &name,
                     t.offset,

@@ -83,6 +83,11 @@ pub struct Options {
     /// may lose unsynced writes; writes with [`WriteOptions::sync`] are
     /// durable when they return.
     pub wal_flush_interval: Duration,
+    /// A foreground write that waits this long or longer on one cause (a
+    /// memtable rotation, the WAL, a stop, the commit queue) is logged as a
+    /// [`Event::WriteWait`](crate::events::Event::WriteWait); every wait is
+    /// counted in [`Metrics::write_waits`](crate::Metrics::write_waits).
+    pub slow_write_event: Duration,
     /// Receives every engine event as it happens (see [`crate::events`]);
     /// the `EVENTS` log gets them either way.
     pub event_listener: Option<Arc<dyn EventListener>>,
@@ -108,6 +113,7 @@ impl Default for Options {
             slowdown_debt_bytes: 4 << 30,
             slowdown_rate: 64 << 20,
             wal_flush_interval: Duration::from_millis(1),
+            slow_write_event: Duration::from_millis(10),
             event_listener: None,
         }
     }
@@ -134,6 +140,7 @@ impl std::fmt::Debug for Options {
             .field("slowdown_debt_bytes", &self.slowdown_debt_bytes)
             .field("slowdown_rate", &self.slowdown_rate)
             .field("wal_flush_interval", &self.wal_flush_interval)
+            .field("slow_write_event", &self.slow_write_event)
             .finish()
     }
 }
