@@ -55,7 +55,10 @@ impl EventLog {
         let path = dir.join(EVENTS_FILE);
         // The VFS has no open-for-append: the old text is copied into the
         // new file.
-        let old = vfs::read_all(vfs, &path).unwrap_or_default();
+        let mut old = vfs::read_all(vfs, &path).unwrap_or_default();
+        // A last line cut short by a crash is dropped: appended to, it
+        // would become a damaged line in the middle, which readers refuse.
+        old.truncate(old.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1));
         let file = vfs
             .create(&path)
             .ok()
