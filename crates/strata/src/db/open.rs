@@ -403,21 +403,8 @@ fn replay_wals(
                 if s > flushed_seq && s > manifest_last {
                     let m = roll_forward(vfs, dir, &b, manifest_last)
                         .map_err(|why| Error::corruption(&name, off, why))?;
-                    while queued.front().is_some_and(|(q, _)| *q < s) {
-                        let Some((q, files)) = queued.pop_front() else {
-                            break;
-                        };
-                        if !mem.is_empty() {
-                            let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                            out.push(Replayed::Mem(m, mem_last));
-                        }
-                        out.push(Replayed::Queued(q, files));
-                        mem_last = mem_last.max(q);
-                    }
-                    if !mem.is_empty() {
-                        let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                        out.push(Replayed::Mem(m, mem_last));
-                    }
+                    queue_before(s, &mut queued, &mut mem, &mut mem_last, &mut out);
+                    seal(&mut mem, mem_last, &mut out);
                     if let Some((a, e)) = &m.excise {
                         // The excise deletes everything older than the
                         // ingestion in the range: a range tombstone at its
@@ -465,22 +452,11 @@ fn replay_wals(
                 ));
             }
             expect = expect.max(b_last + 1);
-            while queued.front().is_some_and(|(s, _)| *s < b.sequence()) {
-                let Some((s, files)) = queued.pop_front() else {
-                    break;
-                };
-                if !mem.is_empty() {
-                    let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                    out.push(Replayed::Mem(m, mem_last));
-                }
-                out.push(Replayed::Queued(s, files));
-                mem_last = mem_last.max(s);
-            }
+            queue_before(b.sequence(), &mut queued, &mut mem, &mut mem_last, &mut out);
             apply(&mem, &b)?;
             mem_last = mem_last.max(b_last);
             if mem.approximate_memory_usage() >= opts.memtable_size {
-                let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                out.push(Replayed::Mem(m, mem_last));
+                seal(&mut mem, mem_last, &mut out);
             }
         }
         if let Some(t) = r.dropped_tail() {
@@ -511,6 +487,34 @@ fn replay_wals(
         last_seq,
         rolled,
     })
+}
+
+/// Moves the memtable being replayed (if not empty) to `out`, with the
+/// highest sequence number in or before it.
+fn seal(mem: &mut Arc<MemTable>, mem_last: u64, out: &mut Vec<Replayed>) {
+    if !mem.is_empty() {
+        let m = std::mem::replace(mem, Arc::new(MemTable::new(0)));
+        out.push(Replayed::Mem(m, mem_last));
+    }
+}
+
+/// Places the queued ingestions older than `seq` in `out`, each after the
+/// memtable replayed before it (which its files must shadow).
+fn queue_before(
+    seq: u64,
+    queued: &mut VecDeque<(u64, Vec<FileMeta>)>,
+    mem: &mut Arc<MemTable>,
+    mem_last: &mut u64,
+    out: &mut Vec<Replayed>,
+) {
+    while queued.front().is_some_and(|(s, _)| *s < seq) {
+        let Some((s, files)) = queued.pop_front() else {
+            break;
+        };
+        seal(mem, *mem_last, out);
+        out.push(Replayed::Queued(s, files));
+        *mem_last = (*mem_last).max(s);
+    }
 }
 
 /// An ingestion marker past the MANIFEST's last sequence: its record was
