@@ -12,7 +12,8 @@
 //! After each crash the database is reopened and must hold every
 //! acknowledged synced write and every acknowledged ingestion, each
 //! ingestion wholly present or wholly absent, and `strata::check` must find
-//! no problem. Any failure stops the run with a non-zero exit.
+//! no problem. Any failure stops the run with a non-zero exit, a refused
+//! open included.
 
 use crate::stress::{ingest_round, stress_key, stress_value};
 use anyhow::{bail, Context, Result};
@@ -52,10 +53,6 @@ struct Tally {
     /// Summed over the power-cut rounds (one fresh database each).
     cut_writes: u64,
     cut_ingests: u64,
-    /// Power-cut reopens refused until `Db::repair` (a known false refusal,
-    /// docs/reliability.md); every acknowledged write is checked after the
-    /// repair all the same.
-    cut_refused: u64,
 }
 
 pub fn run(a: CrashTestArgs) -> Result<()> {
@@ -77,12 +74,11 @@ pub fn run(a: CrashTestArgs) -> Result<()> {
     }
     println!(
         "crash test: {} SIGKILLs and {} power cuts survived; {} acknowledged synced writes and \
-         {} acknowledged ingestions verified; 0 lost; {} reopens refused until repair",
+         {} acknowledged ingestions verified; 0 lost; 0 opens refused",
         t.kills,
         t.power_cuts,
         t.kill_writes + t.cut_writes,
         t.kill_ingests + t.cut_ingests,
-        t.cut_refused
     );
     Ok(())
 }
@@ -242,20 +238,8 @@ fn power_cut_round(seed: u64, t: &mut Tally) -> Result<()> {
     let image = vfs
         .crash_image()
         .unwrap_or_else(|| vfs.crash_clone_keeping(seed));
-    let db = match Db::open("/db", opts(&image)) {
-        Ok(db) => db,
-        // The known false refusal (docs/reliability.md): repair, then check
-        // every acknowledged write below as usual.
-        Err(e)
-            if e.to_string().contains("a MANIFEST record is missing")
-                || e.to_string().contains("a MANIFEST edit is missing") =>
-        {
-            t.cut_refused += 1;
-            Db::repair("/db", opts(&image)).context("repair after a refused open")?;
-            Db::open("/db", opts(&image)).context("open after repair")?
-        }
-        Err(e) => return Err(e).context("open after the power cut"),
-    };
+    // Every open must succeed: a refusal is a failure of the crash test.
+    let db = Db::open("/db", opts(&image)).context("open after the power cut")?;
     for &i in &acked {
         if db.get(stress_key(i))? != Some(stress_value(i)) {
             bail!("seed {seed}: acknowledged synced key {i} lost");

@@ -70,3 +70,69 @@ fn check_passes_then_reports_a_damaged_table() {
     let (ok, _, err) = strata(&["check", "/nonexistent/strata-db"]);
     assert!(!ok && err.contains("not a directory"), "{err}");
 }
+
+/// A damaged EVENTS log (a garbage line in the middle, a flipped byte, a
+/// torn last line): `strata check` warns naming EVENTS and exits 0 (it is
+/// not data); `strata lsm` and `strata viz` either work (a torn last line
+/// is skipped with a note) or exit 1 with an error naming EVENTS and the
+/// offset, never a panic; the directory is unchanged by all three.
+#[test]
+fn damaged_events_are_reported_by_every_reader() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        for i in 0..500u32 {
+            db.put(format!("key{i:05}").as_bytes(), [b'v'; 50]).unwrap();
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let events = dir.join("EVENTS");
+    let good = std::fs::read(&events).unwrap();
+    let first = good.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut garbage = good[..first].to_vec();
+    garbage.extend_from_slice(b"\x00\xff{not json\n");
+    garbage.extend_from_slice(&good[first..]);
+    let mut flipped = good.clone();
+    flipped[first + 3] ^= 0x5a;
+    let torn = good[..good.len() - 5].to_vec();
+    let html = d.path().join("lsm.html");
+    let db = dir.to_str().unwrap();
+    for (case, bytes, fatal) in [
+        ("garbage line", garbage, true),
+        ("flipped byte", flipped, true),
+        ("torn last line", torn, false),
+    ] {
+        std::fs::write(&events, &bytes).unwrap();
+        let before = listing(&dir);
+        let (ok, out, err) = strata(&["check", db]);
+        assert!(ok, "{case}: {out}{err}");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("warning:") && l.contains("EVENTS")),
+            "{case}: {out}"
+        );
+        for args in [
+            vec!["lsm", db],
+            vec!["viz", db, "-o", html.to_str().unwrap()],
+        ] {
+            let (ok, out, err) = strata(&args);
+            assert!(!err.contains("panicked"), "{case} {args:?}: {err}");
+            if fatal {
+                assert!(!ok, "{case} {args:?}: {out}");
+                assert!(
+                    err.contains("EVENTS") && err.contains("offset"),
+                    "{case} {args:?}: {err}"
+                );
+            } else {
+                assert!(ok, "{case} {args:?}: {out}{err}");
+            }
+        }
+        assert_eq!(
+            before,
+            listing(&dir),
+            "{case}: a reader changed the directory"
+        );
+    }
+}

@@ -196,11 +196,13 @@ impl Table {
                 self.name
             )));
         }
-        for &c in &pk.columns {
-            if !self.columns[c].not_null {
+        // A column number past the end (a damaged catalog entry: found by
+        // fuzzing) is reported below, not indexed here.
+        for c in pk.columns.iter().filter_map(|&c| self.columns.get(c)) {
+            if !c.not_null {
                 return Err(Error::schema(format!(
                     "table {}: primary-key column {} must be NOT NULL",
-                    self.name, self.columns[c].name
+                    self.name, c.name
                 )));
             }
         }

@@ -35,6 +35,11 @@ pub enum Value {
     Bytes(Vec<u8>),
 }
 
+/// The value of one hex digit.
+fn hex_digit(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
 /// Parses `s` as a value of type `ty` (never NULL: NULL markers are the
 /// CSV dialect's business). The error is the reason, for the caller to
 /// place.
@@ -80,12 +85,17 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
             if hex.len() % 2 != 0 {
                 return Err(format!("{s:?}: odd number of hex digits"));
             }
-            (0..hex.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
-                .collect::<Result<Vec<u8>, _>>()
+            // By bytes: slicing the text at every second byte would split a
+            // multi-byte character (a panic found by fuzzing).
+            hex.as_bytes()
+                .chunks(2)
+                .map(|p| match (hex_digit(p[0]), hex_digit(p[1])) {
+                    (Some(h), Some(l)) => Some(h << 4 | l),
+                    _ => None,
+                })
+                .collect::<Option<Vec<u8>>>()
                 .map(Value::Bytes)
-                .map_err(|_| format!("{s:?} is not BYTEA hex (\\x...)"))
+                .ok_or_else(|| format!("{s:?} is not BYTEA hex (\\x...)"))
         }
     }
 }

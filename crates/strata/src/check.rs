@@ -18,7 +18,10 @@
 //!   hand, not for billions of keys);
 //! - every live WAL (numbered at or above the MANIFEST's log number): every
 //!   record's checksum, each decodes as a write batch, sequence numbers
-//!   increase.
+//!   increase;
+//! - the `EVENTS` log parses (`strata::events`). It is a diagnostic record,
+//!   not data (recovery never reads it), so damage there is a warning
+//!   naming the line's offset, whatever else is checked.
 //!
 //! What a crash legitimately leaves is reported as a warning, not a
 //! problem: a last record cut short (or zero-filled) at the end of the
@@ -121,6 +124,7 @@ pub fn check_dir(dir: &Path) -> Result<CheckReport> {
 pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
     let mut r = CheckReport::default();
     let names = vfs.list(dir)?;
+    check_events(vfs, dir, &mut r);
     let Some(state) = check_manifest(vfs, dir, &mut r) else {
         return Ok(r);
     };
@@ -128,6 +132,39 @@ pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
     check_shape(vfs, dir, &state.version, &mut r);
     check_wals(vfs, dir, &state, &names, &mut r);
     Ok(r)
+}
+
+/// The `EVENTS` log (every segment): damage is a warning (see the module
+/// documentation), and so is a last line cut short (a crash while it was
+/// written).
+fn check_events(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) {
+    match crate::inspect::read_events_in(vfs, dir) {
+        Ok(p) => {
+            for name in &p.torn {
+                let path = dir.join(name);
+                let shown = path.display().to_string();
+                let at = vfs::read_all(vfs, &path)
+                    .ok()
+                    .and_then(|t| t.iter().rposition(|&b| b == b'\n'))
+                    .map_or(0, |i| i + 1);
+                r.warn(
+                    &shown,
+                    at as u64,
+                    "the last event line was cut short (a crash)",
+                );
+            }
+        }
+        Err(Error::Corruption { file, offset, msg }) => r.warn(
+            &file,
+            offset,
+            format!("the event log is damaged ({msg}); the data is not affected"),
+        ),
+        Err(e) => r.warn(
+            &dir.join(crate::events::EVENTS_FILE).display().to_string(),
+            0,
+            format!("the event log cannot be read: {e}"),
+        ),
+    }
 }
 
 /// What the MANIFEST says.

@@ -13,6 +13,10 @@
 #[path = "../../../fuzz/src/targets.rs"]
 mod targets;
 
+#[path = "../../../fuzz/src/mutate.rs"]
+mod mutate;
+use mutate::mutate;
+
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 use strata::key::{make_internal_key, ValueKind};
@@ -61,46 +65,6 @@ fn run_one(target: &str, what: &str, f: fn(&[u8]), data: &[u8]) {
             path.display()
         );
     }
-}
-
-fn mutate(rng: &mut StdRng, input: &[u8], other: &[u8]) -> Vec<u8> {
-    let mut d = input.to_vec();
-    for _ in 0..rng.gen_range(1..4) {
-        match rng.gen_range(0..6) {
-            0 if !d.is_empty() => {
-                let i = rng.gen_range(0..d.len());
-                d[i] ^= 1 << rng.gen_range(0..8);
-            }
-            1 if !d.is_empty() => {
-                let i = rng.gen_range(0..d.len());
-                d[i] = [0, 0xff, 0x7f, 0x80, rng.gen()][rng.gen_range(0..5)];
-            }
-            2 if !d.is_empty() => {
-                let n = rng.gen_range(0..d.len());
-                d.truncate(n);
-            }
-            3 => {
-                let i = rng.gen_range(0..=d.len());
-                let n = rng.gen_range(1..16);
-                for _ in 0..n {
-                    d.insert(i, rng.gen());
-                }
-            }
-            4 if !other.is_empty() && !d.is_empty() => {
-                let i = rng.gen_range(0..d.len());
-                let j = rng.gen_range(0..other.len());
-                let n = rng.gen_range(1..=(other.len() - j).min(64));
-                d.splice(i..(i + n).min(d.len()), other[j..j + n].iter().copied());
-            }
-            _ if d.len() >= 4 => {
-                // A varint-looking length field set huge.
-                let i = rng.gen_range(0..d.len() - 3);
-                d[i..i + 4].copy_from_slice(&[0xff, 0xff, 0xff, 0x0f]);
-            }
-            _ => d.push(rng.gen()),
-        }
-    }
-    d
 }
 
 #[test]

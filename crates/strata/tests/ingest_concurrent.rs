@@ -14,6 +14,7 @@
 //! ingestion ordered on the wrong side of a write, or an ingestion seen in
 //! part all fail the test. Each seed runs three phases with a reopen
 //! between them (writers stopped, database closed without flushing).
+//! `STRATA_CONC_SEEDS=n` runs seeds `0..n` (default 12) for long runs.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -152,7 +153,10 @@ fn writer(db: Arc<Db>, hist: History, t: u32, seed: u64, stop: Arc<AtomicBool>) 
 
 #[test]
 fn ingestion_beside_concurrent_writers_matches_the_model() {
-    let seeds = 12u64;
+    let seeds: u64 = std::env::var("STRATA_CONC_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
     let mut paths = [0u32; 3];
     for seed in 0..seeds {
         let mut rng = StdRng::seed_from_u64(seed);

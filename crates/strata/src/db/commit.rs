@@ -724,6 +724,12 @@ impl CommitPipeline {
             .map(|f| f.size)
             .sum();
         let slot = Arc::clone(&job.result);
+        // What the WAL marker names: the files the MANIFEST record adds.
+        let mut marker = super::marker::IngestMarker {
+            seq,
+            files: Vec::new(),
+            excise: job.excise.clone(),
+        };
         let r = MutexGuard::unlocked(q, || -> Result<IngestOutcome> {
             let n = job.files.iter().filter(|f| !f.excise_tombstone).count();
             let result = if !overlap {
@@ -743,6 +749,13 @@ impl CommitPipeline {
                 let v = st.versions.current();
                 let placed = ingest::placement(db, &v, &st.running, &job.files, seq, cut)?;
                 st.versions.log_and_apply_unsynced(placed.edit, seq)?;
+                // A tombstone file is placed only if the range was not cut.
+                marker.files = job
+                    .files
+                    .iter()
+                    .filter(|f| !(f.excise_tombstone && placed.excised.is_some()))
+                    .map(|f| f.meta(seq))
+                    .collect();
                 if placed.excised.is_some() {
                     // Readers without a snapshot must not read this version
                     // below `seq` (see `read::read_seq`).
@@ -800,6 +813,7 @@ impl CommitPipeline {
                     ..Default::default()
                 };
                 st.versions.log_and_apply_unsynced(edit, seq)?;
+                marker.files = job.files.iter().map(|f| f.meta(seq)).collect();
                 st.imm.push_back(Arc::new(ingest::IngestedFlushable {
                     id: seq,
                     wal_number,
@@ -837,14 +851,14 @@ impl CommitPipeline {
             db.stats.ingests.fetch_add(1, Ordering::Relaxed);
             db.stats.bytes_ingested.fetch_add(bytes, Ordering::Relaxed);
             // A marker in the WAL, after the MANIFEST record was handed to
-            // the operating system and before any later write: an empty
-            // batch at the ingestion's sequence number. Recovery replays
-            // nothing from it, but if the MANIFEST lost the ingestion's
-            // record (damage cutting it away), the marker shows that an
-            // acknowledged ingestion is missing instead of the data
-            // silently disappearing (see `open::replay_wals`).
-            let mut marker = WriteBatch::new();
-            marker.set_sequence(seq);
+            // the operating system and before any later write: a batch
+            // with no update at the ingestion's sequence number, naming
+            // its files (`db::marker`). If the MANIFEST loses the record
+            // (a power cut or a failed MANIFEST write before the caller's
+            // sync, or damage), recovery redoes the ingestion from its
+            // files instead of leaving a hole before the writes after it
+            // (see `open::replay_wals`).
+            let marker = marker.to_batch();
             let framed = self.wal.lock().append(marker.data());
             let written = framed.and_then(|()| {
                 if db.opts.wal_flush_interval.is_zero() {

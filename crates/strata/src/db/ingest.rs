@@ -31,9 +31,10 @@
 //!    queue reaches them.
 //! 4. **Sync**: either way the commit writes one MANIFEST record without
 //!    waiting for the disk and publishes the sequence number, then appends
-//!    a marker to the WAL (an empty batch at the ingestion's sequence
-//!    number, so recovery can tell if that record is ever lost) before it
-//!    lets the writes behind it go; the ingesting caller then syncs the
+//!    a marker to the WAL (a batch with no update at the ingestion's
+//!    sequence number, naming its files: `db::marker`; recovery redoes the
+//!    ingestion from it if the record is ever lost) before it lets the
+//!    writes behind it go; the ingesting caller then syncs the
 //!    MANIFEST before it returns. Writes queued behind an ingestion therefore never
 //!    wait for its sync.
 //!

@@ -28,6 +28,7 @@ mod flushable;
 pub mod ingest;
 mod iterator;
 mod level_iter;
+mod marker;
 mod open;
 mod output;
 mod read;

@@ -21,6 +21,7 @@ use super::compact::compaction_loop;
 use super::events::{open_event, EventLog};
 use super::flush::{delete_obsolete_files, flush_loop};
 use super::flushable::{Flushable, ImmutableMemTable};
+use super::marker::IngestMarker;
 use super::options::Options;
 use super::recovery_checks::{self as checks, DirKind, SeqRanges, Unreferenced};
 use super::table_cache::TableCache;
@@ -30,12 +31,12 @@ use super::{filenames, Db, DbInner, DbState, Stats};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::sstable::SstOptions;
+use crate::sstable::{SstOptions, Table, TableOptions};
 use crate::version::{FileMeta, VersionEdit, VersionSet};
 use crate::vfs::{OsVfs, Vfs, WritableFile};
 use crate::wal::reader::{LogReader, TailPolicy};
 use parking_lot::{Condvar, Mutex, RwLock};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -140,9 +141,21 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         }
     }
 
-    let (replayed, ranges, mut last_seq) =
-        replay_wals(vfs.as_ref(), dir, &names, &versions, &opts)?;
-    let audit = checks::audit_unreferenced(vfs.as_ref(), dir, &names, &versions, &deleted, ranges)?;
+    let ReplayOutcome {
+        replayed,
+        ranges,
+        mut last_seq,
+        rolled,
+    } = replay_wals(vfs.as_ref(), dir, &names, &versions, &opts)?;
+    let audit = checks::audit_unreferenced(
+        vfs.as_ref(),
+        dir,
+        &names,
+        &versions,
+        &deleted,
+        &rolled,
+        ranges,
+    )?;
 
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
     let table_cache = Arc::new(TableCache::new(
@@ -328,15 +341,28 @@ fn wal_flush_loop(db: Arc<DbInner>) {
     }
 }
 
+/// What WAL replay found.
+struct ReplayOutcome {
+    /// Memtables and queued ingestions, oldest first.
+    replayed: Vec<Replayed>,
+    /// Sequence numbers of the records (and markers) replayed.
+    ranges: SeqRanges,
+    /// The last sequence number.
+    last_seq: u64,
+    /// Files of ingestions redone from their markers (in `replayed`, in
+    /// no version yet).
+    rolled: HashSet<u64>,
+}
+
 /// Replays the WALs the MANIFEST does not cover (numbered at or above its
-/// log number), oldest first, into memory. Returns what was replayed, the
-/// sequence numbers of the records, and the last sequence number.
+/// log number), oldest first, into memory.
 ///
 /// Sequence numbers must run on without a gap from the MANIFEST's flushed
 /// sequence, except for numbers the MANIFEST accounts for (ingestions: at
-/// or below its last sequence): a WAL record whose number jumps past the
-/// MANIFEST's last sequence follows something no surviving record holds (a
-/// lost MANIFEST edit, such as an acknowledged ingestion's), so recovery
+/// or below its last sequence) and ingestions redone from their markers:
+/// a WAL record whose number jumps past the MANIFEST's last sequence
+/// follows something no surviving record holds (a lost MANIFEST edit, such
+/// as an acknowledged ingestion's whose marker is gone too), so recovery
 /// stops and names the record instead of serving data with a hole in it.
 fn replay_wals(
     vfs: &dyn Vfs,
@@ -344,7 +370,7 @@ fn replay_wals(
     names: &[String],
     versions: &VersionSet,
     opts: &Options,
-) -> Result<(Vec<Replayed>, SeqRanges, u64)> {
+) -> Result<ReplayOutcome> {
     let mut wals: Vec<u64> = names
         .iter()
         .filter_map(|n| match filenames::parse(n) {
@@ -358,6 +384,7 @@ fn replay_wals(
     let flushed_seq = versions.flushed_seq();
     let mut queued: VecDeque<(u64, Vec<FileMeta>)> = versions.queued_ingestions().into();
     let mut out = Vec::new();
+    let mut rolled = HashSet::new();
     let mut ranges = SeqRanges::default();
     let mut mem = Arc::new(MemTable::new(0));
     let mut mem_last = flushed_seq;
@@ -374,19 +401,33 @@ fn replay_wals(
             let off = r.last_record_offset();
             let b = WriteBatch::decode(rec).map_err(|(_, m)| Error::corruption(&name, off, m))?;
             if b.count() == 0 {
-                // An ingestion's marker (see `commit`): its sequence number
-                // must be one the MANIFEST accounts for.
+                // An ingestion's marker (see `db::marker`): its sequence
+                // number is one the MANIFEST accounts for, or the MANIFEST
+                // lost its record and the ingestion is redone from the
+                // files the marker names.
                 let s = b.sequence();
                 if s > flushed_seq && s > manifest_last {
-                    return Err(Error::corruption(
-                        &name,
-                        off,
-                        format!(
-                            "an ingestion at sequence number {s} was committed before this \
-                             point, but the MANIFEST (last sequence {manifest_last}) has no \
-                             record of it: a MANIFEST record is missing"
-                        ),
-                    ));
+                    let m = roll_forward(vfs, dir, &b, manifest_last)
+                        .map_err(|why| Error::corruption(&name, off, why))?;
+                    queue_before(s, &mut queued, &mut mem, &mut mem_last, &mut out);
+                    seal(&mut mem, mem_last, &mut out);
+                    if let Some((a, e)) = &m.excise {
+                        // The excise deletes everything older than the
+                        // ingestion in the range: a range tombstone at its
+                        // sequence number (it does not cover the ingested
+                        // entries, which are at that number too).
+                        let t = Arc::new(MemTable::new(0));
+                        if a < e {
+                            t.add_range_tombstone(s, a, e);
+                        }
+                        out.push(Replayed::Mem(t, s));
+                    }
+                    rolled.extend(m.files.iter().map(|f| f.number));
+                    if !m.files.is_empty() {
+                        out.push(Replayed::Queued(s, m.files));
+                    }
+                    mem_last = mem_last.max(s);
+                    last_seq = last_seq.max(s);
                 }
                 if s > flushed_seq {
                     ranges.add(s, s);
@@ -417,22 +458,11 @@ fn replay_wals(
                 ));
             }
             expect = expect.max(b_last + 1);
-            while queued.front().is_some_and(|(s, _)| *s < b.sequence()) {
-                let Some((s, files)) = queued.pop_front() else {
-                    break;
-                };
-                if !mem.is_empty() {
-                    let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                    out.push(Replayed::Mem(m, mem_last));
-                }
-                out.push(Replayed::Queued(s, files));
-                mem_last = mem_last.max(s);
-            }
+            queue_before(b.sequence(), &mut queued, &mut mem, &mut mem_last, &mut out);
             apply(&mem, &b)?;
             mem_last = mem_last.max(b_last);
             if mem.approximate_memory_usage() >= opts.memtable_size {
-                let m = std::mem::replace(&mut mem, Arc::new(MemTable::new(0)));
-                out.push(Replayed::Mem(m, mem_last));
+                seal(&mut mem, mem_last, &mut out);
             }
         }
         if let Some(t) = r.dropped_tail() {
@@ -469,7 +499,93 @@ fn replay_wals(
     for (s, files) in queued {
         out.push(Replayed::Queued(s, files));
     }
-    Ok((out, ranges, last_seq))
+    Ok(ReplayOutcome {
+        replayed: out,
+        ranges,
+        last_seq,
+        rolled,
+    })
+}
+
+/// Moves the memtable being replayed (if not empty) to `out`, with the
+/// highest sequence number in or before it.
+fn seal(mem: &mut Arc<MemTable>, mem_last: u64, out: &mut Vec<Replayed>) {
+    if !mem.is_empty() {
+        let m = std::mem::replace(mem, Arc::new(MemTable::new(0)));
+        out.push(Replayed::Mem(m, mem_last));
+    }
+}
+
+/// Places the queued ingestions older than `seq` in `out`, each after the
+/// memtable replayed before it (which its files must shadow).
+fn queue_before(
+    seq: u64,
+    queued: &mut VecDeque<(u64, Vec<FileMeta>)>,
+    mem: &mut Arc<MemTable>,
+    mem_last: &mut u64,
+    out: &mut Vec<Replayed>,
+) {
+    while queued.front().is_some_and(|(s, _)| *s < seq) {
+        let Some((s, files)) = queued.pop_front() else {
+            break;
+        };
+        seal(mem, *mem_last, out);
+        out.push(Replayed::Queued(s, files));
+        *mem_last = (*mem_last).max(s);
+    }
+}
+
+/// An ingestion marker past the MANIFEST's last sequence: its record was
+/// lost (never durable, or cut away). Returns the ingestion to redo if the
+/// marker names its files and every one is present, with the size the
+/// record gave it, and opens as a table; otherwise why the open must
+/// refuse.
+fn roll_forward(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    b: &WriteBatch,
+    manifest_last: u64,
+) -> std::result::Result<IngestMarker, String> {
+    let s = b.sequence();
+    let missing = format!(
+        "an ingestion at sequence number {s} was committed before this point, but the \
+         MANIFEST (last sequence {manifest_last}) has no record of it"
+    );
+    let m = match IngestMarker::from_batch(b) {
+        Ok(Some(m)) => m,
+        Ok(None) => {
+            return Err(format!(
+                "{missing}, and its marker does not name its files: a MANIFEST record is \
+                 missing"
+            ))
+        }
+        Err(e) => return Err(format!("{missing}, and its marker is damaged ({e})")),
+    };
+    for f in &m.files {
+        let path = filenames::table(dir, f.number);
+        let shown = path.display();
+        if !vfs.exists(&path) {
+            return Err(format!(
+                "{missing}, and its file {shown} is missing, so it cannot be redone: a \
+                 MANIFEST record is missing"
+            ));
+        }
+        let size = vfs.file_size(&path).map_err(|e| e.to_string())?;
+        if size != f.size {
+            return Err(format!(
+                "{missing}, and its file {shown} is {size} bytes where the marker records {}, \
+                 so it cannot be redone: a MANIFEST record is missing",
+                f.size
+            ));
+        }
+        if let Err(e) = Table::open_in(vfs, &path, TableOptions::default()) {
+            return Err(format!(
+                "{missing}, and its file {shown} does not open ({e}), so it cannot be redone: \
+                 a MANIFEST record is missing"
+            ));
+        }
+    }
+    Ok(m)
 }
 
 /// A queued ingestion rebuilt for a read-only open, which keeps it in the

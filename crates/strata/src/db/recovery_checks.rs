@@ -18,13 +18,21 @@
 //!   references is read. If every entry's sequence number is accounted for
 //!   (at or below the MANIFEST's flushed sequence, so the data is in listed
 //!   tables; an ingestion's; or in a WAL being replayed) it is redundant:
-//!   the output of a flush or compaction cut short by a crash. If some entry is accounted for
-//!   nowhere, a MANIFEST edit that added the table is missing: corruption
-//!   naming the table, and nothing is deleted. A table that cannot be read,
-//!   or whose entries carry sequence number 0 (an ingested file, whose
-//!   sequence number only the MANIFEST knows), cannot be proven redundant:
-//!   a read-write open moves it to `lost/` with a line in `lost/LOG`,
-//!   never unlinks it.
+//!   the output of a flush or compaction cut short by a crash. Entries not
+//!   accounted for that way are looked for elsewhere (`Evidence`): in a
+//!   table of the recovered version at the same sequence number (a
+//!   compaction whose edit never became durable, its inputs still live),
+//!   or, past everything recovered, with the same key, kind and value in an
+//!   ingested file no record names (an ingestion that never committed, or
+//!   a compaction of its file). Such a table is set aside in `lost/`. If
+//!   some entry is found nowhere, a MANIFEST edit that added the table is
+//!   missing (a durable flush whose WAL is gone): corruption naming the
+//!   table, and nothing is deleted. A table that cannot be read, or whose
+//!   entries carry sequence number 0 (an ingested file, whose sequence
+//!   number only the MANIFEST knows), cannot be proven redundant: a
+//!   read-write open moves it to `lost/` with a line in `lost/LOG`, never
+//!   unlinks it. Files of an ingestion redone from its WAL marker (see
+//!   `db::marker`) count as referenced.
 //!
 //! These checks read only; the caller decides what to delete or move, after
 //! they all pass.
@@ -33,11 +41,12 @@ use super::filenames::{self, FileKind};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::ParsedKey;
-use crate::sstable::{Table, TableOptions};
-use crate::version::VersionSet;
+use crate::sstable::{RangeTombstone, Table, TableOptions};
+use crate::version::{FileMeta, VersionSet};
 use crate::vfs::{self, Vfs};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 /// What a directory holds, as far as opening it is concerned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -245,11 +254,14 @@ pub(crate) fn audit_unreferenced(
     names: &[String],
     set: &VersionSet,
     deleted: &HashSet<u64>,
+    rolled: &HashSet<u64>,
     mut replayed: SeqRanges,
 ) -> Result<Vec<(u64, Unreferenced)>> {
     let v = set.current();
     let queued = set.queued_ingestions();
     let mut referenced: HashSet<u64> = v.all_files().map(|(_, f)| f.backing_number()).collect();
+    // Ingestions redone from their WAL markers: placed by this open.
+    referenced.extend(rolled);
     // Sequence numbers of ingestions (they may sit above the flushed
     // sequence).
     let mut ingested = SeqRanges::default();
@@ -276,7 +288,9 @@ pub(crate) fn audit_unreferenced(
         })
         .collect();
     tables.sort_unstable();
-    for n in tables {
+    let mut ev = Evidence::new(vfs, dir, &v, &tables, deleted);
+    for n in &tables {
+        let n = *n;
         if deleted.contains(&n) {
             // An edit of this MANIFEST removed it: obsolete, by record.
             out.push((n, Unreferenced::Redundant));
@@ -290,62 +304,110 @@ pub(crate) fn audit_unreferenced(
                 continue;
             }
         };
+        // Entries whose sequence number nothing cheap accounts for (not
+        // at or below the flushed sequence, not an ingestion's, not in a
+        // replayed WAL record): the range of their numbers, and whether
+        // each is held elsewhere all the same (see `Evidence`).
         let mut uncovered: Option<(u64, u64)> = None;
+        let mut unexplained: Option<(u64, u64)> = None;
+        let mut kinds = Explained::default();
         let mut zero = false;
-        let mut check = |s: u64| {
-            if s == 0 {
-                zero = true;
-            } else if s > flushed && !ingested.contains(s) && !replayed.contains(s) {
+        let mut lookup_error = None;
+        let mut check =
+            |s: u64,
+             ev: &mut Evidence<'_>,
+             find: &dyn Fn(&mut Evidence<'_>, bool) -> Result<bool>| {
+                if s == 0 {
+                    zero = true;
+                    return;
+                }
+                if s <= flushed || ingested.contains(s) || replayed.contains(s) {
+                    return;
+                }
                 let u = uncovered.get_or_insert((s, s));
                 u.0 = u.0.min(s);
                 u.1 = u.1.max(s);
-            }
-        };
+                if unexplained.is_some() {
+                    return;
+                }
+                // Past everything recovered: only an ingestion that never
+                // committed can have left it; else a live table holds it.
+                let past = s > recovered_max;
+                match find(ev, past) {
+                    Ok(true) if past => kinds.uncommitted = true,
+                    Ok(true) => kinds.live = true,
+                    Ok(false) => unexplained = Some((s, s)),
+                    Err(e) => {
+                        unexplained = Some((s, s));
+                        lookup_error = Some(e);
+                    }
+                }
+            };
         for r in t.range_tombstones() {
-            check(r.seq);
+            check(r.seq, &mut ev, &|ev, past| ev.holds_tombstone(r, past));
         }
         let mut it = t.iter();
         it.seek_to_first();
         let mut bad_key = false;
         while it.valid() {
             match ParsedKey::parse(it.key()) {
-                Some(pk) => check(pk.seq),
+                Some(pk) => {
+                    let (ikey, value) = (it.key(), it.value());
+                    check(pk.seq, &mut ev, &|ev, past| {
+                        ev.holds_point(ikey, &pk, value, past)
+                    });
+                }
                 None => bad_key = true,
             }
             it.next();
         }
-        // An ingestion links (or copies) its files into the directory, with
-        // their global sequence number set, and an excise may write a
-        // range-tombstone file at the same number, all before the
-        // ingestion's MANIFEST record. If that record never became durable
-        // (the ingestion failed or the power was cut before it returned, so
-        // it was never acknowledged; an acknowledged one also left a WAL
-        // marker, checked at replay), such a file holds entries at one
-        // sequence number past everything recovered. Nothing can depend on
-        // it: set it aside, do not refuse. A flush's table does not look
-        // like this after a crash: a flush syncs the WAL holding its records
-        // before it writes the table, so they are replayed.
-        let interrupted_ingestion =
-            uncovered.is_some_and(|(lo, hi)| lo == hi && lo > recovered_max);
-        if interrupted_ingestion {
+        // Every uncovered entry is held elsewhere: the table is what a
+        // MANIFEST edit that never became durable left, and is set aside.
+        // - A compaction's output: each entry is in a table of the
+        //   recovered version at the same sequence number, so the inputs
+        //   are still live.
+        // - A file of an ingestion that never committed, or a compaction's
+        //   output holding its entries: past everything recovered (so
+        //   nothing recovered came after it, and no marker of it survives:
+        //   a surviving marker redoes it), and the same key, kind and value
+        //   are in an ingested file (sequence number 0) no record names,
+        //   set aside with it.
+        // A lost durable edit is different: a flush's table holds entries
+        // of a WAL that is gone, which no table holds; a compaction whose
+        // inputs were deleted after its edit was synced leaves the
+        // recovered version naming missing files, refused by
+        // `check_referenced`.
+        if let (Some((lo, hi)), None, true, false) =
+            (uncovered, unexplained, it.status().is_ok(), bad_key)
+        {
+            let what = match (kinds.live, kinds.uncommitted) {
+                (true, true) => "in a live table or in an ingested file no record names",
+                (true, false) => "in a live table",
+                _ => "in an ingested file no record names",
+            };
             out.push((
                 n,
                 Unreferenced::Unknown(format!(
-                    "entries at sequence number {} only, past everything recovered \
-                     ({recovered_max}): a file of an ingestion that never committed",
-                    uncovered.map(|u| u.0).unwrap_or_default()
+                    "sequence numbers {lo}..={hi} are past the MANIFEST's flushed sequence \
+                     {flushed}, but every such entry is {what}: left by a MANIFEST edit \
+                     that never became durable"
                 )),
             ));
             continue;
         }
         if let Some((lo, hi)) = uncovered {
+            let why = match (&lookup_error, unexplained) {
+                (Some(e), _) => format!(" (looking for them elsewhere failed: {e})"),
+                (None, Some((s, _))) => format!(" (sequence number {s} is in no other table)"),
+                (None, None) => String::new(),
+            };
             return Err(Error::corruption(
                 path.display().to_string(),
                 0,
                 format!(
                     "no MANIFEST record names this table, yet it holds sequence numbers \
                      {lo}..={hi}, which no listed table or WAL accounts for (flushed up to \
-                     {flushed}): a MANIFEST edit is missing. Nothing was deleted; \
+                     {flushed}){why}: a MANIFEST edit is missing. Nothing was deleted; \
                      `strata repair` can put the table back"
                 ),
             ));
@@ -364,6 +426,177 @@ pub(crate) fn audit_unreferenced(
         out.push((n, verdict));
     }
     Ok(out)
+}
+
+/// What explained an unreferenced table's uncovered entries.
+#[derive(Default)]
+struct Explained {
+    /// Some were found in a live table.
+    live: bool,
+    /// Some were found in an ingested file no record names.
+    uncommitted: bool,
+}
+
+/// Looks up entries of an unreferenced table elsewhere: in the tables of
+/// the recovered version (a compaction's output whose inputs are still
+/// live), or in ingested files no record names (entries of an ingestion
+/// that never committed). A sequence number identifies one operation, and
+/// every entry that operation left in the recovered state descends from
+/// tables of that version, which `check_referenced` found present; so once
+/// one entry at a sequence number is found, the others at that number are
+/// taken as found too (one lookup per number, not per entry, for a
+/// compaction of ingested data).
+struct Evidence<'a> {
+    vfs: &'a dyn Vfs,
+    dir: &'a Path,
+    version: &'a crate::version::Version,
+    tables: HashMap<u64, Arc<Table>>,
+    found: HashSet<(u64, bool)>,
+    /// Unreferenced tables not removed by a record, opened on first need:
+    /// those whose entries carry sequence number 0 (ingested files).
+    unreferenced: &'a [u64],
+    deleted: &'a HashSet<u64>,
+    orphans: Option<Vec<Arc<Table>>>,
+}
+
+impl<'a> Evidence<'a> {
+    fn new(
+        vfs: &'a dyn Vfs,
+        dir: &'a Path,
+        version: &'a crate::version::Version,
+        unreferenced: &'a [u64],
+        deleted: &'a HashSet<u64>,
+    ) -> Self {
+        Evidence {
+            vfs,
+            dir,
+            version,
+            tables: HashMap::new(),
+            found: HashSet::new(),
+            unreferenced,
+            deleted,
+            orphans: None,
+        }
+    }
+
+    fn open(&mut self, n: u64) -> Result<Arc<Table>> {
+        if let Some(t) = self.tables.get(&n) {
+            return Ok(Arc::clone(t));
+        }
+        let t = Table::open_in(
+            self.vfs,
+            &filenames::table(self.dir, n),
+            TableOptions::default(),
+        )?;
+        self.tables.insert(n, Arc::clone(&t));
+        Ok(t)
+    }
+
+    /// Live tables (not ingested ones: their entries carry sequence number
+    /// 0) whose sequence range holds `seq` and that `fits`; or, if
+    /// `orphan`, the ingested files no record names.
+    fn candidates(
+        &mut self,
+        seq: u64,
+        orphan: bool,
+        fits: impl Fn(&FileMeta) -> bool,
+    ) -> Result<Vec<Arc<Table>>> {
+        if orphan {
+            if self.orphans.is_none() {
+                let mut found = Vec::new();
+                for &n in self.unreferenced {
+                    if self.deleted.contains(&n) {
+                        continue;
+                    }
+                    // Unreadable ones are no evidence (and are set aside).
+                    let Ok(t) = self.open(n) else { continue };
+                    // Written for ingestion (a compaction's output may
+                    // hold sequence number 0 too, but is not evidence).
+                    if t.properties().external_version.is_none() {
+                        continue;
+                    }
+                    let mut it = t.iter();
+                    it.seek_to_first();
+                    let first_zero = if it.valid() {
+                        ParsedKey::parse(it.key()).is_some_and(|p| p.seq == 0)
+                    } else {
+                        t.range_tombstones().first().is_some_and(|r| r.seq == 0)
+                    };
+                    if first_zero {
+                        found.push(t);
+                    }
+                }
+                self.orphans = Some(found);
+            }
+            return Ok(self.orphans.clone().unwrap_or_default());
+        }
+        let mut out = Vec::new();
+        let files: Vec<FileMeta> = self
+            .version
+            .all_files()
+            .filter(|(_, f)| {
+                f.global_seqno.is_none() && f.smallest_seq <= seq && seq <= f.largest_seq && fits(f)
+            })
+            .map(|(_, f)| f.as_ref().clone())
+            .collect();
+        for f in files {
+            out.push(self.open(f.backing_number())?);
+        }
+        Ok(out)
+    }
+
+    /// Whether the point entry `ikey` (value `value`) is held elsewhere: a
+    /// live table holds `ikey` exactly, or (`orphan`) an ingested file no
+    /// record names holds its key and kind at sequence number 0 with the
+    /// same value.
+    fn holds_point(
+        &mut self,
+        ikey: &[u8],
+        pk: &ParsedKey<'_>,
+        value: &[u8],
+        orphan: bool,
+    ) -> Result<bool> {
+        if self.found.contains(&(pk.seq, orphan)) {
+            return Ok(true);
+        }
+        let target = if orphan {
+            let mut k = Vec::new();
+            crate::key::append_internal_key(&mut k, pk.user_key, 0, pk.kind);
+            k
+        } else {
+            ikey.to_vec()
+        };
+        for t in self.candidates(pk.seq, orphan, |f| f.contains_user_key(pk.user_key))? {
+            let mut it = t.iter();
+            it.seek(&target);
+            if it.valid() && it.key() == target.as_slice() && (!orphan || it.value() == value) {
+                self.found.insert((pk.seq, orphan));
+                return Ok(true);
+            }
+            it.status()?;
+        }
+        Ok(false)
+    }
+
+    /// Whether a range tombstone at `r.seq` (at 0 in an ingested file, if
+    /// `orphan`) overlapping `r` is held elsewhere (compactions cut
+    /// tombstones at file bounds).
+    fn holds_tombstone(&mut self, r: &RangeTombstone, orphan: bool) -> Result<bool> {
+        if self.found.contains(&(r.seq, orphan)) {
+            return Ok(true);
+        }
+        let want = if orphan { 0 } else { r.seq };
+        for t in self.candidates(r.seq, orphan, |f| f.overlaps_user_range(&r.start, &r.end))? {
+            if t.range_tombstones()
+                .iter()
+                .any(|x| x.seq == want && x.start < r.end && r.start < x.end)
+            {
+                self.found.insert((r.seq, orphan));
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
 }
 
 /// Moves `name` into `dir/lost/` and appends why to `lost/LOG`. Never

@@ -6,16 +6,23 @@
 //! record = 0x01 key value          (put)
 //!        | 0x00 key                (delete)
 //!        | 0x0F begin end          (delete range [begin, end))
-//! where key, value, begin, end are varint32-length-prefixed bytes
+//!        | 0x03 blob               (log data: not an update, not counted)
+//! where key, value, begin, end, blob are varint32-length-prefixed bytes
 //! ```
 //!
 //! Record `i` of a batch whose header says sequence `s` is applied at
 //! sequence `s + i`: a batch takes `count` consecutive sequence numbers.
+//! Log data (RocksDB's `kTypeLogData`) takes none and is never applied:
+//! Strata writes it only in an ingestion's WAL marker (`db::marker`), and
+//! [`WriteBatch::iter`] skips it.
 
 use crate::key::ValueKind;
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Reader};
 
 pub const HEADER: usize = 12;
+
+/// Tag of a log-data record (RocksDB's `kTypeLogData`).
+const LOG_DATA: u8 = 0x03;
 
 /// A group of writes applied atomically by [`Db::write`](crate::Db::write):
 /// after a crash either every one of them is there or none is, and readers
@@ -139,6 +146,36 @@ impl WriteBatch {
         self
     }
 
+    /// Appends a log-data record: carried in the WAL, never applied, not
+    /// counted (RocksDB's `PutLogData`).
+    pub(crate) fn put_log_data(&mut self, blob: &[u8]) -> &mut Self {
+        self.rep.push(LOG_DATA);
+        put_length_prefixed(&mut self.rep, blob);
+        self
+    }
+
+    /// The batch's log-data records, in order (see
+    /// [`put_log_data`](Self::put_log_data)); `None` if a record does not
+    /// decode.
+    pub(crate) fn log_data(&self) -> Option<Vec<&[u8]>> {
+        let mut r = Reader::new(&self.rep[HEADER..]);
+        let mut out = Vec::new();
+        while !r.is_empty() {
+            match r.bytes(1)?[0] {
+                0x01 | 0x0F => {
+                    r.length_prefixed()?;
+                    r.length_prefixed()?;
+                }
+                0x00 => {
+                    r.length_prefixed()?;
+                }
+                LOG_DATA => out.push(r.length_prefixed()?),
+                _ => return None,
+            }
+        }
+        Some(out)
+    }
+
     /// Appends every update of `other`.
     pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
@@ -218,38 +255,45 @@ impl<'a> Iterator for BatchIter<'a> {
     type Item = crate::error::Result<BatchOp<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.r.is_empty() {
-            return None;
-        }
-        let at = self.r.pos();
-        let tag = self.r.bytes(1)?[0];
-        let bad = |what: &str| {
-            Some(Err(crate::error::Error::corruption(
-                "write batch",
-                (HEADER + at) as u64,
-                what,
-            )))
-        };
-        let op = match tag {
-            0x01 => match (self.r.length_prefixed(), self.r.length_prefixed()) {
-                (Some(k), Some(v)) => BatchOp::Put(k, v),
-                _ => return bad("truncated put"),
-            },
-            0x00 => match self.r.length_prefixed() {
-                Some(k) => BatchOp::Delete(k),
-                None => return bad("truncated delete"),
-            },
-            0x0F => match (self.r.length_prefixed(), self.r.length_prefixed()) {
-                (Some(a), Some(b)) => BatchOp::DeleteRange(a, b),
-                _ => return bad("truncated delete-range"),
-            },
-            t => {
-                // Make the iterator stop after reporting.
-                self.r = Reader::new(&[]);
-                return bad(&format!("unknown record tag {t:#04x}"));
+        loop {
+            if self.r.is_empty() {
+                return None;
             }
-        };
-        Some(Ok(op))
+            let at = self.r.pos();
+            let tag = self.r.bytes(1)?[0];
+            let bad = |what: &str| {
+                Some(Err(crate::error::Error::corruption(
+                    "write batch",
+                    (HEADER + at) as u64,
+                    what,
+                )))
+            };
+            let op = match tag {
+                LOG_DATA => match self.r.length_prefixed() {
+                    // Not an update: skipped.
+                    Some(_) => continue,
+                    None => return bad("truncated log data"),
+                },
+                0x01 => match (self.r.length_prefixed(), self.r.length_prefixed()) {
+                    (Some(k), Some(v)) => BatchOp::Put(k, v),
+                    _ => return bad("truncated put"),
+                },
+                0x00 => match self.r.length_prefixed() {
+                    Some(k) => BatchOp::Delete(k),
+                    None => return bad("truncated delete"),
+                },
+                0x0F => match (self.r.length_prefixed(), self.r.length_prefixed()) {
+                    (Some(a), Some(b)) => BatchOp::DeleteRange(a, b),
+                    _ => return bad("truncated delete-range"),
+                },
+                t => {
+                    // Make the iterator stop after reporting.
+                    self.r = Reader::new(&[]);
+                    return bad(&format!("unknown record tag {t:#04x}"));
+                }
+            };
+            return Some(Ok(op));
+        }
     }
 }
 
@@ -282,6 +326,24 @@ mod tests {
         d.put(b"x", b"y");
         d.append(&c);
         assert_eq!(d.count(), 5);
+    }
+
+    #[test]
+    fn log_data_is_carried_but_not_applied() {
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"v").put_log_data(b"blob").delete(b"d");
+        b.put_log_data(b"");
+        assert_eq!(b.count(), 2, "log data is not counted");
+        let c = WriteBatch::from_bytes(b.data().to_vec()).unwrap();
+        let ops: Vec<_> = c.iter().map(|o| o.unwrap()).collect();
+        assert_eq!(ops, vec![BatchOp::Put(b"k", b"v"), BatchOp::Delete(b"d")]);
+        assert_eq!(c.log_data().unwrap(), vec![&b"blob"[..], &b""[..]]);
+        let mut only = WriteBatch::new();
+        only.put_log_data(b"x");
+        assert!(only.is_empty());
+        assert_eq!(WriteBatch::from_bytes(only.data().to_vec()).unwrap(), only);
+        let cut = &only.data()[..only.data().len() - 1];
+        assert!(WriteBatch::from_bytes(cut.to_vec()).is_err());
     }
 
     #[test]

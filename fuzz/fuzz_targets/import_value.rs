@@ -1,0 +1,4 @@
+#![no_main]
+//! cargo fuzz run import_value (body in fuzz/src/import_targets.rs)
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| strata_fuzz::import_targets::import_value(data));
