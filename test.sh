@@ -4,7 +4,8 @@
 # RocksDB benchmark driver; Chromium, for the visualiser's browser test; the
 # Go modules of the Pebble driver), checks formatting and lints, runs every
 # test, then the benchmark smoke test (bench/run --quick: all three drivers
-# built, every workload run small; about a minute).
+# built, every workload run small; about a minute), then the Python package's
+# tests (python/run_tests.sh).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -69,5 +70,11 @@ echo "$summary"
 echo "== benchmark smoke test: bench/run --quick (figures go to target/bench/, not docs)"
 python3 bench/test_run.py
 python3 bench/run --quick
+
+# The Python package (python/): a venv under target/, maturin, rocksdict and
+# pytest from PyPI, the extension built once in release mode (sharing
+# target/ with the benchmark build above), then its pytest suite.
+echo "== Python bindings: python/run_tests.sh"
+python/run_tests.sh
 # The summary again, last, so it closes the output.
 echo "$summary"

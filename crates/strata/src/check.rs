@@ -406,13 +406,16 @@ fn check_footer_bytes(vfs: &dyn Vfs, path: &Path, name: &str, t: &Table, r: &mut
     if f.format_version == 0 {
         return;
     }
-    let want = f.encode();
     let Ok(file) = vfs.open_random(path) else {
         return;
     };
-    let Some(start) = file.len().checked_sub(want.len() as u64) else {
+    let Some(start) = file
+        .len()
+        .checked_sub(crate::sstable::format::FOOTER_SIZE as u64)
+    else {
         return;
     };
+    let want = f.encode_at(start);
     let mut got = vec![0u8; want.len()];
     if file.read_exact_at(&mut got, start).is_err() {
         return;
@@ -445,7 +448,7 @@ fn check_properties_checksum(
         return;
     };
     let limit = file.len().saturating_sub(f.encode().len() as u64);
-    let Ok(meta) = read_block(file.as_ref(), f.metaindex, f.checksum, true, limit) else {
+    let Ok(meta) = read_block(file.as_ref(), f.metaindex, f.block_checksum(), true, limit) else {
         return; // the table would not have opened
     };
     let Ok(block) = Block::new(meta.data) else {
@@ -459,7 +462,7 @@ fn check_properties_checksum(
     let Some(h) = BlockHandle::decode_from(it.value()) else {
         return;
     };
-    if let Err(e) = read_block(file.as_ref(), h, f.checksum, true, limit) {
+    if let Err(e) = read_block(file.as_ref(), h, f.block_checksum(), true, limit) {
         r.warn(
             name,
             h.offset,

@@ -142,7 +142,7 @@ fn filter_block(path: &Path) -> Vec<u8> {
     let m = read_block(
         f.as_ref(),
         footer.metaindex,
-        footer.checksum,
+        footer.block_checksum(),
         true,
         u64::MAX,
     )
@@ -154,7 +154,7 @@ fn filter_block(path: &Path) -> Vec<u8> {
     it.seek(BUILTIN_BLOOM_META_NAME.as_bytes());
     assert_eq!(it.key(), BUILTIN_BLOOM_META_NAME.as_bytes());
     let h = it.handle().unwrap();
-    read_block(f.as_ref(), h, footer.checksum, true, u64::MAX)
+    read_block(f.as_ref(), h, footer.block_checksum(), true, u64::MAX)
         .unwrap()
         .data
 }

@@ -51,7 +51,7 @@ fn meta_handle(bytes: &[u8], name: &str) -> BlockHandle {
     let c = read_block(
         f.as_ref(),
         footer.metaindex,
-        footer.checksum,
+        footer.block_checksum(),
         true,
         u64::MAX,
     )

@@ -10,6 +10,30 @@
 //! a 32-bit checksum over the block bytes plus that type byte. The footer is
 //! `checksum type (1) | metaindex handle | index handle | zero padding to 41
 //! bytes | format_version (fixed32) | magic (fixed64)`.
+//!
+//! Format versions 6 and 7 (RocksDB 8.6+ and 10.4+; what current RocksDB,
+//! RocksJava and rocksdict write) are read too; Strata writes 5. From
+//! RocksDB's `table/format.cc` (`FooterBuilder::Build`, `Footer::DecodeFrom`)
+//! and `table/format.h` (`ChecksumModifierForContext`), version 6 changes:
+//! - the footer's 40 bytes between the checksum type and the version are
+//!   `extended magic 3e 00 7a 00 | footer checksum (fixed32) | base context
+//!   checksum (fixed32) | metaindex size (fixed32) | 16 reserved bytes
+//!   (ignored) | 8 reserved bytes (must be zero: a future feature)`;
+//! - the footer checksum is the file's checksum type over all 53 footer
+//!   bytes with its own 4 bytes zeroed, plus the context modifier of the
+//!   footer's offset;
+//! - the metaindex block ends right before the footer (its handle is
+//!   implied by its size), and the index block's handle moves into the
+//!   metaindex under `rocksdb.index`;
+//! - every block checksum (footer included) has the *context modifier*
+//!   `base ^ (low32(offset) + high32(offset))` added (wrapping), where
+//!   `base` is the nonzero per-file base context checksum and `offset` the
+//!   block's file offset, so a block copied to another place or file fails
+//!   its check.
+//!
+//! Version 7 changes only the `rocksdb.compression` property (the
+//! compression manager's name, `;`, the hex compression types used, `;`);
+//! `reader.rs` checks that name.
 
 use super::compression::{decompress, CompressionType};
 use crate::error::{Error, Result};
@@ -27,6 +51,15 @@ pub const LEGACY_BLOCK_BASED_MAGIC: u64 = 0xdb47_7524_8b80_fb57;
 /// The format version Strata writes. RocksDB 7.8 reads up to 5; newer
 /// versions change checksums and the footer, so Strata never writes them.
 pub const FORMAT_VERSION: u32 = 5;
+/// The newest format version Strata reads (RocksDB's
+/// `kLatestBbtFormatVersion` as of RocksDB 10.x).
+pub const MAX_READ_FORMAT_VERSION: u32 = 7;
+/// First format version with the checksummed footer and context checksums.
+pub const CONTEXT_CHECKSUM_VERSION: u32 = 6;
+/// Bytes 1..5 of a format_version >= 6 footer.
+pub const EXTENDED_MAGIC: [u8; 4] = [0x3e, 0x00, 0x7a, 0x00];
+/// The metaindex entry holding the index block's handle (version >= 6).
+pub const INDEX_BLOCK_NAME: &str = "rocksdb.index";
 /// Two varint64 handles take at most 20 bytes each.
 const HANDLES_SPACE: usize = 40;
 
@@ -79,25 +112,79 @@ impl BlockHandle {
     }
 }
 
+/// What RocksDB adds to the checksum of a block at `offset` in a file
+/// whose base context checksum is `base` (format_version >= 6; zero when
+/// `base` is zero, as in older versions). RocksDB's
+/// `ChecksumModifierForContext`.
+pub fn context_modifier(base: u32, offset: u64) -> u32 {
+    if base == 0 {
+        return 0;
+    }
+    base ^ (offset as u32).wrapping_add((offset >> 32) as u32)
+}
+
+/// How a file's block checksums are computed: the type, and the base
+/// context checksum (0 before format_version 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockChecksum {
+    pub kind: ChecksumType,
+    pub base_context: u32,
+}
+
 /// The decoded footer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footer {
     pub checksum: ChecksumType,
     pub metaindex: BlockHandle,
+    /// The index block. From format_version 6 the footer does not hold it:
+    /// `Footer::decode` leaves it zero and `Table::open` fills it in from
+    /// the metaindex's `rocksdb.index` entry.
     pub index: BlockHandle,
     pub format_version: u32,
+    /// The per-file base of the context checksum modifiers (format_version
+    /// >= 6; zero before).
+    pub base_context_checksum: u32,
 }
 
 impl Footer {
+    /// How the file's blocks are checksummed.
+    pub fn block_checksum(&self) -> BlockChecksum {
+        BlockChecksum {
+            kind: self.checksum,
+            base_context: self.base_context_checksum,
+        }
+    }
+
+    /// The footer's bytes (format_version < 6: they do not depend on
+    /// where the footer is).
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_at(0)
+    }
+
+    /// The footer's bytes when it starts at file offset `footer_offset`
+    /// (format_version >= 6 checksums the footer with its offset as the
+    /// context), as RocksDB's `FooterBuilder` writes them.
+    pub fn encode_at(&self, footer_offset: u64) -> Vec<u8> {
         let mut v = Vec::with_capacity(FOOTER_SIZE);
         v.push(self.checksum as u8);
-        self.metaindex.encode_to(&mut v);
-        self.index.encode_to(&mut v);
+        if self.format_version >= CONTEXT_CHECKSUM_VERSION {
+            v.extend_from_slice(&EXTENDED_MAGIC);
+            put_fixed32(&mut v, 0); // the footer checksum, filled in below
+            put_fixed32(&mut v, self.base_context_checksum);
+            put_fixed32(&mut v, self.metaindex.size as u32);
+        } else {
+            self.metaindex.encode_to(&mut v);
+            self.index.encode_to(&mut v);
+        }
         v.resize(1 + HANDLES_SPACE, 0);
         put_fixed32(&mut v, self.format_version);
         put_fixed64(&mut v, BLOCK_BASED_MAGIC);
         debug_assert_eq!(v.len(), FOOTER_SIZE);
+        if self.format_version >= CONTEXT_CHECKSUM_VERSION {
+            let c = footer_checksum(self.checksum, &v)
+                .wrapping_add(context_modifier(self.base_context_checksum, footer_offset));
+            v[5..9].copy_from_slice(&c.to_le_bytes());
+        }
         v
     }
 
@@ -120,7 +207,8 @@ impl Footer {
     }
 
     /// Decodes a footer from the last bytes of a file; `start` is the file
-    /// offset of `buf[0]`, used in error messages.
+    /// offset of `buf[0]` (format_version >= 6 footers are checksummed with
+    /// their offset, and errors name it).
     pub fn decode(buf: &[u8], name: &str, start: u64) -> Result<Footer> {
         let magic = decode_fixed64(&buf[buf.len() - 8..]);
         let magic_off = start + buf.len() as u64 - 8;
@@ -131,9 +219,9 @@ impl Footer {
                 }
                 let b = &buf[buf.len() - FOOTER_SIZE..];
                 let version = decode_fixed32(&b[FOOTER_SIZE - 12..]);
-                if version > FORMAT_VERSION {
+                if version > MAX_READ_FORMAT_VERSION {
                     return Err(Error::NotSupported(format!(
-                        "{name}: table format_version {version} (Strata reads up to {FORMAT_VERSION})"
+                        "{name}: table format_version {version} (Strata reads up to {MAX_READ_FORMAT_VERSION})"
                     )));
                 }
                 let checksum = ChecksumType::from_u8(b[0]).ok_or_else(|| {
@@ -143,6 +231,10 @@ impl Footer {
                         format!("unknown checksum type {} in footer", b[0]),
                     )
                 })?;
+                if version >= CONTEXT_CHECKSUM_VERSION {
+                    let footer_offset = start + (buf.len() - FOOTER_SIZE) as u64;
+                    return Footer::decode_v6(b, name, footer_offset, version, checksum);
+                }
                 (&b[1..1 + HANDLES_SPACE], version, checksum)
             }
             LEGACY_BLOCK_BASED_MAGIC => {
@@ -166,8 +258,88 @@ impl Footer {
             metaindex,
             index,
             format_version,
+            base_context_checksum: 0,
         })
     }
+
+    /// Decodes a format_version >= 6 footer (`b`: its 53 bytes, at file
+    /// offset `at`), checking everything RocksDB's `Footer::DecodeFrom`
+    /// checks.
+    fn decode_v6(
+        b: &[u8],
+        name: &str,
+        at: u64,
+        format_version: u32,
+        checksum: ChecksumType,
+    ) -> Result<Footer> {
+        if b[1..5] != EXTENDED_MAGIC {
+            return Err(Error::corruption(
+                name,
+                at + 1,
+                format!(
+                    "bad extended magic {:02x?} in a format_version {format_version} footer",
+                    &b[1..5]
+                ),
+            ));
+        }
+        let stored = decode_fixed32(&b[5..9]);
+        let base = decode_fixed32(&b[9..13]);
+        if base == 0 {
+            return Err(Error::corruption(
+                name,
+                at + 9,
+                "base context checksum is zero (format_version >= 6 needs one)",
+            ));
+        }
+        let computed = footer_checksum(checksum, b).wrapping_add(context_modifier(base, at));
+        if stored != computed {
+            return Err(Error::corruption(
+                name,
+                at,
+                format!(
+                    "footer checksum mismatch ({}: stored {stored:#010x}, computed {computed:#010x})",
+                    checksum.name()
+                ),
+            ));
+        }
+        if decode_fixed64(&b[33..41]) != 0 {
+            return Err(Error::NotSupported(format!(
+                "{name}: the footer uses a RocksDB feature newer than format_version {format_version} \
+                 (reserved bytes at offset {} are set)",
+                at + 33
+            )));
+        }
+        let size = decode_fixed32(&b[13..17]) as u64;
+        // The metaindex block (and its trailer) ends where the footer starts.
+        let offset = at
+            .checked_sub(BLOCK_TRAILER_SIZE as u64 + size)
+            .ok_or_else(|| {
+                Error::corruption(
+                    name,
+                    at + 13,
+                    format!("metaindex size {size} is larger than the file before the footer ({at} bytes)"),
+                )
+            })?;
+        Ok(Footer {
+            checksum,
+            metaindex: BlockHandle::new(offset, size),
+            index: BlockHandle::default(),
+            format_version,
+            base_context_checksum: base,
+        })
+    }
+}
+
+/// The checksum of a format_version >= 6 footer: the file's checksum type
+/// over the 53 bytes with the checksum field (bytes 5..9) zeroed (RocksDB's
+/// `ComputeBuiltinChecksum`, which for every type equals the block checksum
+/// of all bytes but the last with the last as the "type byte"). Zero for
+/// `ChecksumType::None`, as RocksDB skips it.
+fn footer_checksum(kind: ChecksumType, footer: &[u8]) -> u32 {
+    let mut copy = [0u8; FOOTER_SIZE];
+    copy.copy_from_slice(&footer[..FOOTER_SIZE]);
+    copy[5..9].fill(0);
+    block_checksum(kind, &copy[..FOOTER_SIZE - 1], copy[FOOTER_SIZE - 1])
 }
 
 /// What `read_block` returns: the uncompressed contents and the type the
@@ -184,7 +356,7 @@ pub struct BlockContents {
 pub fn read_block(
     file: &dyn RandomAccessFile,
     handle: BlockHandle,
-    checksum: ChecksumType,
+    checksum: BlockChecksum,
     verify: bool,
     limit: u64,
 ) -> Result<BlockContents> {
@@ -210,16 +382,21 @@ pub fn read_block(
     let mut buf = vec![0u8; n + BLOCK_TRAILER_SIZE];
     file.read_exact_at(&mut buf, handle.offset)?;
     let kind_byte = buf[n];
-    if verify && checksum != ChecksumType::None {
-        let stored = decode_fixed32(&buf[n + 1..]);
-        let actual = block_checksum(checksum, &buf[..n], kind_byte);
+    if verify && checksum.kind != ChecksumType::None {
+        // Format_version >= 6: the stored value has the block's context
+        // modifier added; it is taken off before comparing (as RocksDB
+        // does, so the message shows the plain checksum).
+        let stored = decode_fixed32(&buf[n + 1..])
+            .wrapping_sub(context_modifier(checksum.base_context, handle.offset));
+        let actual = block_checksum(checksum.kind, &buf[..n], kind_byte);
         if stored != actual {
             return Err(Error::corruption(
                 name,
                 handle.offset,
                 format!(
-                    "block checksum mismatch ({}: stored {stored:#010x}, computed {actual:#010x}, block size {n})",
-                    checksum.name()
+                    "block checksum mismatch ({}: stored {stored:#010x}{}, computed {actual:#010x}, block size {n})",
+                    checksum.kind.name(),
+                    if checksum.base_context != 0 { " with its context removed" } else { "" },
                 ),
             ));
         }
@@ -255,6 +432,7 @@ mod tests {
             metaindex: BlockHandle::new(123456789, 4321),
             index: BlockHandle::new(1 << 40, 77),
             format_version: 5,
+            base_context_checksum: 0,
         };
         let enc = f.encode();
         assert_eq!(enc.len(), FOOTER_SIZE);
@@ -263,10 +441,49 @@ mod tests {
         bad[FOOTER_SIZE - 1] ^= 1;
         assert!(Footer::decode(&bad, "t", 0).unwrap_err().is_corruption());
         let mut newer = enc.clone();
-        newer[FOOTER_SIZE - 12] = 6;
+        newer[FOOTER_SIZE - 12] = 8;
         assert!(matches!(
             Footer::decode(&newer, "t", 0),
             Err(Error::NotSupported(_))
         ));
+        // A version-5 footer claiming version 6 lacks the extended magic.
+        let mut six = enc.clone();
+        six[FOOTER_SIZE - 12] = 6;
+        let e = Footer::decode(&six, "t", 0).unwrap_err();
+        assert!(
+            e.is_corruption() && e.to_string().contains("extended magic"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn version_6_footer_round_trip() {
+        for checksum in [ChecksumType::Crc32c, ChecksumType::Xxh3, ChecksumType::None] {
+            let at = 10_000u64;
+            let f = Footer {
+                checksum,
+                metaindex: BlockHandle::new(at - 5 - 321, 321),
+                index: BlockHandle::default(),
+                format_version: 6,
+                base_context_checksum: 0xdead_beef,
+            };
+            let enc = f.encode_at(at);
+            assert_eq!(enc.len(), FOOTER_SIZE);
+            assert_eq!(&enc[1..5], &EXTENDED_MAGIC);
+            assert_eq!(Footer::decode(&enc, "t", at).unwrap(), f);
+            // Decoded at another offset, the checksum's context differs.
+            assert!(Footer::decode(&enc, "t", at + 1)
+                .unwrap_err()
+                .is_corruption());
+        }
+    }
+
+    #[test]
+    fn context_modifier_follows_rocksdb() {
+        assert_eq!(context_modifier(0, 12345), 0);
+        assert_eq!(context_modifier(0x1234_5678, 0), 0x1234_5678);
+        // base ^ (low32 + high32), wrapping.
+        let off = (3u64 << 32) | 0xffff_fffe;
+        assert_eq!(context_modifier(1, off), 1 ^ 0xffff_fffeu32.wrapping_add(3));
     }
 }

@@ -10,7 +10,10 @@
 use super::block::{Block, BlockIter, BlockIterMode, KeyOrder};
 use super::compression::CompressionType;
 use super::filter::{FilterReader, BUILTIN_BLOOM_META_NAME};
-use super::format::{read_block, BlockHandle, Footer, FOOTER_SIZE, LEGACY_FOOTER_SIZE};
+use super::format::{
+    read_block, BlockChecksum, BlockHandle, Footer, CONTEXT_CHECKSUM_VERSION, FOOTER_SIZE,
+    INDEX_BLOCK_NAME, LEGACY_FOOTER_SIZE,
+};
 use super::prefix::PrefixExtractor;
 use super::properties::{names, TableProperties};
 use super::writer::{PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
@@ -113,7 +116,7 @@ impl Table {
 
     pub fn open(file: Arc<dyn RandomAccessFile>, opts: TableOptions) -> Result<Arc<Table>> {
         let name = file.name().to_string();
-        let footer = Footer::read(file.as_ref())?;
+        let mut footer = Footer::read(file.as_ref())?;
         let footer_len = if footer.format_version == 0 {
             LEGACY_FOOTER_SIZE
         } else {
@@ -121,8 +124,8 @@ impl Table {
         };
         let data_limit = file.len() - footer_len as u64;
         let verify = opts.verify_checksums;
-        let read =
-            |h: BlockHandle| read_block(file.as_ref(), h, footer.checksum, verify, data_limit);
+        let checksum = footer.block_checksum();
+        let read = |h: BlockHandle| read_block(file.as_ref(), h, checksum, verify, data_limit);
         let parse = |h: BlockHandle, what: &str, data: Vec<u8>| {
             Block::new(data)
                 .map(Arc::new)
@@ -157,10 +160,8 @@ impl Table {
             Some(h) => {
                 let data = match read(h) {
                     Ok(c) => c.data,
-                    Err(e) => {
-                        properties_with_patched_seqno(file.as_ref(), h, footer.checksum, data_limit)
-                            .ok_or(e)?
-                    }
+                    Err(e) => properties_with_patched_seqno(file.as_ref(), h, checksum, data_limit)
+                        .ok_or(e)?,
                 };
                 TableProperties::decode(data).map_err(|m| Error::corruption(&name, h.offset, m))?
             }
@@ -186,6 +187,20 @@ impl Table {
             }
         }
 
+        if footer.format_version >= CONTEXT_CHECKSUM_VERSION {
+            // The footer no longer holds the index handle: the metaindex does.
+            footer.index = find(INDEX_BLOCK_NAME).ok_or_else(|| {
+                Error::corruption(
+                    &name,
+                    footer.metaindex.offset,
+                    format!(
+                        "format_version {} metaindex has no {INDEX_BLOCK_NAME} entry",
+                        footer.format_version
+                    ),
+                )
+            })?;
+            check_compression_name(&name, &props, footer.format_version)?;
+        }
         let index = parse(footer.index, "index", read(footer.index)?.data)?;
         let index_mode = BlockIterMode {
             order: if props.index_key_is_user_key {
@@ -433,7 +448,7 @@ impl Table {
         let contents = read_block(
             self.file.as_ref(),
             h,
-            self.footer.checksum,
+            self.footer.block_checksum(),
             self.verify,
             self.data_limit,
         )?;
@@ -477,7 +492,7 @@ impl Table {
             let c = read_block(
                 self.file.as_ref(),
                 h,
-                self.footer.checksum,
+                self.footer.block_checksum(),
                 true,
                 self.data_limit,
             )?;
@@ -563,7 +578,7 @@ impl Drop for Table {
 fn properties_with_patched_seqno(
     file: &dyn RandomAccessFile,
     h: BlockHandle,
-    checksum: crate::util::checksum::ChecksumType,
+    checksum: BlockChecksum,
     limit: u64,
 ) -> Option<Vec<u8>> {
     let c = read_block(file, h, checksum, false, limit).ok()?;
@@ -583,9 +598,46 @@ fn properties_with_patched_seqno(
     zeroed[at..at + 8].fill(0);
     let mut trailer = [0u8; 5];
     file.read_exact_at(&mut trailer, h.offset + h.size).ok()?;
-    let stored = crate::util::coding::decode_fixed32(&trailer[1..]);
-    (crate::util::checksum::block_checksum(checksum, &zeroed, trailer[0]) == stored)
+    let stored = crate::util::coding::decode_fixed32(&trailer[1..]).wrapping_sub(
+        super::format::context_modifier(checksum.base_context, h.offset),
+    );
+    (crate::util::checksum::block_checksum(checksum.kind, &zeroed, trailer[0]) == stored)
         .then_some(c.data)
+}
+
+/// Format_version 7 writes the `rocksdb.compression` property as the
+/// compression manager's name, `;`, the compression types used (two hex
+/// digits each), `;` (RocksDB's `GetDecompressor`). Only RocksDB's built-in
+/// manager (or none, for an uncompressed file) uses the compression types
+/// Strata decodes; a custom manager's blocks are refused here rather than
+/// reported as corrupt when read. A plain type name (`Snappy`) is accepted
+/// too: rocksdict 0.3.29 (RocksDB 10.4.2) writes format_version 7 files with
+/// one, and every block names its own compression type anyway.
+fn check_compression_name(name: &str, props: &TableProperties, version: u32) -> Result<()> {
+    if version < 7 {
+        return Ok(());
+    }
+    let mut fields = props.compression.split(';');
+    let manager = fields.next().unwrap_or_default();
+    let Some(types) = fields.next() else {
+        return Ok(()); // a plain, legacy type name
+    };
+    if !(manager.is_empty() || manager.starts_with("Builtin")) {
+        return Err(Error::NotSupported(format!(
+            "{name}: blocks compressed by RocksDB compression manager {manager:?}"
+        )));
+    }
+    if types.len() % 2 != 0 || !types.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::corruption(
+            name,
+            0,
+            format!(
+                "compression property {:?} does not decode",
+                props.compression
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Iterator over a table's point entries, optionally bounded to user keys in

@@ -511,6 +511,7 @@ impl SstWriter {
             metaindex: metaindex_handle,
             index: index_handle,
             format_version: FORMAT_VERSION,
+            base_context_checksum: 0,
         };
         self.file.append(&footer.encode())?;
         self.file.sync()?;

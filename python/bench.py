@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Strata's Python bindings beside rocksdict (current RocksDB), in one run.
+
+    target/pyenv/venv/bin/python python/bench.py [--keys 1000000] [--warehouses 10]
+        [--dir /tmp/strata-pybench] [--skip-import]
+
+Needs the package built in release mode (`python/run_tests.sh` or
+`pip install ./python`) and rocksdict. Three measurements, each engine with
+its WAL on and no sync, Snappy tables, 64 MiB memtables:
+
+1. puts: `--keys` keys (16-byte keys, 100-byte values, shuffled order) in
+   write batches of 1,000; keys/s, then flush.
+2. scan: a full forward scan of those keys (`items()`), keys/s.
+3. import (W1, docs/benchmarks.md): the TPC-C stock table of `--warehouses`
+   warehouses (/work/shared/datagen/tpcc_stock.py) with `db.import_csv`,
+   against rocksdict writing the same key-value pairs (the ones the Strata
+   import stored, already sorted and encoded) with its SstFileWriter and
+   ingesting the file. The rocksdict time leaves out reading and encoding
+   the CSV, which a rocksdict user must also do, so it is a lower bound for
+   that path; a second rocksdict figure times a plain Python pipeline that
+   does it (csv module, struct-packed keys, sort, SST, ingest).
+
+Prints one JSON object and a table of ratios (Strata / rocksdict
+throughput; for the import, Strata time / rocksdict time).
+"""
+
+import argparse
+import csv
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import rocksdict
+
+import strata
+
+STOCK_SCHEMA = """CREATE TABLE stock (
+    s_i_id INT NOT NULL,
+    s_w_id INT NOT NULL,
+    s_quantity SMALLINT,
+    s_dist_01 CHAR(24), s_dist_02 CHAR(24), s_dist_03 CHAR(24), s_dist_04 CHAR(24),
+    s_dist_05 CHAR(24), s_dist_06 CHAR(24), s_dist_07 CHAR(24), s_dist_08 CHAR(24),
+    s_dist_09 CHAR(24), s_dist_10 CHAR(24),
+    s_ytd DECIMAL(8,0),
+    s_order_cnt SMALLINT,
+    s_remote_cnt SMALLINT,
+    s_data VARCHAR(50),
+    PRIMARY KEY (s_w_id, s_i_id)
+);
+CREATE INDEX stock_i_id ON stock (s_i_id);
+"""
+
+MEMTABLE = 64 << 20
+
+
+def rocks_options():
+    o = rocksdict.Options(raw_mode=True)
+    o.create_if_missing(True)
+    o.set_write_buffer_size(MEMTABLE)
+    o.set_max_background_jobs(os.cpu_count() or 2)
+    o.set_compression_type(rocksdict.DBCompressionType.snappy())
+    return o
+
+
+def fresh(path):
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def keys_values(n, seed=7):
+    ids = list(range(n))
+    random.Random(seed).shuffle(ids)
+    rnd = random.Random(seed + 1)
+    value = bytes(rnd.randrange(256) for _ in range(100))
+    return [(b"key%013d" % i, value) for i in ids]
+
+
+def bench_puts_scan(base, n):
+    kv = keys_values(n)
+    out = {}
+    # Strata
+    db = strata.DB(fresh(base / "strata-kv"), memtable_size=MEMTABLE)
+    t = time.perf_counter()
+    for i in range(0, n, 1000):
+        b = strata.WriteBatch()
+        for k, v in kv[i : i + 1000]:
+            b.put(k, v)
+        db.write(b)
+    out["strata_put_s"] = time.perf_counter() - t
+    db.flush()
+    db.wait_for_compactions()
+    t = time.perf_counter()
+    count = sum(1 for _ in db.items())
+    out["strata_scan_s"] = time.perf_counter() - t
+    assert count == n, count
+    db.close()
+    # rocksdict
+    rd = rocksdict.Rdict(str(fresh(base / "rocks-kv")), rocks_options())
+    t = time.perf_counter()
+    for i in range(0, n, 1000):
+        b = rocksdict.WriteBatch(raw_mode=True)
+        for k, v in kv[i : i + 1000]:
+            b.put(k, v)
+        rd.write(b)
+    out["rocksdict_put_s"] = time.perf_counter() - t
+    rd.flush()
+    rd.compact_range(None, None)
+    t = time.perf_counter()
+    count = sum(1 for _ in rd.items())
+    out["rocksdict_scan_s"] = time.perf_counter() - t
+    assert count == n, count
+    rd.close()
+    return out
+
+
+def enc(v):
+    return struct.pack(">Q", (v & 0xFFFFFFFFFFFFFFFF) ^ 0x8000000000000000)
+
+
+def rocks_python_pipeline(path, csv_path):
+    """What a rocksdict user writes: parse the CSV, encode kv-spec v1 keys
+    (docs: /work/shared/workloads/README.md), sort, one SST, ingest."""
+    kvs = []
+    with open(csv_path, newline="") as f:
+        for line in f:
+            fields = line.rstrip("\n").split(",", 2)
+            i_id, w_id = int(fields[0]), int(fields[1])
+            kvs.append((b"\x81\x01" + enc(w_id) + enc(i_id), line.rstrip("\n").encode()))
+            kvs.append((b"\x81\x02" + enc(i_id) + enc(w_id), b""))
+    kvs.sort()
+    sst = path / "pipeline.sst"
+    w = rocksdict.SstFileWriter(rocks_options())
+    w.open(str(sst))
+    for k, v in kvs:
+        w[k] = v
+    w.finish()
+    rd = rocksdict.Rdict(str(path / "db"), rocks_options())
+    rd.ingest_external_file([str(sst)])
+    rd.close()
+    return len(kvs)
+
+
+def bench_import(base, warehouses):
+    out = {}
+    csv_path = base / f"stock-w{warehouses}.csv"
+    if not csv_path.exists():
+        gen = Path("/work/shared/datagen/tpcc_stock.py")
+        with open(csv_path, "wb") as f:
+            subprocess.run([sys.executable, str(gen), "-w", str(warehouses)], stdout=f, check=True)
+    out["csv_bytes"] = csv_path.stat().st_size
+    db = strata.DB(fresh(base / "strata-w1"))
+    t = time.perf_counter()
+    s = db.import_csv([csv_path], schema=STOCK_SCHEMA, table="stock")
+    out["strata_import_s"] = time.perf_counter() - t
+    out["strata_rows"] = s["rows"]
+    # The same KVs for rocksdict (table keys start with 0x01; the catalog
+    # key below them is Strata's own).
+    kvs = list(db.items(start=b"\x01"))
+    db.close()
+    out["kvs"] = len(kvs)
+    path = fresh(base / "rocks-w1")
+    path.mkdir(parents=True)
+    t = time.perf_counter()
+    w = rocksdict.SstFileWriter(rocks_options())
+    w.open(str(path / "w1.sst"))
+    for k, v in kvs:
+        w[k] = v
+    w.finish()
+    rd = rocksdict.Rdict(str(path / "db"), rocks_options())
+    rd.ingest_external_file([str(path / "w1.sst")])
+    out["rocksdict_sst_ingest_s"] = time.perf_counter() - t
+    rd.close()
+    del kvs
+    path = fresh(base / "rocks-w1-pipeline")
+    path.mkdir(parents=True)
+    t = time.perf_counter()
+    n = rocks_python_pipeline(path, csv_path)
+    out["rocksdict_python_pipeline_s"] = time.perf_counter() - t
+    out["rocksdict_pipeline_kvs"] = n
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--warehouses", type=int, default=10)
+    ap.add_argument("--dir", default="/tmp/strata-pybench")
+    ap.add_argument("--skip-import", action="store_true")
+    a = ap.parse_args()
+    base = Path(a.dir)
+    base.mkdir(parents=True, exist_ok=True)
+    r = {"keys": a.keys, "warehouses": a.warehouses, "cpus": os.cpu_count()}
+    r.update(bench_puts_scan(base, a.keys))
+    if not a.skip_import:
+        r.update(bench_import(base, a.warehouses))
+    print(json.dumps(r, indent=1))
+    n = a.keys
+    print(f"\nbatched puts: strata {n / r['strata_put_s']:,.0f} keys/s, "
+          f"rocksdict {n / r['rocksdict_put_s']:,.0f} keys/s, "
+          f"ratio {r['rocksdict_put_s'] / r['strata_put_s']:.2f}x")
+    print(f"full scan:    strata {n / r['strata_scan_s']:,.0f} keys/s, "
+          f"rocksdict {n / r['rocksdict_scan_s']:,.0f} keys/s, "
+          f"ratio {r['rocksdict_scan_s'] / r['strata_scan_s']:.2f}x")
+    if not a.skip_import:
+        print(f"import W1:    strata import_csv {r['strata_import_s']:.2f} s, "
+              f"rocksdict SST+ingest of the same KVs {r['rocksdict_sst_ingest_s']:.2f} s "
+              f"(time ratio {r['strata_import_s'] / r['rocksdict_sst_ingest_s']:.2f}x), "
+              f"rocksdict Python pipeline {r['rocksdict_python_pipeline_s']:.2f} s "
+              f"(time ratio {r['strata_import_s'] / r['rocksdict_python_pipeline_s']:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,453 @@
+//! `strata.DB`: an open database with Python's mapping idioms.
+//!
+//! Every call that can wait (on the disk, a write stall, a flush, a
+//! compaction, an ingestion, an import) runs with the GIL released. The
+//! table layer's methods (`import_csv`, `table`) are in `table.rs`.
+
+use crate::batch::Batch;
+use crate::convert::{bytes_of, opt_bytes};
+use crate::errors::db_err;
+use crate::handle::{Failure, Handle, Slot};
+use crate::iter::{DbIter, Mode};
+use crate::metrics;
+use crate::options::db_options;
+use crate::snapshot::Snapshot;
+use pyo3::exceptions::PyKeyError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use std::path::PathBuf;
+use std::sync::Arc;
+use strata::{IngestOptions, ReadOptions, WriteOptions};
+
+/// An open Strata database.
+#[pyclass(module = "strata", name = "DB")]
+pub struct Db {
+    /// Shared with iterators and snapshots.
+    pub handle: Arc<Handle>,
+}
+
+/// A cursor over `handle`'s database (at a snapshot, if given) as an
+/// iterator yielding `mode`.
+pub fn make_iter(
+    py: Python<'_>,
+    handle: &Arc<Handle>,
+    snap: Option<&Arc<Slot<strata::Snapshot>>>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    mode: Mode,
+    reverse: bool,
+) -> PyResult<DbIter> {
+    let h = Arc::clone(handle);
+    let raw = py.detach(move || {
+        h.with(|db| {
+            let guard = snap.map(|s| s.0.lock());
+            let snapshot = match &guard {
+                None => None,
+                Some(g) => Some(g.as_ref().ok_or(Failure::Closed("the snapshot"))?),
+            };
+            let opts = ReadOptions {
+                snapshot,
+                lower,
+                upper,
+            };
+            Ok(db.raw_iter(&opts)?)
+        })
+    })?;
+    Ok(DbIter::new(handle, raw, mode, reverse))
+}
+
+impl Drop for Db {
+    /// A database dropped without `close()` is closed (as a file is): its
+    /// directory lock is released even if iterators are still alive. Safe
+    /// with the GIL held: no code holding a handle lock waits for the GIL.
+    fn drop(&mut self) {
+        let _ = self.handle.close();
+    }
+}
+
+impl Db {
+    fn get_bytes(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| Ok(db.get(key)?)))?)
+    }
+
+    fn write_batch(&self, py: Python<'_>, b: strata::WriteBatch, sync: bool) -> PyResult<()> {
+        let h = &self.handle;
+        Ok(py.detach(move || h.with(|db| Ok(db.write(b, &WriteOptions { sync })?)))?)
+    }
+
+    fn iter(
+        &self,
+        py: Python<'_>,
+        mode: Mode,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<DbIter> {
+        let (lower, upper) = (opt_bytes(start, "start")?, opt_bytes(end, "end")?);
+        make_iter(py, &self.handle, None, lower, upper, mode, reverse)
+    }
+}
+
+#[pymethods]
+impl Db {
+    /// Opens (or creates) the database in directory `path`. Options are
+    /// keywords: `create_if_missing`, `error_if_exists`, `read_only`,
+    /// `memtable_size`, `max_immutable_memtables`, `block_cache_bytes`,
+    /// `max_open_files`, `max_background_compactions`, `wal_flush_interval`
+    /// (seconds), and the table-file options `compression`, `checksum`,
+    /// `block_size`, `block_restart_interval`, `bloom_bits_per_key`,
+    /// `whole_key_filtering`.
+    #[new]
+    #[pyo3(signature = (path, **options))]
+    fn py_new(py: Python<'_>, path: PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Db> {
+        let (opts, read_only) = db_options(options)?;
+        let p = path.clone();
+        let db = py
+            .detach(move || {
+                if read_only {
+                    strata::Db::open_read_only(&p, opts)
+                } else {
+                    strata::Db::open(&p, opts)
+                }
+            })
+            .map_err(db_err)?;
+        Ok(Db {
+            handle: Handle::new(db, path),
+        })
+    }
+
+    /// The database directory.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.handle.path.clone()
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.handle.is_closed()
+    }
+
+    /// The value of `key`, or `default` if it is absent.
+    #[pyo3(signature = (key, default=None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        match self.get_bytes(py, &bytes_of(key, "key")?)? {
+            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        match self.get_bytes(py, &bytes_of(key, "key")?)? {
+            Some(v) => Ok(PyBytes::new(py, &v)),
+            None => Err(PyKeyError::new_err(key.clone().unbind())),
+        }
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.get_bytes(py, &bytes_of(key, "key")?)?.is_some())
+    }
+
+    /// Sets `key` to `value` (`sync=True`: durable when this returns).
+    #[pyo3(signature = (key, value, sync=false))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let mut b = strata::WriteBatch::new();
+        b.put(bytes_of(key, "key")?, bytes_of(value, "value")?);
+        self.write_batch(py, b, sync)
+    }
+
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.put(py, key, value, false)
+    }
+
+    /// Removes `key` (no error if it is absent).
+    #[pyo3(signature = (key, sync=false))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
+        let mut b = strata::WriteBatch::new();
+        b.delete(bytes_of(key, "key")?);
+        self.write_batch(py, b, sync)
+    }
+
+    /// `del db[key]`: like `delete`, but a missing key raises `KeyError`
+    /// (as for a dict).
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = bytes_of(key, "key")?;
+        if self.get_bytes(py, &k)?.is_none() {
+            return Err(PyKeyError::new_err(key.clone().unbind()));
+        }
+        let mut b = strata::WriteBatch::new();
+        b.delete(k);
+        self.write_batch(py, b, false)
+    }
+
+    /// Removes every key in `[start, end)` with one range tombstone.
+    #[pyo3(signature = (start, end, sync=false))]
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let mut b = strata::WriteBatch::new();
+        b.delete_range(bytes_of(start, "start")?, bytes_of(end, "end")?);
+        self.write_batch(py, b, sync)
+    }
+
+    /// Applies `batch` atomically (the batch is left as it was).
+    #[pyo3(signature = (batch, sync=false))]
+    fn write(&self, py: Python<'_>, batch: PyRef<'_, Batch>, sync: bool) -> PyResult<()> {
+        let b = batch.inner.clone();
+        drop(batch);
+        self.write_batch(py, b, sync)
+    }
+
+    /// `(key, value)` pairs in key order (`reverse=True`: descending), of
+    /// the keys in `[start, end)`.
+    #[pyo3(signature = (start=None, end=None, reverse=false))]
+    fn items(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<DbIter> {
+        self.iter(py, Mode::Items, start, end, reverse)
+    }
+
+    /// Keys in `[start, end)`, in key order (or reversed).
+    #[pyo3(signature = (start=None, end=None, reverse=false))]
+    fn keys(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<DbIter> {
+        self.iter(py, Mode::Keys, start, end, reverse)
+    }
+
+    /// Values of the keys in `[start, end)`, in key order (or reversed).
+    #[pyo3(signature = (start=None, end=None, reverse=false))]
+    fn values(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<DbIter> {
+        self.iter(py, Mode::Values, start, end, reverse)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<DbIter> {
+        self.iter(py, Mode::Keys, None, None, false)
+    }
+
+    /// A consistent view of the database as it is now.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        let h = &self.handle;
+        let s = py.detach(|| h.with(|db| Ok(db.snapshot())))?;
+        Ok(Snapshot::new(&self.handle, s))
+    }
+
+    /// Ingests SST files (from `SstWriter` or RocksDB's `SstFileWriter`):
+    /// their keys appear atomically. `move=True` moves the files into the
+    /// database (the caller's paths are removed); the default copies them.
+    /// Returns a dict: sequence, levels, as_batch, flushable.
+    #[pyo3(signature = (paths, r#move=false, verify_checksums=true, allow_overlap=true))]
+    fn ingest<'py>(
+        &self,
+        py: Python<'py>,
+        paths: &Bound<'py, PyAny>,
+        r#move: bool,
+        verify_checksums: bool,
+        allow_overlap: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let paths: Vec<PathBuf> = match paths.extract::<PathBuf>() {
+            Ok(p) => vec![p],
+            Err(_) => paths.extract()?,
+        };
+        let opts = IngestOptions {
+            move_files: r#move,
+            verify_checksums,
+            allow_overlap_with_memtable: allow_overlap,
+            ..IngestOptions::default()
+        };
+        let h = &self.handle;
+        let r = py.detach(|| {
+            h.with(|db| {
+                let r = db.ingest(&paths, &opts)?;
+                if r#move && r.as_batch {
+                    // Small files are applied as a (synced) write batch and
+                    // the engine leaves them where they were; `move=True`
+                    // promises the caller's paths are gone either way.
+                    for p in &paths {
+                        std::fs::remove_file(p)
+                            .map_err(|e| strata::Error::io(p.display().to_string(), e))?;
+                    }
+                }
+                Ok(r)
+            })
+        })?;
+        let d = PyDict::new(py);
+        d.set_item("sequence", r.sequence)?;
+        d.set_item("levels", r.levels)?;
+        d.set_item("as_batch", r.as_batch)?;
+        d.set_item("flushable", r.flushable)?;
+        Ok(d)
+    }
+
+    /// The engine's figures now, as a dict (see `strata.Metrics` in the
+    /// Rust documentation for each field).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let h = &self.handle;
+        let m = py.detach(|| h.with(|db| Ok(db.metrics())))?;
+        metrics::to_dict(py, &m)
+    }
+
+    /// Writes the memtable to a table file and waits for it.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| Ok(db.flush()?)))?)
+    }
+
+    /// Compacts every file overlapping `[start, end]` (None: unbounded)
+    /// down the tree.
+    #[pyo3(signature = (start=None, end=None))]
+    fn compact_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let (lo, hi) = (opt_bytes(start, "start")?, opt_bytes(end, "end")?);
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| Ok(db.compact_range(lo.as_deref(), hi.as_deref())?)))?)
+    }
+
+    /// Waits until no flush or compaction is running or needed.
+    fn wait_for_compactions(&self, py: Python<'_>) -> PyResult<()> {
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| Ok(db.wait_for_compactions()?)))?)
+    }
+
+    /// The newest visible sequence number.
+    #[getter]
+    fn latest_sequence(&self, py: Python<'_>) -> PyResult<u64> {
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| Ok(db.latest_sequence())))?)
+    }
+
+    /// Stops background work, syncs the WAL and releases the directory.
+    /// Iterators and snapshots still alive raise `DatabaseClosedError`
+    /// afterwards. A second call does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let h = &self.handle;
+        py.detach(|| h.close()).map_err(db_err)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "strata.DB({:?}{})",
+            self.handle.path.display().to_string(),
+            if self.handle.is_closed() {
+                ", closed"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// Names of the tables in the catalog.
+    fn tables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let h = &self.handle;
+        let names = py.detach(|| {
+            h.with(|db| {
+                Ok(strata_import::catalog::list(db)?
+                    .into_iter()
+                    .map(|e| e.table.name)
+                    .collect::<Vec<_>>())
+            })
+        })?;
+        PyList::new(py, names)
+    }
+    /// Imports CSV/TSV `files` into table `table` of `schema` (DDL text or
+    /// a path), all or nothing; returns the import's summary as a dict.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (files, schema, table=None, *, format="csv", delimiter=None, quote=None,
+        escape=None, header=None, null=None, memory=None, threads=0, max_bad_rows=0,
+        rejects=None, on_duplicate="error"))]
+    fn import_csv<'py>(
+        &self,
+        py: Python<'py>,
+        files: &Bound<'py, PyAny>,
+        schema: &Bound<'py, PyAny>,
+        table: Option<&str>,
+        format: &str,
+        delimiter: Option<&str>,
+        quote: Option<&str>,
+        escape: Option<&str>,
+        header: Option<&Bound<'py, PyAny>>,
+        null: Option<String>,
+        memory: Option<usize>,
+        threads: usize,
+        max_bad_rows: u64,
+        rejects: Option<std::path::PathBuf>,
+        on_duplicate: &str,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        crate::table::import_csv(
+            py,
+            &self.handle,
+            files,
+            schema,
+            table,
+            format,
+            delimiter,
+            quote,
+            escape,
+            header,
+            null,
+            memory,
+            threads,
+            max_bad_rows,
+            rejects,
+            on_duplicate,
+        )
+    }
+
+    /// The table `name` of the catalog.
+    fn table(&self, py: Python<'_>, name: &str) -> PyResult<crate::table::PyTable> {
+        crate::table::PyTable::open(py, &self.handle, name)
+    }
+}

@@ -1,0 +1,40 @@
+//! `strata._strata`: the Python extension module behind the `strata`
+//! package (`python/strata/__init__.py` re-exports it).
+//!
+//! One concept per file: [`db`] (the `DB` class), [`iter`] (iterators),
+//! [`snapshot`], [`batch`] (`WriteBatch`), [`sst`] (`SstWriter`),
+//! [`table`] (the table layer and encoders), [`metrics`], [`options`]
+//! (keyword arguments), [`convert`] (bytes), [`errors`] (exception classes)
+//! and [`handle`] (the state a database shares with its iterators and
+//! snapshots, and how `close()` releases it). The type stubs are in
+//! `python/strata/_strata.pyi`.
+
+use pyo3::prelude::*;
+
+mod batch;
+mod convert;
+mod db;
+mod errors;
+mod handle;
+mod iter;
+mod metrics;
+mod options;
+mod snapshot;
+mod sst;
+mod table;
+
+/// The extension module.
+#[pymodule]
+fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<db::Db>()?;
+    m.add_class::<batch::Batch>()?;
+    m.add_class::<iter::DbIter>()?;
+    m.add_class::<snapshot::Snapshot>()?;
+    m.add_class::<sst::SstWriter>()?;
+    m.add_class::<table::PyTable>()?;
+    m.add_function(wrap_pyfunction!(table::encode_key, m)?)?;
+    m.add_function(wrap_pyfunction!(table::encode_row, m)?)?;
+    m.add_function(wrap_pyfunction!(table::decode_row, m)?)?;
+    errors::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,626 @@
+//! The table layer from Python: `db.import_csv(...)`, `db.table(name)`
+//! (`get`, `scan`, `count`) and the encoders `strata.encode_key` and
+//! `strata.encode_row`.
+//!
+//! Values cross the boundary typed: rows come back as tuples (or dicts) of
+//! `int`, `float`, `decimal.Decimal`, `str`, `bool`, `datetime.date`,
+//! `datetime.datetime`, `bytes` and `None`. Values given to `get`, `scan`
+//! bounds and the encoders may be those types or their text forms (as in a
+//! CSV file); each is parsed with its column's type, so `get(42)` and
+//! `get("42")` find the same row.
+
+use crate::errors::{import_err, InvalidArgument};
+use crate::handle::Handle;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
+use std::path::PathBuf;
+use std::sync::Arc;
+use strata_import::codec::TableCodec;
+use strata_import::csv::dialect::{Dialect, Header};
+use strata_import::pipeline::OnDuplicate;
+use strata_import::schema::{ColumnType, Table};
+use strata_import::table::TableReader;
+use strata_import::value::{self, Value};
+use strata_import::{ImportOptions, Schema};
+
+/// The text form of a Python value, as a CSV field would hold it.
+fn text_of(o: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(b) = o.cast::<PyBytes>() {
+        let mut s = String::from("\\x");
+        for x in b.as_bytes() {
+            s.push_str(&format!("{x:02x}"));
+        }
+        return Ok(s);
+    }
+    if let Ok(b) = o.cast::<PyBool>() {
+        return Ok(if b.is_true() { "true" } else { "false" }.into());
+    }
+    if let Ok(s) = o.cast::<PyString>() {
+        return Ok(s.to_str()?.to_string());
+    }
+    let py = o.py();
+    let datetime = py.import("datetime")?;
+    if o.is_instance(&datetime.getattr("datetime")?)? {
+        return o.call_method1("isoformat", (" ",))?.extract();
+    }
+    if o.is_instance(&datetime.getattr("date")?)? {
+        return o.call_method0("isoformat")?.extract();
+    }
+    if o.is_instance_of::<pyo3::types::PyFloat>() {
+        return o.repr()?.extract();
+    }
+    o.str()?.extract()
+}
+
+/// A Python value as a value of a column of type `ty` (`None`: NULL).
+fn value_of(o: &Bound<'_, PyAny>, ty: &ColumnType, column: &str) -> PyResult<Value> {
+    if o.is_none() {
+        return Ok(Value::Null);
+    }
+    let t = text_of(o)?;
+    value::parse(ty, &t).map_err(|r| InvalidArgument::new_err(format!("column {column}: {r}")))
+}
+
+/// A stored value as a Python object.
+fn py_value<'py>(py: Python<'py>, ty: &ColumnType, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::Float(f) => f.into_pyobject(py)?.into_any(),
+        Value::Text(s) => PyString::new(py, s).into_any(),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Bytes(b) => PyBytes::new(py, b).into_any(),
+        Value::Decimal(_) => py
+            .import("decimal")?
+            .getattr("Decimal")?
+            .call1((value::format(ty, v),))?,
+        Value::Date(_) => py
+            .import("datetime")?
+            .getattr("date")?
+            .call_method1("fromisoformat", (value::format(ty, v),))?,
+        Value::Timestamp(_) => py
+            .import("datetime")?
+            .getattr("datetime")?
+            .call_method1("fromisoformat", (value::format(ty, v),))?,
+    })
+}
+
+/// A row (in table column order) as a tuple or a dict of the input columns.
+fn py_row<'py>(
+    py: Python<'py>,
+    t: &Table,
+    row: &[Value],
+    as_dict: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let cols = t.input_columns();
+    if as_dict {
+        let d = PyDict::new(py);
+        for (c, v) in cols.iter().zip(row) {
+            d.set_item(&c.name, py_value(py, &c.ty, v)?)?;
+        }
+        Ok(d.into_any())
+    } else {
+        let vals = cols
+            .iter()
+            .zip(row)
+            .map(|(c, v)| py_value(py, &c.ty, v))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyTuple::new(py, vals)?.into_any())
+    }
+}
+
+/// `schema=`: DDL text, or the path of a file holding it.
+fn schema_text(o: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = o.cast::<PyString>() {
+        let s = s.to_str()?;
+        if s.to_ascii_lowercase().contains("create") && s.contains('(') {
+            return Ok(s.to_string());
+        }
+    }
+    let p: PathBuf = o.extract()?;
+    std::fs::read_to_string(&p).map_err(|e| import_err(strata_import::Error::io(&p, e)))
+}
+
+/// The table named `table` (or the only one) of the schema.
+fn pick_table(schema: &Schema, table: Option<&str>) -> PyResult<Table> {
+    let names = || {
+        schema
+            .tables
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match table {
+        Some(n) => schema.table(n).cloned().ok_or_else(|| {
+            InvalidArgument::new_err(format!(
+                "the schema defines no table {n} (it defines: {})",
+                names()
+            ))
+        }),
+        None if schema.tables.len() == 1 => Ok(schema.tables[0].clone()),
+        None => Err(InvalidArgument::new_err(format!(
+            "name the table: the schema defines {}",
+            names()
+        ))),
+    }
+}
+
+fn one_byte(what: &str, s: &str) -> PyResult<u8> {
+    match s {
+        "\\t" | "tab" | "\t" => Ok(b'\t'),
+        _ if s.len() == 1 => Ok(s.as_bytes()[0]),
+        _ => Err(InvalidArgument::new_err(format!(
+            "{what} must be one byte, not {s:?}"
+        ))),
+    }
+}
+
+/// The dialect from `import_csv`'s keywords (the CLI's options).
+#[allow(clippy::too_many_arguments)]
+fn dialect(
+    format: &str,
+    delimiter: Option<&str>,
+    quote: Option<&str>,
+    escape: Option<&str>,
+    header: Option<&Bound<'_, PyAny>>,
+    null: Option<String>,
+) -> PyResult<Dialect> {
+    let mut d = match format {
+        "csv" => Dialect::csv(),
+        "tsv" => Dialect::tsv(),
+        _ => {
+            return Err(InvalidArgument::new_err(format!(
+                "format {format:?}: use csv or tsv"
+            )))
+        }
+    };
+    if let Some(x) = delimiter {
+        d.delimiter = one_byte("delimiter", x)?;
+    }
+    if let Some(x) = quote {
+        d.quote = Some(one_byte("quote", x)?);
+    }
+    if let Some(x) = escape {
+        d.escape = Some(one_byte("escape", x)?);
+    }
+    if let Some(x) = null {
+        d.null = x;
+    }
+    d.header = match header {
+        None => Header::None,
+        Some(h) if h.is_none() => Header::None,
+        Some(h) => match h.extract::<bool>() {
+            Ok(true) => Header::Skip,
+            Ok(false) => Header::None,
+            Err(_) => match h.extract::<String>()?.as_str() {
+                "skip" => Header::Skip,
+                "match" => Header::Match,
+                "none" => Header::None,
+                s => {
+                    return Err(InvalidArgument::new_err(format!(
+                        "header {s:?}: use True, False, \"skip\" or \"match\""
+                    )))
+                }
+            },
+        },
+    };
+    Ok(d)
+}
+
+fn summary_dict<'py>(py: Python<'py>, s: &strata_import::Summary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("table", &s.table)?;
+    d.set_item("created", s.created)?;
+    d.set_item("rows", s.rows)?;
+    d.set_item("duplicates_ignored", s.duplicates_ignored)?;
+    d.set_item("bad_rows", s.bad_rows)?;
+    d.set_item("input_bytes", s.input_bytes)?;
+    d.set_item("spilled_bytes", s.spilled_bytes)?;
+    d.set_item("peak_buffer_bytes", s.peak_buffer_bytes)?;
+    d.set_item("read_parse_seconds", s.read_parse.as_secs_f64())?;
+    d.set_item("merge_write_seconds", s.merge_write.as_secs_f64())?;
+    d.set_item("ingest_seconds", s.ingest.as_secs_f64())?;
+    d.set_item("levels", s.levels.clone())?;
+    d.set_item("write_amplification", s.write_amplification())?;
+    let ix = PyList::empty(py);
+    for i in &s.indexes {
+        let e = PyDict::new(py);
+        e.set_item("name", &i.name)?;
+        e.set_item("kvs", i.kvs)?;
+        e.set_item("files", i.files)?;
+        e.set_item("file_bytes", i.file_bytes)?;
+        e.set_item("in_order", i.in_order)?;
+        e.set_item("spilled_bytes", i.spilled_bytes)?;
+        ix.append(e)?;
+    }
+    d.set_item("indexes", ix)?;
+    Ok(d)
+}
+
+/// `db.import_csv(...)` (see the method's documentation in `db.rs`'s
+/// Python stub).
+#[allow(clippy::too_many_arguments)]
+pub fn import_csv<'py>(
+    py: Python<'py>,
+    handle: &Arc<Handle>,
+    files: &Bound<'py, PyAny>,
+    schema: &Bound<'py, PyAny>,
+    table: Option<&str>,
+    format: &str,
+    delimiter: Option<&str>,
+    quote: Option<&str>,
+    escape: Option<&str>,
+    header: Option<&Bound<'py, PyAny>>,
+    null: Option<String>,
+    memory: Option<usize>,
+    threads: usize,
+    max_bad_rows: u64,
+    rejects: Option<PathBuf>,
+    on_duplicate: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let names: Vec<String> = match files.extract::<PathBuf>() {
+        Ok(p) => vec![p.display().to_string()],
+        Err(_) => files
+            .extract::<Vec<PathBuf>>()?
+            .into_iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+    };
+    let schema = Schema::parse(&schema_text(schema)?).map_err(import_err)?;
+    let def = pick_table(&schema, table)?;
+    let mut opts = ImportOptions {
+        dialect: dialect(format, delimiter, quote, escape, header, null)?,
+        threads,
+        max_bad_rows,
+        rejects,
+        on_duplicate: match on_duplicate {
+            "error" => OnDuplicate::Error,
+            "ignore" => OnDuplicate::Ignore,
+            s => {
+                return Err(InvalidArgument::new_err(format!(
+                    "on_duplicate {s:?}: use \"error\" or \"ignore\""
+                )))
+            }
+        },
+        ..ImportOptions::default()
+    };
+    if let Some(m) = memory {
+        opts.memory = m;
+    }
+    let h = Arc::clone(handle);
+    let summary = py.detach(move || {
+        h.with(|db| {
+            let inputs = strata_import::csv::input::expand(&names)?;
+            Ok(strata_import::import(db, &h.path, &def, &inputs, &opts)?)
+        })
+    })?;
+    summary_dict(py, &summary)
+}
+
+/// A table of the database, from `db.table(name)`.
+#[pyclass(module = "strata", name = "Table")]
+pub struct PyTable {
+    handle: Arc<Handle>,
+    codec: Arc<TableCodec>,
+}
+
+impl PyTable {
+    /// Opens table `name` (its catalog entry is read once).
+    pub fn open(py: Python<'_>, handle: &Arc<Handle>, name: &str) -> PyResult<PyTable> {
+        let h = Arc::clone(handle);
+        let codec = py.detach(|| {
+            h.with(|db| {
+                let r = TableReader::open(db, name)?;
+                Ok(r.codec)
+            })
+        })?;
+        Ok(PyTable {
+            handle: Arc::clone(handle),
+            codec: Arc::new(codec),
+        })
+    }
+
+    /// Text forms of `values` for the leading columns of `index`.
+    fn texts(&self, index: usize, values: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let vals: Vec<Bound<'_, PyAny>> = if values.is_none() {
+            Vec::new()
+        } else if values.is_instance_of::<PyTuple>() || values.is_instance_of::<PyList>() {
+            values.extract()?
+        } else {
+            vec![values.clone()]
+        };
+        let ncols = self.codec.table.indexes[index].columns.len();
+        if vals.len() > ncols {
+            return Err(InvalidArgument::new_err(format!(
+                "index {} has {ncols} columns, {} values given",
+                self.codec.table.indexes[index].name,
+                vals.len()
+            )));
+        }
+        vals.iter()
+            .map(|v| {
+                if v.is_none() {
+                    Err(InvalidArgument::new_err("key values cannot be None"))
+                } else {
+                    text_of(v)
+                }
+            })
+            .collect()
+    }
+
+    fn index(&self, index: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+        let Some(ix) = index.filter(|i| !i.is_none()) else {
+            return Ok(0);
+        };
+        if let Ok(n) = ix.extract::<usize>() {
+            if n < self.codec.table.indexes.len() {
+                return Ok(n);
+            }
+            return Err(InvalidArgument::new_err(format!("no index number {n}")));
+        }
+        let name: String = ix.extract()?;
+        self.codec.table.index_by_name(&name).ok_or_else(|| {
+            InvalidArgument::new_err(format!(
+                "table {} has no index {name}",
+                self.codec.table.name
+            ))
+        })
+    }
+}
+
+#[pymethods]
+impl PyTable {
+    /// The table's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.codec.table.name.clone()
+    }
+
+    /// The id in every key of the table (for `strata.encode_key`).
+    #[getter]
+    fn table_id(&self) -> u32 {
+        self.codec.table_id
+    }
+
+    /// Column names, in order (the hidden row id left out).
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.codec
+            .table
+            .input_columns()
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// Index names, the primary key first.
+    #[getter]
+    fn indexes(&self) -> Vec<String> {
+        self.codec
+            .table
+            .indexes
+            .iter()
+            .map(|i| i.name.clone())
+            .collect()
+    }
+
+    /// The row whose primary key is `pk` (one value per key column), as a
+    /// tuple (or a dict), or None.
+    #[pyo3(signature = (*pk, as_dict=false))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        pk: &Bound<'py, PyTuple>,
+        as_dict: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let texts = self.texts(0, pk.as_any())?;
+        let (h, name) = (Arc::clone(&self.handle), self.codec.table.name.clone());
+        let row = py.detach(move || h.with(|db| Ok(TableReader::open(db, &name)?.get(&texts)?)))?;
+        row.map(|r| py_row(py, &self.codec.table, &r, as_dict))
+            .transpose()
+    }
+
+    /// Rows in the order of `index` (a name or number; None: the primary
+    /// key) whose leading index columns are `>= start` and `<= end` (each
+    /// a value or a tuple of leading values; None: unbounded), at most
+    /// `limit`, as a list of tuples (or dicts).
+    #[pyo3(signature = (index=None, start=None, end=None, limit=None, as_dict=false))]
+    fn scan<'py>(
+        &self,
+        py: Python<'py>,
+        index: Option<&Bound<'py, PyAny>>,
+        start: Option<&Bound<'py, PyAny>>,
+        end: Option<&Bound<'py, PyAny>>,
+        limit: Option<usize>,
+        as_dict: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ix = self.index(index)?;
+        let none = py.None().into_bound(py);
+        let from = self.texts(ix, start.unwrap_or(&none))?;
+        let to = self.texts(ix, end.unwrap_or(&none))?;
+        let (h, name) = (Arc::clone(&self.handle), self.codec.table.name.clone());
+        let rows = py.detach(move || {
+            h.with(|db| {
+                let r = TableReader::open(db, &name)?;
+                let mut rows = Vec::new();
+                r.scan(ix, &from, &to, limit, |row| {
+                    rows.push(row);
+                    Ok(())
+                })?;
+                Ok(rows)
+            })
+        })?;
+        let out = PyList::empty(py);
+        for r in &rows {
+            out.append(py_row(py, &self.codec.table, r, as_dict)?)?;
+        }
+        Ok(out)
+    }
+
+    /// Number of rows (`index`: entries of that index).
+    #[pyo3(signature = (index=None))]
+    fn count(&self, py: Python<'_>, index: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+        let ix = self.index(index)?;
+        let (h, name) = (Arc::clone(&self.handle), self.codec.table.name.clone());
+        let n = py.detach(move || {
+            h.with(|db| {
+                let r = TableReader::open(db, &name)?;
+                Ok(if ix == 0 {
+                    r.count()?
+                } else {
+                    r.count_index(ix)?
+                })
+            })
+        })?;
+        Ok(n)
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.count(py, None)? as usize)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("strata.Table({:?})", self.codec.table.name)
+    }
+}
+
+/// A full row (one value per input column) in table column order.
+fn row_values(t: &Table, row: &Bound<'_, PyAny>, rowid: Option<i64>) -> PyResult<Vec<Value>> {
+    let vals: Vec<Bound<'_, PyAny>> = if let Ok(d) = row.cast::<PyDict>() {
+        t.input_columns()
+            .iter()
+            .map(|c| {
+                Ok(d.get_item(&c.name)?
+                    .unwrap_or_else(|| row.py().None().into_bound(row.py())))
+            })
+            .collect::<PyResult<_>>()?
+    } else {
+        row.extract()?
+    };
+    let cols = t.input_columns();
+    if vals.len() != cols.len() {
+        return Err(InvalidArgument::new_err(format!(
+            "table {} has {} columns, {} values given",
+            t.name,
+            cols.len(),
+            vals.len()
+        )));
+    }
+    let mut out = cols
+        .iter()
+        .zip(&vals)
+        .map(|(c, v)| {
+            let val = value_of(v, &c.ty, &c.name)?;
+            if val == Value::Null && c.not_null {
+                return Err(InvalidArgument::new_err(format!(
+                    "column {} is NOT NULL",
+                    c.name
+                )));
+            }
+            Ok(val)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    if t.hidden_rowid {
+        let id = rowid.ok_or_else(|| {
+            InvalidArgument::new_err(format!(
+                "table {} has no primary key: give the row's rowid=",
+                t.name
+            ))
+        })?;
+        out.push(Value::Int(id));
+    }
+    Ok(out)
+}
+
+fn codec_for(
+    schema: &Bound<'_, PyAny>,
+    table: Option<&str>,
+    table_id: u32,
+) -> PyResult<TableCodec> {
+    let schema = Schema::parse(&schema_text(schema)?).map_err(import_err)?;
+    Ok(TableCodec::new(pick_table(&schema, table)?, table_id))
+}
+
+/// The key of `row`'s entry in `index` (None: the primary key) of table
+/// `table` of `schema` (DDL text or a path), stored under `table_id` (a
+/// table's `table_id`). `row`: one value per column, or a dict by name.
+#[pyfunction]
+#[pyo3(signature = (schema, table, row, *, table_id, index=None, rowid=None))]
+pub fn encode_key<'py>(
+    py: Python<'py>,
+    schema: &Bound<'py, PyAny>,
+    table: Option<&str>,
+    row: &Bound<'py, PyAny>,
+    table_id: u32,
+    index: Option<&Bound<'py, PyAny>>,
+    rowid: Option<i64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let codec = codec_for(schema, table, table_id)?;
+    let ix = match index.filter(|i| !i.is_none()) {
+        None => 0,
+        Some(i) => match i.extract::<usize>() {
+            Ok(n) if n < codec.table.indexes.len() => n,
+            Ok(n) => return Err(InvalidArgument::new_err(format!("no index number {n}"))),
+            Err(_) => {
+                let name: String = i.extract()?;
+                codec.table.index_by_name(&name).ok_or_else(|| {
+                    InvalidArgument::new_err(format!(
+                        "table {} has no index {name}",
+                        codec.table.name
+                    ))
+                })?
+            }
+        },
+    };
+    let vals = row_values(&codec.table, row, rowid)?;
+    let pk = codec.pk_bytes(&vals);
+    let (mut k, mut v) = (Vec::new(), Vec::new());
+    codec.entry(ix, &vals, &pk, &mut k, &mut v);
+    Ok(PyBytes::new(py, &k))
+}
+
+/// The value of `row`'s primary entry (every column not in the primary
+/// key), as `import_csv` stores it.
+#[pyfunction]
+#[pyo3(signature = (schema, table, row, *, rowid=None))]
+pub fn encode_row<'py>(
+    py: Python<'py>,
+    schema: &Bound<'py, PyAny>,
+    table: Option<&str>,
+    row: &Bound<'py, PyAny>,
+    rowid: Option<i64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let codec = codec_for(schema, table, 0)?;
+    let vals = row_values(&codec.table, row, rowid)?;
+    let pk = codec.pk_bytes(&vals);
+    let (mut k, mut v) = (Vec::new(), Vec::new());
+    codec.entry(0, &vals, &pk, &mut k, &mut v);
+    Ok(PyBytes::new(py, &v))
+}
+
+/// Decodes a primary entry (key and value from `db.items()`) of table
+/// `table` of `schema` back into a row tuple.
+#[pyfunction]
+#[pyo3(signature = (schema, table, key, value))]
+pub fn decode_row<'py>(
+    py: Python<'py>,
+    schema: &Bound<'py, PyAny>,
+    table: Option<&str>,
+    key: &[u8],
+    value: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
+    let table_id = match key.get(1..5) {
+        Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+        None => {
+            return Err(InvalidArgument::new_err(
+                "key is too short to be a table key",
+            ))
+        }
+    };
+    let codec = codec_for(schema, table, table_id)?;
+    let row = codec
+        .decode_primary(key, value)
+        .map_err(|m| InvalidArgument::new_err(format!("row does not decode: {m}")))?;
+    py_row(py, &codec.table, &row, false)
+}

@@ -1,0 +1,303 @@
+"""The DB class: mapping idioms, writes, batches, iterators against a model,
+snapshots, closing, metrics and errors."""
+
+import random
+import threading
+import time
+
+import pytest
+
+import strata
+
+
+def test_mapping_idioms(db):
+    db[b"a"] = b"1"
+    db["b"] = "2"  # str is stored as UTF-8
+    db.put(b"c", bytearray(b"3"))
+    assert db[b"a"] == b"1"
+    assert db[b"b"] == b"2"
+    assert db.get(b"c") == b"3"
+    assert db.get(b"zz") is None
+    assert db.get(b"zz", b"dflt") == b"dflt"
+    assert b"a" in db and b"zz" not in db
+    with pytest.raises(KeyError):
+        db[b"zz"]
+    del db[b"a"]
+    assert b"a" not in db
+    with pytest.raises(KeyError):
+        del db[b"a"]
+    db.delete(b"never-there")  # no error, like RocksDB
+    assert list(db) == [b"b", b"c"]
+
+
+def test_type_errors(db):
+    with pytest.raises(TypeError):
+        db[1] = b"x"
+    with pytest.raises(TypeError):
+        db.get(None)
+    with pytest.raises(TypeError):
+        strata.DB(db.path / "other", no_such_option=1)
+
+
+def test_delete_range_and_batch(db):
+    for i in range(100):
+        db[b"k%03d" % i] = b"v%d" % i
+    db.delete_range(b"k010", b"k090")
+    assert len(list(db.keys())) == 20
+    b = strata.WriteBatch()
+    b.put(b"x", b"1")
+    b[b"y"] = b"2"
+    b.delete(b"k000")
+    b.delete_range(b"k090", b"k095")
+    assert len(b) == 4
+    db.write(b, sync=True)
+    assert db[b"x"] == b"1" and db[b"y"] == b"2"
+    assert b"k000" not in db and b"k094" not in db and b"k095" in db
+    # The batch is not consumed: clear and reuse.
+    assert len(b) == 4
+    b.clear()
+    assert len(b) == 0
+    b.put(b"z", b"3")
+    db.write(b)
+    assert db[b"z"] == b"3"
+
+
+def _model_range(model, start, end, reverse):
+    keys = sorted(k for k in model if (start is None or k >= start) and (end is None or k < end))
+    if reverse:
+        keys.reverse()
+    return [(k, model[k]) for k in keys]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_iterators_against_model(db_path, seed):
+    """Random puts, deletes, range deletes, flushes and reopens; after each
+    step, random bounded scans in both directions equal the model's."""
+    rng = random.Random(seed)
+    model = {}
+    db = strata.DB(db_path, memtable_size=64 << 10)
+    keyspace = [b"key%04d" % i for i in range(400)]
+    for step in range(60):
+        for _ in range(rng.randrange(1, 80)):
+            r = rng.random()
+            k = rng.choice(keyspace)
+            if r < 0.7:
+                v = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40)))
+                db[k] = v
+                model[k] = v
+            elif r < 0.9:
+                db.delete(k)
+                model.pop(k, None)
+            else:
+                e = rng.choice(keyspace)
+                lo, hi = min(k, e), max(k, e)
+                db.delete_range(lo, hi)
+                for x in [x for x in model if lo <= x < hi]:
+                    del model[x]
+        if rng.random() < 0.2:
+            db.flush()
+        if rng.random() < 0.1:
+            db.close()
+            db = strata.DB(db_path, memtable_size=64 << 10)
+        for _ in range(3):
+            start = rng.choice([None] + keyspace)
+            end = rng.choice([None] + keyspace)
+            reverse = rng.random() < 0.5
+            want = _model_range(model, start, end, reverse)
+            assert list(db.items(start=start, end=end, reverse=reverse)) == want
+            assert list(db.keys(start=start, end=end, reverse=reverse)) == [k for k, _ in want]
+            assert list(db.values(start=start, end=end, reverse=reverse)) == [v for _, v in want]
+        k = rng.choice(keyspace)
+        assert db.get(k) == model.get(k)
+    db.close()
+
+
+def test_long_scan_crosses_chunks(db):
+    """More entries than one read-ahead chunk, both directions, partial
+    consumption."""
+    b = strata.WriteBatch()
+    n = 5000
+    for i in range(n):
+        b.put(b"%06d" % i, b"v" * (i % 7))
+    db.write(b)
+    assert [k for k in db.keys()] == [b"%06d" % i for i in range(n)]
+    assert [k for k in db.keys(reverse=True)] == [b"%06d" % i for i in reversed(range(n))]
+    it = db.items(start=b"001000")
+    assert next(it) == (b"001000", b"v" * (1000 % 7))
+    assert next(it)[0] == b"001001"
+
+
+def test_iterator_view_is_fixed(db):
+    db[b"a"] = b"1"
+    it = db.keys()
+    db[b"b"] = b"2"
+    assert list(it) == [b"a"]
+
+
+def test_snapshot_reads(db):
+    db[b"k"] = b"old"
+    db[b"gone"] = b"x"
+    with db.snapshot() as snap:
+        db[b"k"] = b"new"
+        del db[b"gone"]
+        db[b"added"] = b"y"
+        db.compact_range()
+        assert snap[b"k"] == b"old"
+        assert snap.get(b"gone") == b"x"
+        assert b"added" not in snap
+        assert list(snap.keys()) == [b"gone", b"k"]
+        assert list(snap.items(reverse=True)) == [(b"k", b"old"), (b"gone", b"x")]
+        assert list(snap.values(start=b"h")) == [b"old"]
+        assert snap.sequence < db.latest_sequence
+    with pytest.raises(strata.DatabaseClosedError):
+        snap.get(b"k")
+    assert db[b"k"] == b"new"
+
+
+def test_snapshot_isolation_under_concurrent_writes(db):
+    """A writer thread keeps rewriting every key (each round one value for
+    all keys); a snapshot taken mid-way must always show one round's
+    values for every key, however often it is read."""
+    keys = [b"acct%03d" % i for i in range(200)]
+    b = strata.WriteBatch()
+    for k in keys:
+        b.put(k, b"0")
+    db.write(b)
+    # The writer stops after a bounded number of rounds: every round adds a
+    # version per key that a snapshot iterator steps over.
+    max_rounds = 150
+    stop = threading.Event()
+    rounds = [0]
+
+    def writer():
+        r = 0
+        while not stop.is_set() and r < max_rounds:
+            r += 1
+            wb = strata.WriteBatch()
+            for k in keys:
+                wb.put(k, str(r).encode())
+            db.write(wb)
+            rounds[0] = r
+            time.sleep(0.0005)  # lasts long enough for several snapshots
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        seen_rounds = set()
+        while t.is_alive() or len(seen_rounds) < 2:
+            with db.snapshot() as snap:
+                first = list(snap.values())
+                assert len(first) == len(keys)
+                assert len(set(first)) == 1, "a snapshot mixed two rounds"
+                for _ in range(2):
+                    assert list(snap.values(reverse=True)) == first
+                    assert snap[keys[17]] == first[0]
+                seen_rounds.add(first[0])
+            if not t.is_alive():
+                break
+    finally:
+        stop.set()
+        t.join()
+    assert rounds[0] > 0
+    assert rounds[0] == max_rounds
+    assert len(seen_rounds) > 1, "the writer thread never ran while snapshots were read"
+
+
+def test_gil_released_during_scan(db):
+    """A long scan in one thread lets another Python thread run."""
+    b = strata.WriteBatch()
+    for i in range(200_000):
+        b.put(b"%08d" % i, b"")
+    db.write(b)
+    ticks = [0]
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks[0] += 1
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        n = sum(1 for _ in db.keys())
+    finally:
+        done.set()
+        t.join()
+    assert n == 200_000
+    assert ticks[0] > 0
+
+
+def test_close_with_live_iterators_and_snapshots(db_path):
+    db = strata.DB(db_path)
+    for i in range(3000):
+        db[b"%05d" % i] = b"v"
+    it = db.items()
+    assert next(it) == (b"00000", b"v")
+    rev = db.keys(reverse=True)
+    snap = db.snapshot()
+    db.close()
+    assert db.closed
+    for x in (it, rev):
+        with pytest.raises(strata.DatabaseClosedError):
+            next(x)
+    with pytest.raises(strata.DatabaseClosedError):
+        snap.get(b"00001")
+    with pytest.raises(strata.DatabaseClosedError):
+        db[b"00001"]
+    with pytest.raises(strata.DatabaseClosedError):
+        db.keys()
+    db.close()  # idempotent
+    # The directory is released although `it` and `snap` are still alive.
+    with strata.DB(db_path) as again:
+        assert again[b"00001"] == b"v"
+    del it, rev, snap
+
+
+def test_busy_and_not_found(db, tmp_path):
+    with pytest.raises(strata.BusyError):
+        strata.DB(db.path)
+    with pytest.raises(strata.NotFoundError):
+        strata.DB(tmp_path / "missing", create_if_missing=False)
+    assert not (tmp_path / "missing").exists()
+    notdb = tmp_path / "plain"
+    notdb.mkdir()
+    (notdb / "file").write_text("x")
+    with pytest.raises(strata.NotFoundError):
+        strata.DB(notdb, create_if_missing=False)
+    with pytest.raises(strata.InvalidArgument):
+        strata.DB(tmp_path / "x", compression="brotli")
+    assert issubclass(strata.CorruptionError, strata.StrataError)
+
+
+def test_read_only(db_path):
+    with strata.DB(db_path) as db:
+        db[b"k"] = b"v"
+    with strata.DB(db_path, read_only=True) as ro:
+        assert ro[b"k"] == b"v"
+        with pytest.raises(strata.NotSupportedError):
+            ro[b"k2"] = b"v"
+
+
+def test_context_manager_and_reopen(db_path):
+    with strata.DB(db_path) as db:
+        db.put(b"k", b"v", sync=True)
+    assert db.closed
+    with strata.DB(db_path) as db:
+        assert db[b"k"] == b"v"
+
+
+def test_flush_compact_metrics(db):
+    for i in range(1000):
+        db[b"%04d" % i] = b"x" * 100
+    m0 = db.metrics()
+    assert m0["flushes"] == 0 and m0["memtable_bytes"] > 0
+    db.flush()
+    m = db.metrics()
+    assert m["flushes"] == 1 and m["l0_files"] == 1
+    assert len(m["levels"]) >= 2 and m["levels"][0]["files"] == 1
+    assert m["last_sequence"] == db.latest_sequence == 1000
+    db.compact_range(b"0000", b"9999")
+    m = db.metrics()
+    assert m["l0_files"] == 0
+    assert sum(l["files"] for l in m["levels"]) >= 1
+    assert list(db.keys())[:2] == [b"0000", b"0001"]

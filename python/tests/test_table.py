@@ -1,0 +1,141 @@
+"""The table layer: import_csv, table reads, the encoders, and errors."""
+
+import datetime
+import decimal
+
+import pytest
+
+import strata
+
+SCHEMA = """
+CREATE TABLE item (
+    id INT PRIMARY KEY,
+    name VARCHAR(20) NOT NULL,
+    price DECIMAL(10,2),
+    added DATE,
+    seen TIMESTAMP,
+    ok BOOL,
+    blob BYTEA,
+    ratio DOUBLE
+);
+CREATE INDEX item_name ON item (name);
+"""
+
+ROWS = [
+    (1, "apple", "1.50", "2024-01-02", "2024-01-02 03:04:05", "true", "\\x00ff", "0.5"),
+    (2, "pear", "", "2023-12-31", "2024-01-02 03:04:05.123456", "false", "", "-1e300"),
+    (3, "fig", "99999999.99", "", "", "", "\\x41", "inf"),
+    (10, "apple", "0.01", "1970-01-01", "1970-01-01 00:00:00", "t", "\\x", "0"),
+]
+
+
+def write_csv(path, rows, header=True):
+    lines = []
+    if header:
+        lines.append("id,name,price,added,seen,ok,blob,ratio")
+    for r in rows:
+        lines.append(",".join(str(x) for x in r))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def expected(r):
+    def opt(s, f):
+        return None if s == "" else f(s)
+
+    return (
+        r[0],
+        r[1],
+        opt(r[2], decimal.Decimal),
+        opt(r[3], datetime.date.fromisoformat),
+        opt(r[4], datetime.datetime.fromisoformat),
+        opt(r[5], lambda s: s in ("true", "t")),
+        opt(r[6], lambda s: bytes.fromhex(s[2:])),
+        opt(r[7], float),
+    )
+
+
+def test_import_round_trip(db, tmp_path):
+    csv = tmp_path / "items.csv"
+    write_csv(csv, ROWS)
+    schema = tmp_path / "s.sql"
+    schema.write_text(SCHEMA)
+    s = db.import_csv([csv], schema=schema, table="item", header=True)
+    assert s["rows"] == 4 and s["created"] and s["table"] == "item"
+    assert [i["name"] for i in s["indexes"]][1] == "item_name"
+    assert db.tables() == ["item"]
+    t = db.table("item")
+    assert t.columns == ["id", "name", "price", "added", "seen", "ok", "blob", "ratio"]
+    assert t.count() == 4 and len(t) == 4
+    assert t.count("item_name") == 4
+    for r in ROWS:
+        assert t.get(r[0]) == expected(r)
+        assert t.get(str(r[0])) == expected(r)  # text forms parse too
+    assert t.get(4) is None
+    d = t.get(1, as_dict=True)
+    assert d["name"] == "apple" and d["price"] == decimal.Decimal("1.50")
+    # Scans: primary key order, bounds, limit, secondary index.
+    assert [r[0] for r in t.scan()] == [1, 2, 3, 10]
+    assert [r[0] for r in t.scan(start=2, end=3)] == [2, 3]
+    assert [r[0] for r in t.scan(limit=2)] == [1, 2]
+    assert [r[1] for r in t.scan(index="item_name")] == ["apple", "apple", "fig", "pear"]
+    assert [r[0] for r in t.scan(index="item_name", start="apple", end="apple")] == [1, 10]
+    # The entries are in the key space: the encoders reproduce them.
+    k = strata.encode_key(SCHEMA, "item", expected(ROWS[0]), table_id=t.table_id)
+    assert db[k] == strata.encode_row(SCHEMA, "item", expected(ROWS[0]))
+    assert strata.decode_row(SCHEMA, "item", k, db[k]) == expected(ROWS[0])
+    ik = strata.encode_key(SCHEMA, "item", list(expected(ROWS[3])), table_id=t.table_id, index="item_name")
+    assert ik in db
+    # Dicts work as rows too.
+    row = dict(zip(t.columns, expected(ROWS[1])))
+    assert strata.encode_key(SCHEMA, "item", row, table_id=t.table_id) in db
+
+
+def test_import_schema_text_tsv_and_second_import(db, tmp_path):
+    tsv = tmp_path / "a.tsv"
+    tsv.write_text("5\tkiwi\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n")
+    s = db.import_csv(str(tsv), schema=SCHEMA, table="item", format="tsv")
+    assert s["rows"] == 1
+    tsv2 = tmp_path / "b.tsv"
+    tsv2.write_text("6\tlime\t2.00\t\\N\t\\N\t\\N\t\\N\t\\N\n")
+    s = db.import_csv([tsv2], schema=SCHEMA, format="tsv")  # the only table
+    assert s["rows"] == 1 and not s["created"]
+    assert db.table("item").get(5) == (5, "kiwi", None, None, None, None, None, None)
+    assert db.table("item").count() == 2
+
+
+def test_import_errors_leave_nothing(db, tmp_path):
+    bad = tmp_path / "bad.csv"
+    write_csv(bad, ROWS[:2] + [(3, "x" * 30, "", "", "", "", "", "")], header=False)
+    with pytest.raises(strata.BadRowError) as e:
+        db.import_csv([bad], schema=SCHEMA, table="item")
+    assert e.value.line == 3 and e.value.column == "name"
+    assert db.tables() == [] and list(db.keys()) == []
+    dup = tmp_path / "dup.csv"
+    write_csv(dup, [ROWS[0], ROWS[0]], header=False)
+    with pytest.raises(strata.DuplicateKeyError):
+        db.import_csv([dup], schema=SCHEMA, table="item")
+    s = db.import_csv([dup], schema=SCHEMA, table="item", on_duplicate="ignore")
+    assert s["rows"] == 1 and s["duplicates_ignored"] == 1
+    with pytest.raises(strata.SchemaError):
+        db.import_csv([dup], schema="CREATE TABLE (", table="item")
+    with pytest.raises(strata.InvalidArgument):
+        db.import_csv([dup], schema=SCHEMA, table="nope")
+    with pytest.raises(strata.InvalidArgument):
+        db.table("nope")
+    with pytest.raises(strata.IoError):
+        db.import_csv([tmp_path / "missing.csv"], schema=SCHEMA, table="item")
+    with pytest.raises(strata.InvalidArgument):
+        strata.encode_key(SCHEMA, "item", (1, "a"), table_id=1)
+    with pytest.raises(strata.InvalidArgument):
+        strata.encode_row(SCHEMA, "item", (1, None, None, None, None, None, None, None))
+
+
+def test_table_closed(db_path, tmp_path):
+    csv = tmp_path / "items.csv"
+    write_csv(csv, ROWS, header=False)
+    db = strata.DB(db_path)
+    db.import_csv([csv], schema=SCHEMA, table="item")
+    t = db.table("item")
+    db.close()
+    with pytest.raises(strata.DatabaseClosedError):
+        t.get(1)
