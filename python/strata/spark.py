@@ -62,30 +62,28 @@ def _schema_text(schema: str) -> str:
     return schema
 
 
-def _values(row: Any, columns: Sequence[str], null: Optional[str]) -> list:
-    """The row's values in table column order. For CSV text (``null`` not
-    None) the fields are normalised as ``strata import`` reads them: a field
-    equal to the NULL marker is NULL and any other field is its text, so
-    whether Spark's reader gave an empty field as None or "" does not
-    matter."""
+def _values(row: Any, n: int, null: Optional[str]) -> list:
+    """The first ``n`` values of ``row`` (selected in table column order).
+    For CSV text (``null`` not None) the fields are normalised as ``strata
+    import`` reads them: a field equal to the NULL marker is NULL and any
+    other field is its text, so whether Spark's reader gave an empty field
+    as None or "" does not matter."""
+    vals = list(row[:n])
     if null is None:
-        return [row[c] for c in columns]
-    out = []
-    for c in columns:
-        v = row[c]
-        v = "" if v is None else v
-        out.append(None if v == null else v)
-    return out
+        return vals
+    return [None if ("" if v is None else v) == null else ("" if v is None else v) for v in vals]
 
 
 def _encode_partition(schema: str, table: str, table_id: int, columns: Sequence[str], null: Optional[str]):
     """Returns a function mapping an iterator of Spark rows to
     ``((index, key), value)`` entries, one per row and index."""
 
+    n = len(columns)
+
     def run(rows: Iterable[Any]) -> Iterator[Any]:
         enc = strata.TableEncoder(schema, table, table_id)
         for row in rows:
-            for ix, k, v in enc.entries(_values(row, columns, null)):
+            for ix, k, v in enc.entries(_values(row, n, null)):
                 yield ((ix, k), v)
 
     return run
@@ -221,9 +219,11 @@ def build_table(
 
             st = StructType([StructField(c, StringType()) for c in columns])
             df = reader.schema(st).csv([str(p) for p in paths])
-        missing = [c for c in columns if c not in df.columns]
-        if missing:
-            raise BundleError(f"input lacks column(s) {', '.join(missing)} of table {table}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise BundleError(f"input lacks column(s) {', '.join(missing)} of table {table}")
+    # Rows in table column order: the encoder takes them by position.
+    df = df.select(*columns)
 
     outp = Path(out)
     if outp.exists() and any(outp.iterdir()):
@@ -303,7 +303,7 @@ def _duplicate(df, schema, table, table_id, columns, null, ix, key) -> BundleErr
     def find(rows):
         enc = strata.TableEncoder(schema, table, table_id)
         for row in rows:
-            values = _values(row, columns, null)
+            values = _values(row, len(columns), null)
             for i, k, _ in enc.entries(values):
                 if i == ix and k == key:
                     yield (row["__file"], tuple(values))
