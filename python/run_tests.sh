@@ -26,9 +26,21 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "== creating $venv"
   python3 -m venv "$venv"
 fi
-echo "== pip install maturin pytest rocksdict (PyPI)"
+# PySpark runs the Spark path's tests (python/tests/test_spark.py) in
+# local mode; it needs Java 17 or newer.
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing Java (openjdk-17-jre-headless) for PySpark"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "== Java missing and apt-get unavailable: the Spark tests will skip"
+  fi
+fi
+echo "== pip install maturin pytest rocksdict pyspark (PyPI)"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-  'maturin>=1.9.4,<2' 'pytest>=7' 'rocksdict==0.3.29'
+  'maturin>=1.9.4,<2' 'pytest>=7' 'rocksdict==0.3.29' 'pyspark==4.3.0'
 
 echo "== cargo fmt --check / clippy (python/, outside the workspace)"
 cargo fmt --manifest-path python/Cargo.toml -- --check

@@ -446,6 +446,23 @@ impl Db {
         )
     }
 
+    /// Ingests a table bundle (a directory of SSTs and
+    /// `strata-bundle.json`, as `strata.spark.build_table` writes it) as a
+    /// new table: every file is checked against the manifest and the
+    /// schema first, then all of them and the catalog entry go in as one
+    /// atomic ingestion. `move=True` moves the files in instead of copying.
+    /// Returns a dict: table, table_id, rows, files, bytes, entries (per
+    /// index), levels, verify_seconds, ingest_seconds.
+    #[pyo3(signature = (bundle, *, r#move=false))]
+    fn ingest_table<'py>(
+        &self,
+        py: Python<'py>,
+        bundle: std::path::PathBuf,
+        r#move: bool,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        crate::table::ingest_table(py, &self.handle, bundle, r#move)
+    }
+
     /// The table `name` of the catalog.
     fn table(&self, py: Python<'_>, name: &str) -> PyResult<crate::table::PyTable> {
         crate::table::PyTable::open(py, &self.handle, name)

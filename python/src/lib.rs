@@ -3,7 +3,8 @@
 //!
 //! One concept per file: [`db`] (the `DB` class), [`iter`] (iterators),
 //! [`snapshot`], [`batch`] (`WriteBatch`), [`sst`] (`SstWriter`),
-//! [`table`] (the table layer and encoders), [`metrics`], [`options`]
+//! [`table`] (the table layer and encoders), [`encoder`] (`TableEncoder`,
+//! every index's entries of a row, for `strata.spark`), [`metrics`], [`options`]
 //! (keyword arguments), [`convert`] (bytes), [`errors`] (exception classes)
 //! and [`handle`] (the state a database shares with its iterators and
 //! snapshots, and how `close()` releases it). The type stubs are in
@@ -14,6 +15,7 @@ use pyo3::prelude::*;
 mod batch;
 mod convert;
 mod db;
+mod encoder;
 mod errors;
 mod handle;
 mod iter;
@@ -32,6 +34,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<sst::SstWriter>()?;
     m.add_class::<table::PyTable>()?;
+    m.add_class::<encoder::TableEncoder>()?;
     m.add_function(wrap_pyfunction!(table::encode_key, m)?)?;
     m.add_function(wrap_pyfunction!(table::encode_row, m)?)?;
     m.add_function(wrap_pyfunction!(table::decode_row, m)?)?;

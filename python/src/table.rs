@@ -110,7 +110,7 @@ fn py_row<'py>(
 }
 
 /// `schema=`: DDL text, or the path of a file holding it.
-fn schema_text(o: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn schema_text(o: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok(s) = o.cast::<PyString>() {
         let s = s.to_str()?;
         if s.to_ascii_lowercase().contains("create") && s.contains('(') {
@@ -122,7 +122,7 @@ fn schema_text(o: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 /// The table named `table` (or the only one) of the schema.
-fn pick_table(schema: &Schema, table: Option<&str>) -> PyResult<Table> {
+pub(crate) fn pick_table(schema: &Schema, table: Option<&str>) -> PyResult<Table> {
     let names = || {
         schema
             .tables
@@ -296,6 +296,41 @@ pub fn import_csv<'py>(
         })
     })?;
     summary_dict(py, &summary)
+}
+
+/// `db.ingest_table(bundle, move=)`: a table bundle (SSTs built elsewhere,
+/// e.g. by `strata.spark`, with `strata-bundle.json`) checked whole and
+/// ingested as a new table in one step; returns a summary dict.
+pub fn ingest_table<'py>(
+    py: Python<'py>,
+    handle: &Arc<Handle>,
+    bundle: PathBuf,
+    move_files: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let h = Arc::clone(handle);
+    let opts = strata_import::bundle::BundleOptions { move_files };
+    let s = py.detach(move || {
+        h.with(|db| {
+            Ok(strata_import::bundle::ingest_table(
+                db, &h.path, &bundle, &opts,
+            )?)
+        })
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("table", &s.table)?;
+    d.set_item("table_id", s.table_id)?;
+    d.set_item("rows", s.rows)?;
+    d.set_item("files", s.files)?;
+    d.set_item("bytes", s.bytes)?;
+    let entries = PyDict::new(py);
+    for (index, n) in &s.entries {
+        entries.set_item(index, n)?;
+    }
+    d.set_item("entries", entries)?;
+    d.set_item("levels", &s.levels)?;
+    d.set_item("verify_seconds", s.verify.as_secs_f64())?;
+    d.set_item("ingest_seconds", s.ingest.as_secs_f64())?;
+    Ok(d)
 }
 
 /// A table of the database, from `db.table(name)`.
@@ -486,7 +521,11 @@ impl PyTable {
 }
 
 /// A full row (one value per input column) in table column order.
-fn row_values(t: &Table, row: &Bound<'_, PyAny>, rowid: Option<i64>) -> PyResult<Vec<Value>> {
+pub(crate) fn row_values(
+    t: &Table,
+    row: &Bound<'_, PyAny>,
+    rowid: Option<i64>,
+) -> PyResult<Vec<Value>> {
     let vals: Vec<Bound<'_, PyAny>> = if let Ok(d) = row.cast::<PyDict>() {
         t.input_columns()
             .iter()

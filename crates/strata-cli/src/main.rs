@@ -1,6 +1,7 @@
 //! The `strata` command: the demo, table commands (`import_cmd`: import;
 //! `table_cmd`: get, scan, count, tables), the raw key-value commands under
 //! `strata kv` (one file per group: `kv`, `scan`, `load`), `ingest_cmd`,
+//! `ingest_table_cmd` (table bundles),
 //! `lsm`, SST tools (`sst_cmd`) and benchmarks (`bench`). `stress`, the
 //! crash test's writer, is hidden.
 //!
@@ -17,6 +18,7 @@ mod demo;
 mod gen;
 mod import_cmd;
 mod ingest_cmd;
+mod ingest_table_cmd;
 mod kv;
 mod load;
 mod lsm;
@@ -71,6 +73,8 @@ enum Cmd {
     Kv(KvCmd),
     /// Ingest SST files (written for ingestion, by Strata or RocksDB).
     Ingest(ingest_cmd::IngestArgs),
+    /// Ingest a table bundle (SSTs and strata-bundle.json, e.g. from Spark) as a new table, in one step.
+    IngestTable(ingest_table_cmd::IngestTableArgs),
     /// Print the shape of the tree and its history (from MANIFEST and EVENTS).
     Lsm {
         /// Database directory (must exist).
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
         Cmd::Kv(KvCmd::Dump(a)) => scan::dump(a),
         Cmd::Kv(KvCmd::Load(a)) => load::load(a),
         Cmd::Ingest(a) => ingest_cmd::ingest(a),
+        Cmd::IngestTable(a) => ingest_table_cmd::run(a),
         Cmd::Lsm { db } => lsm::lsm(&db),
         Cmd::Repair(a) => repair_cmd::run(a),
         Cmd::Bench(c) => bench::run(c),

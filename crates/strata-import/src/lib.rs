@@ -6,10 +6,13 @@
 //! index externally under one memory budget, writes SSTs and ingests every
 //! file of every index with the table's [`catalog`] entry in one atomic
 //! ingestion. [`table`] reads tables back (get, scan, count). It uses only
-//! the public API of the `strata` crate. `docs/import.md` describes the
+//! the public API of the `strata` crate. A table built elsewhere (Apache
+//! Spark, another machine) arrives as a [`bundle`]: its SSTs and a manifest,
+//! checked whole and ingested in one step. `docs/import.md` describes the
 //! pipeline, `docs/formats.md` the encodings.
 
 pub mod budget;
+pub mod bundle;
 pub mod catalog;
 pub mod chunk;
 pub mod codec;

@@ -1,0 +1,81 @@
+//! `strata ingest-table`: a bundle built with the import library's encoder
+//! (as a Spark job would build one) becomes a table the table commands
+//! read; a second or a damaged bundle is refused with the reason.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+use common::strata;
+use strata::{SstOptions, SstWriter};
+use strata_import::bundle::{describe_file, BundleManifest};
+use strata_import::codec::TableCodec;
+use strata_import::schema::Schema;
+use strata_import::value::Value;
+
+const SCHEMA: &str = "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT);
+                      CREATE INDEX kv_v ON kv (v);";
+
+fn build(dir: &std::path::Path, n: i64) {
+    std::fs::create_dir_all(dir).unwrap();
+    let schema = Schema::parse(SCHEMA).unwrap();
+    let codec = TableCodec::new(schema.table("kv").unwrap().clone(), 1);
+    let mut m = BundleManifest::new("kv", 1, SCHEMA);
+    m.rows = n as u64;
+    for (ix, index) in codec.table.indexes.iter().enumerate() {
+        let mut entries: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+            .map(|i| {
+                let row = vec![Value::Int(i), Value::Text(format!("v{:04}", n - i))];
+                let pk = codec.pk_bytes(&row);
+                let (mut k, mut v) = (Vec::new(), Vec::new());
+                codec.entry(ix, &row, &pk, &mut k, &mut v);
+                (k, v)
+            })
+            .collect();
+        entries.sort();
+        let name = format!("{}.sst", index.name);
+        let mut w = SstWriter::create(dir.join(&name), SstOptions::for_ingestion()).unwrap();
+        for (k, v) in &entries {
+            w.put(k, v).unwrap();
+        }
+        w.finish().unwrap();
+        m.files
+            .push(describe_file(dir, &name, &index.name).unwrap());
+    }
+    m.write(dir).unwrap();
+}
+
+#[test]
+fn ingest_table_then_read_back_and_refuse_twice() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    build(&d.path().join("bundle"), 5000);
+    let db = p("db");
+    let (ok, out, err) = strata(&["ingest-table", &db, &p("bundle")]);
+    assert!(ok, "{err}");
+    assert!(out.contains("table kv (id 1): 5000 rows, 2 files"), "{out}");
+    assert!(
+        out.contains("levels: L6 L6 L6") || out.contains("levels: - L6 L6"),
+        "{out}"
+    );
+    assert_eq!(strata(&["count", &db, "kv"]).1.trim(), "5000");
+    assert_eq!(strata(&["get", &db, "kv", "42"]).1, "42,v4958\n");
+
+    // Again: the table exists; nothing changes.
+    let (ok, _, err) = strata(&["ingest-table", &db, &p("bundle")]);
+    assert!(!ok && err.contains("already exists"), "{err}");
+
+    // A damaged bundle into a fresh database: refused, no table.
+    let bundle = d.path().join("bundle");
+    let f = bundle.join("primary.sst");
+    let mut b = std::fs::read(&f).unwrap();
+    let at = b.len() / 2;
+    b[at] ^= 1;
+    std::fs::write(&f, b).unwrap();
+    let (ok, _, err) = strata(&["ingest-table", &p("db2"), &p("bundle")]);
+    assert!(
+        !ok && err.contains("primary.sst") && err.contains("SHA-256"),
+        "{err}"
+    );
+    let (ok, out, err) = strata(&["tables", &p("db2")]);
+    assert!(ok && !out.contains("kv"), "{out}{err}");
+}
