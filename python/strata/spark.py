@@ -178,12 +178,15 @@ def build_table(
     null: Optional[str] = None,
     header: bool = True,
     sample_fraction: Optional[float] = None,
+    format: Optional[str] = None,
     _fail_partition: Optional[int] = None,
 ) -> dict:
     """Builds the bundle of table ``table`` (defined in ``schema``: DDL
     text or a path) in directory ``out`` from ``data``: a Spark DataFrame
-    (columns named as the table's) or CSV paths (read with the dialect
-    given, every field as text, as ``strata import`` reads them).
+    (columns named as the table's) or paths: CSV (read with the dialect
+    given, every field as text, as ``strata import`` reads them) or Parquet
+    (``format="parquet"``, the default when every path ends in
+    ``.parquet``).
     ``partitions``: partitions per index (default: Spark's default
     parallelism). ``table_id`` must be free in the database the bundle will
     be ingested into (1 for an empty one). Returns the manifest (a dict).
@@ -204,6 +207,19 @@ def build_table(
         text_null = None
     else:
         paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
+        if format is None:
+            parquet = all(str(p).rstrip("/").endswith(".parquet") for p in paths)
+            format = "parquet" if parquet else "csv"
+        if format not in ("csv", "parquet"):
+            raise BundleError(f"format {format!r}: use 'csv' or 'parquet'")
+    if isinstance(data, DataFrame):
+        pass
+    elif format == "parquet":
+        # Typed columns: each value is given to the encoder as it is (its
+        # text form is parsed with the column's type), NULL as NULL.
+        df = spark.read.parquet(*[str(p) for p in paths])
+        text_null = None
+    else:
         reader = spark.read.option("header", header).option("sep", delimiter)
         reader = reader.option("quote", quote).option("escape", quote)
         reader = reader.option("multiLine", True).option("mode", "FAILFAST")
@@ -319,13 +335,15 @@ def _duplicate(df, schema, table, table_id, columns, null, ix, key) -> BundleErr
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m strata.spark", description=__doc__.split("\n")[0])
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV/TSV files or directories")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV/TSV or Parquet files or directories")
     p.add_argument("--schema", required=True, help="SQL DDL file")
     p.add_argument("--table", required=True)
     p.add_argument("--out", required=True, help="bundle directory to create")
     p.add_argument("--master", default=None, help="Spark master (default local[2]; ignored under spark-submit)")
     p.add_argument("--partitions", type=int, default=None, help="partitions (files) per index")
     p.add_argument("--table-id", type=int, default=1)
+    p.add_argument("--format", choices=["csv", "parquet"], default=None,
+                   help="input format (default: parquet when every INPUT ends in .parquet)")
     p.add_argument("--delimiter", default=",")
     p.add_argument("--tsv", action="store_true", help="tab-separated input")
     p.add_argument("--quote", default='"')
@@ -354,6 +372,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             quote=a.quote,
             null=a.null,
             header=not a.no_header,
+            format=a.format,
         )
     except BundleError as e:
         print(f"strata.spark: {e}", file=sys.stderr)
