@@ -160,7 +160,7 @@ fn check_events(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) {
             format!("the event log is damaged ({msg}); the data is not affected"),
         ),
         Err(e) => r.warn(
-            &dir.join(crate::events::EVENTS_FILE).display().to_string(),
+            dir.join(crate::events::EVENTS_FILE).display().to_string(),
             0,
             format!("the event log cannot be read: {e}"),
         ),
