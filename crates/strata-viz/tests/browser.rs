@@ -629,6 +629,24 @@ fn docs_screenshots() {
         );
         screenshot(&tab, &docs.join("viz-tpcc-import.png"));
     }
+    // A W1 import in `--mode direct`, prepared by the caller (docs/viz.md
+    // gives the commands): shown at the step with the most files.
+    if let Ok(db) = std::env::var("STRATA_VIZ_W1_DIRECT") {
+        let page = d.path().join("w1-direct.html");
+        std::fs::write(&page, strata_viz::render_page(Path::new(&db)).unwrap()).unwrap();
+        let tab = open_page(&browser, &page);
+        let at = eval(
+            &tab,
+            "(() => { let best = 0, most = -1; for (let t = 0; t < strataViz.steps; t++) { strataViz.show(t); \
+             const n = +document.getElementById('st-files').textContent; if (n > most) { most = n; best = t; } } \
+             return best; })()",
+        )
+        .as_u64()
+        .unwrap();
+        eval(&tab, &format!("strataViz.show({at})"));
+        eprintln!("w1 direct: step {at}: {}", eval(&tab, "strataViz.what()"));
+        screenshot(&tab, &docs.join("viz-w1-direct.png"));
+    }
     for split in [false, true] {
         let name = if split { "split" } else { "unsplit" };
         let dir = d.path().join(name);
@@ -651,7 +669,7 @@ fn docs_screenshots() {
             &format!(
                 "(() => {{ const S = JSON.parse(document.getElementById('data').textContent).s; let at = 0, most = -1; \
                  for (let i = 1; i < S.kind.length; i++) if (S.kind[i] === 1) {{ \
-                 if ({split}) {{ strataViz.show(i); const n = +document.getElementById('st-l0').textContent; if (n > most) {{ most = n; at = i; }} }} \
+                 if ({split}) {{ strataViz.show(i); const n = +document.getElementById('st-files').textContent; if (n > most) {{ most = n; at = i; }} }} \
                  else if (i < {big}) at = i; }} return at; }})()"
             ),
         )
