@@ -13,7 +13,9 @@
 //!   the bands are a label, the history is drawn without them.
 
 use std::path::Path;
-use strata_import::encode::key::{index_prefix, prefix_end, SYSTEM_SPACE, TABLE_SPACE};
+use strata_import::catalog::CatalogEntry;
+use strata_import::codec::TableCodec;
+use strata_import::encode::key::{index_prefix, prefix_end, PREFIX_LEN, SYSTEM_SPACE, TABLE_SPACE};
 
 /// One index's stretch of the key space.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,12 +34,51 @@ pub fn has_table_keys(keys: &[Vec<u8>]) -> bool {
         .any(|k| matches!(k.first(), Some(&b) if b == SYSTEM_SPACE || b == TABLE_SPACE))
 }
 
-/// The bands of every index the catalog of `dir` knows, in key order.
-pub fn bands(dir: &Path) -> Result<Vec<Band>, String> {
+/// The tables the catalog of `dir` holds (read through a read-only open).
+pub fn read(dir: &Path) -> Result<Vec<CatalogEntry>, String> {
     let db = strata::Db::open_read_only(dir, strata::Options::default())
         .map_err(|e| format!("opening read-only to read the catalog: {e}"))?;
-    let entries =
-        strata_import::catalog::list(&db).map_err(|e| format!("reading the catalog: {e}"))?;
+    strata_import::catalog::list(&db).map_err(|e| format!("reading the catalog: {e}"))
+}
+
+/// The bands of every index the catalog of `dir` knows, in key order.
+pub fn bands(dir: &Path) -> Result<Vec<Band>, String> {
+    Ok(bands_of(&read(dir)?))
+}
+
+/// Each of `keys` decoded under the catalog's `entries`: the index's
+/// column values as text, e.g. `stock (1, 42)` or `stock.stock_i_id (42)`
+/// (a secondary entry's primary-key tail is left out); `""` for a key of
+/// no known index (the catalog's own keys, raw keys).
+pub fn decode_keys(entries: &[CatalogEntry], keys: &[Vec<u8>]) -> Vec<String> {
+    let codecs: Vec<TableCodec> = entries
+        .iter()
+        .map(|e| TableCodec::new(e.table.clone(), e.id))
+        .collect();
+    keys.iter()
+        .map(|k| {
+            if k.len() < PREFIX_LEN || k[0] != TABLE_SPACE {
+                return String::new();
+            }
+            let id = u32::from_be_bytes([k[1], k[2], k[3], k[4]]);
+            let ix = usize::from(u16::from_be_bytes([k[5], k[6]]));
+            match codecs.iter().find(|c| c.table_id == id) {
+                Some(c) if ix < c.table.indexes.len() => {
+                    let name = if ix == 0 {
+                        c.table.name.clone()
+                    } else {
+                        format!("{}.{}", c.table.name, c.table.indexes[ix].name)
+                    };
+                    format!("{name} {}", c.describe_key(ix, k))
+                }
+                _ => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// The bands of every index of the catalog's `entries`, in key order.
+pub fn bands_of(entries: &[CatalogEntry]) -> Vec<Band> {
     let catalog = strata_import::catalog::key("");
     let mut out = vec![Band {
         label: "catalog".into(),
@@ -58,7 +99,7 @@ pub fn bands(dir: &Path) -> Result<Vec<Band>, String> {
         }
     }
     out.sort_by(|a, b| a.start.cmp(&b.start));
-    Ok(out)
+    out
 }
 
 /// Each band as the ranks of the first and last of `keys` (the sorted

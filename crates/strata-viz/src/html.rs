@@ -75,6 +75,9 @@ struct Data<'a> {
     /// Table and index names over the key axis: (label, first rank, last
     /// rank).
     bands: &'a [(String, usize, usize)],
+    /// Each key decoded under the catalog (`""`: not a table key), or
+    /// empty.
+    decoded: &'a [String],
     p: Placements,
     s: Steps,
 }
@@ -87,6 +90,18 @@ pub fn render(h: &History, dir: &str) -> String {
 /// [`render`] with labelled bands over the key axis: (label, first rank,
 /// last rank) in [`History::keys`] (see [`crate::catalog::ranks`]).
 pub fn render_labelled(h: &History, dir: &str, bands: &[(String, usize, usize)]) -> String {
+    render_catalogued(h, dir, bands, &[])
+}
+
+/// [`render_labelled`] with every key of [`History::keys`] decoded under
+/// the catalog (`decoded[i]` for `keys[i]`, `""` where it is not a table
+/// key; see [`crate::catalog::decode_keys`]), shown in the file details.
+pub fn render_catalogued(
+    h: &History,
+    dir: &str,
+    bands: &[(String, usize, usize)],
+    decoded: &[String],
+) -> String {
     let rank: HashMap<&[u8], u32> = h
         .keys
         .iter()
@@ -196,6 +211,7 @@ pub fn render_labelled(h: &History, dir: &str, bands: &[(String, usize, usize)])
         reasons,
         keys: h.keys.iter().map(|k| crate::text::display_key(k)).collect(),
         bands,
+        decoded,
         p,
         s,
     };

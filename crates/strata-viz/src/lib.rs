@@ -46,16 +46,21 @@ use std::path::Path;
 pub fn render_page(dir: &Path) -> strata::Result<String> {
     let mut h = history::load(dir)?;
     let mut bands = Vec::new();
+    let mut decoded = Vec::new();
     if catalog::has_table_keys(&h.keys) {
-        match catalog::bands(dir) {
-            Ok(b) => bands = catalog::ranks(&b, &h.keys),
+        match catalog::read(dir) {
+            Ok(entries) => {
+                bands = catalog::ranks(&catalog::bands_of(&entries), &h.keys);
+                decoded = catalog::decode_keys(&entries, &h.keys);
+            }
             Err(e) => h.notes.push(format!("no table names on the key axis: {e}")),
         }
     }
-    Ok(html::render_labelled(
+    Ok(html::render_catalogued(
         &h,
         &dir.display().to_string(),
         &bands,
+        &decoded,
     ))
 }
 

@@ -434,9 +434,14 @@ fn page_matches_the_manifest_step_by_step() {
     hover(&tab, f.number);
     eval(&tab, &format!("strataViz.show({})", n - 1));
     let details = eval(&tab, "document.getElementById('details').textContent");
+    // Its bounds decoded under the catalog: the index's column values.
+    let schema = strata_import::schema::Schema::parse(ITEMS_SCHEMA).unwrap();
+    let codec = strata_import::codec::TableCodec::new(schema.table("items").unwrap().clone(), 1);
+    let want_lo = format!("= items.by_name {}", codec.describe_key(1, &f.smallest));
+    assert!(want_lo.contains('('), "{want_lo}");
     assert!(
-        details.as_str().unwrap().contains("[items.by_name]"),
-        "{details}"
+        details.as_str().unwrap().contains(&want_lo),
+        "{details} lacks {want_lo}"
     );
     // The import's ingestion says which phases led to it (and its own).
     let ingest_step = eval(
