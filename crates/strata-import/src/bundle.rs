@@ -26,7 +26,9 @@
 //! Invariants: a bundle only creates a table (a table of that name, or
 //! another table with its id, already in the catalog is an error: the
 //! bundle's keys carry the id, and merging into live rows would replace them
-//! silently); the bundle directory is never modified unless
+//! silently), and keys already under the bundle's table id without a
+//! catalog entry (rows of a killed direct or batch import) are deleted
+//! before the ingestion; the bundle directory is never modified unless
 //! [`BundleOptions::move_files`] is set, in which case the ingested files are
 //! moved into the database after the ingestion succeeded.
 
@@ -337,6 +339,10 @@ pub fn ingest_table(
         }
     }
     let verify = verify_start.elapsed();
+
+    // Rows a killed direct or batch import left under this id (no catalog
+    // entry) must not surface as the new table's rows.
+    catalog::clear_unlisted_rows(db, m.table_id)?;
 
     // One ingestion: the catalog entry and every file.
     let ingest_start = Instant::now();

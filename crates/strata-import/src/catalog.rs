@@ -63,6 +63,18 @@ pub fn next_id(db: &Db) -> Result<u32> {
         .ok_or_else(|| Error::Catalog("table ids exhausted".into()))
 }
 
+/// Deletes every key of table id `id`, which the catalog does not list:
+/// rows a killed direct or batch import wrote into a new table that never
+/// got its catalog entry. Called before a new table takes the id (an
+/// import, or a bundle's ingestion), so they cannot surface as its rows.
+pub(crate) fn clear_unlisted_rows(db: &Db, id: u32) -> Result<()> {
+    let (lo, hi) = crate::pipeline::table_range(id);
+    if db.range(lo.clone()..hi.clone()).next().is_some() {
+        db.delete_range(&lo, &hi)?;
+    }
+    Ok(())
+}
+
 /// The catalog value of `e` (text; see `docs/formats.md`).
 pub fn encode(e: &CatalogEntry) -> Vec<u8> {
     let t = &e.table;

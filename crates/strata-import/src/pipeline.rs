@@ -326,15 +326,8 @@ pub fn import(
     };
     let codec = Arc::new(TableCodec::new(entry.table.clone(), entry.id));
     let (table_lo, table_hi) = table_range(entry.id);
-    if created
-        && db
-            .range(table_lo.clone()..table_hi.clone())
-            .next()
-            .is_some()
-    {
-        // Rows of a killed direct or batch import into a new table with
-        // this id (it never got its catalog entry).
-        db.delete_range(&table_lo, &table_hi)?;
+    if created {
+        catalog::clear_unlisted_rows(db, entry.id)?;
     }
     let has_rows = !created && db.prefix(codec.prefix(0)).next().transpose()?.is_some();
     let rowid_base = if codec.table.hidden_rowid && has_rows {
@@ -404,7 +397,7 @@ pub fn import(
 }
 
 /// The key range of every index of table `id`.
-fn table_range(id: u32) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn table_range(id: u32) -> (Vec<u8>, Vec<u8>) {
     let lo = crate::encode::key::index_prefix(id, 0)[..5].to_vec();
     let hi = crate::encode::key::prefix_end(&lo).unwrap_or_else(|| vec![0xff; 6]);
     (lo, hi)
