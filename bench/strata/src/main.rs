@@ -114,6 +114,30 @@ fn enc(v: i64) -> [u8; 8] {
 }
 
 /// `write_bytes` of /proc/self/io (`None` where the kernel has no such file).
+/// The end of a W1 load: flush, wait for compactions, then the settle
+/// time, the bytes the process wrote since `wb0`, the metrics and the
+/// number of keys a full scan finds.
+fn settle(
+    db: &Db,
+    start: Instant,
+    load_s: f64,
+    wb0: Option<u64>,
+) -> Result<(f64, u64, strata::Metrics, u64)> {
+    db.flush()?;
+    db.wait_for_compactions()?;
+    let settle_s = start.elapsed().as_secs_f64() - load_s;
+    let wb = match (wb0, write_bytes()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+    let mut keys = 0u64;
+    for kv in db.iter() {
+        kv?;
+        keys += 1;
+    }
+    Ok((settle_s, wb, db.metrics(), keys))
+}
+
 fn write_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/io").ok()?;
     s.lines()
@@ -346,19 +370,7 @@ fn w1_import(a: &Args, variant: &str) -> Result<()> {
     let load_s = start.elapsed().as_secs_f64();
     // The import's peak (the checks below fill the block cache).
     let rss = peak_rss();
-    db.flush()?;
-    db.wait_for_compactions()?;
-    let settle_s = start.elapsed().as_secs_f64() - load_s;
-    let wb = match (wb0, write_bytes()) {
-        (Some(a), Some(b)) => b.saturating_sub(a),
-        _ => 0,
-    };
-    let m = db.metrics();
-    let mut keys = 0u64;
-    for kv in db.iter() {
-        kv?;
-        keys += 1;
-    }
+    let (settle_s, wb, m, keys) = settle(&db, start, load_s, wb0)?;
     if s.rows != rows as u64 || keys != 2 * rows as u64 + 1 {
         bail!(
             "check: imported {} rows and a full scan found {keys} keys, expected {rows} and {}",
@@ -474,19 +486,7 @@ fn w1(a: &Args) -> Result<()> {
         db.write(b, &WriteOptions::default())?;
     }
     let load_s = start.elapsed().as_secs_f64();
-    db.flush()?;
-    db.wait_for_compactions()?;
-    let settle_s = start.elapsed().as_secs_f64() - load_s;
-    let wb = match (wb0, write_bytes()) {
-        (Some(a), Some(b)) => b.saturating_sub(a),
-        _ => 0,
-    };
-    let m = db.metrics();
-    let mut keys = 0u64;
-    for kv in db.iter() {
-        kv?;
-        keys += 1;
-    }
+    let (settle_s, wb, m, keys) = settle(&db, start, load_s, wb0)?;
     if keys != 2 * rows as u64 + 1 {
         bail!(
             "check: a full scan found {keys} keys, expected {}",
