@@ -346,7 +346,10 @@ pub fn ingest_table(
 
     // One ingestion: the catalog entry and every file.
     let ingest_start = Instant::now();
-    let tmp = BundleTmp::create(db_dir)?;
+    // The catalog entry's file, in an import's temporary directory (a
+    // killed run's is removed by the next import or bundle).
+    crate::pipeline::clean_stale(db_dir)?;
+    let tmp = crate::pipeline::TempDir::create(db_dir)?;
     let entry = CatalogEntry {
         id: m.table_id,
         table: codec.table.clone(),
@@ -484,30 +487,4 @@ fn hash_file(path: &Path) -> Result<(u64, String)> {
         size += n as u64;
     }
     Ok((size, hex::encode(h.finalize())))
-}
-
-static NEXT_TMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// The catalog file's directory inside the database directory, named like
-/// an import's temporary directory so a killed run's is cleaned up by
-/// [`crate::pipeline::clean_stale`]; removed when dropped.
-struct BundleTmp(PathBuf);
-
-impl BundleTmp {
-    fn create(db_dir: &Path) -> Result<BundleTmp> {
-        crate::pipeline::clean_stale(db_dir)?;
-        let p = db_dir.join(format!(
-            "import-tmp-{}-bundle-{}",
-            std::process::id(),
-            NEXT_TMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&p).map_err(|e| Error::io(&p, e))?;
-        Ok(BundleTmp(p))
-    }
-}
-
-impl Drop for BundleTmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

@@ -273,7 +273,21 @@ pub fn clean_stale(db_dir: &Path) -> Result<()> {
 }
 
 /// Removes the directory when dropped, whatever happened.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(pub(crate) PathBuf);
+
+impl TempDir {
+    /// A new `import-tmp-<pid>-<n>` directory in `db_dir` (the name
+    /// [`clean_stale`] recognises).
+    pub(crate) fn create(db_dir: &Path) -> Result<TempDir> {
+        let tmp = TempDir(db_dir.join(format!(
+            "import-tmp-{}-{}",
+            std::process::id(),
+            NEXT_TMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        )));
+        std::fs::create_dir_all(&tmp.0).map_err(|e| Error::io(&tmp.0, e))?;
+        Ok(tmp)
+    }
+}
 
 impl Drop for TempDir {
     fn drop(&mut self) {
@@ -335,12 +349,7 @@ pub fn import(
     } else {
         0
     };
-    let tmp = TempDir(db_dir.join(format!(
-        "import-tmp-{}-{}",
-        std::process::id(),
-        NEXT_TMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    )));
-    std::fs::create_dir_all(&tmp.0).map_err(|e| Error::io(&tmp.0, e))?;
+    let tmp = TempDir::create(db_dir)?;
 
     let names: Vec<String> = inputs.iter().map(Input::name).collect();
     let threads = if opts.threads == 0 {
