@@ -142,9 +142,27 @@ fn main() -> ExitCode {
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of our output went away (`strata kv dump db | head`):
+        // it chose to stop reading, so stop quietly as `cat` or `rg` do,
+        // instead of printing an I/O error about a pipe the user closed.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("strata: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `e` is, somewhere in its chain, a write to a closed pipe.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        let kind = if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            Some(io.kind())
+        } else {
+            c.downcast_ref::<strata::Error>()
+                .and_then(|se| se.io_error())
+                .map(|io| io.kind())
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }

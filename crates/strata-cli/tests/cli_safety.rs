@@ -274,3 +274,39 @@ fn stress_is_hidden() {
     let (ok, _, err) = strata(&["stress", "--keys", "20", db.to_str().unwrap()]);
     assert!(ok, "{err}");
 }
+
+/// `strata kv dump db | head -1`: the reader closes the pipe after one
+/// line. The command stops quietly with success (as `cat` does), without
+/// an I/O error about a pipe the user closed, and the database is intact.
+#[test]
+fn a_closed_output_pipe_is_not_an_error() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db");
+    {
+        let db = Db::open_default(&path).unwrap();
+        for i in 0..50_000u32 {
+            db.put(format!("key{i:08}"), vec![b'v'; 100]).unwrap();
+        }
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["kv", "dump", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("key00000000 ==> "), "{first:?}");
+    // The reader is dropped here: the pipe is closed with ~5 MB unread.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+    let (ok, count, _) = strata(&["kv", "dump", path.to_str().unwrap()]);
+    assert!(ok);
+    assert_eq!(count.lines().count(), 50_000);
+}

@@ -417,7 +417,7 @@ fn strata_reads_files_rocksdb_writes() {
 }
 
 /// `strata dump` output loads into RocksDB with `ldb load`, and `ldb dump`
-/// output loads into Strata with `strata load`: the same entries both ways.
+/// output loads into Strata with `strata kv load`: the same entries both ways.
 #[test]
 fn data_moves_between_rocksdb_and_strata_with_ldb_lines() {
     let Some(_) = compat() else { return };
@@ -443,7 +443,7 @@ fn data_moves_between_rocksdb_and_strata_with_ldb_lines() {
         .arg(&src)
         .arg(&input));
     let dumped = run(Command::new(strata).args(["kv", "dump", "--hex"]).arg(&src));
-    assert_eq!(dumped, text, "strata load/dump round trip");
+    assert_eq!(dumped, text, "strata kv load/dump round trip");
 
     // Strata -> RocksDB.
     let rdb = tmp.path().join("rocksdb");

@@ -107,7 +107,7 @@ pub(crate) fn classify_dir(vfs: &dyn Vfs, dir: &Path) -> Result<DirKind> {
             path: dir.display().to_string(),
             reason: format!(
                 "it is a RocksDB or LevelDB database (it has {}); Strata can ingest its SST \
-                 files (`strata ingest`) or load what `ldb dump` prints (`strata load`), \
+                 files (`strata ingest`) or load what `ldb dump` prints (`strata kv load`), \
                  but does not open it",
                 list.join(", ")
             ),
