@@ -13,8 +13,10 @@ use strata::util::hex;
 /// A file spanning at least this fraction of the key space whose bytes per
 /// covered fraction are below `1 / WIDE_DENSITY_RATIO` of the median of its
 /// level, or (in L0) of Lbase's, is *wide but small*: in L0 such a file drags
-/// everything of Lbase under it into its compaction. The page uses the same
-/// rule.
+/// everything of Lbase under it into its compaction. Files of the lowest
+/// non-empty level are never wide: nothing lies under them for a compaction
+/// to drag in (a secondary index's files there are thin beside their
+/// table's, and harmless). The page uses the same rule.
 pub const WIDE_MIN_FRACTION: f64 = 0.02;
 /// How far below the median density a wide file must be (see
 /// [`WIDE_MIN_FRACTION`]).
@@ -127,7 +129,8 @@ pub fn ascii_chart(tree: &Tree, width: usize) -> String {
     let lbase = (1..LEVELS)
         .find(|&l| !tree.files(l).is_empty())
         .and_then(|l| median_density(&level(l)));
-    for l in 0..LEVELS {
+    let bottom = (0..LEVELS).rev().find(|&l| !tree.files(l).is_empty());
+    for l in (0..LEVELS).filter(|&l| Some(l) != bottom) {
         let base = if l == 0 { lbase } else { None };
         wide.extend(wide_files(&level(l), base).into_iter().map(|f| (l, f)));
     }
@@ -255,6 +258,37 @@ mod tests {
         for n in 10..15 {
             assert!(chart.contains(&format!("wide file #{n} in L0")), "{chart}");
         }
+        assert!(!chart.contains("in L6"), "{chart}");
+    }
+
+    /// An imported table in the bottom level: four row files and a
+    /// secondary index's file, 30x thinner per key range. Nothing lies
+    /// under it, so it is not wide; the same file one level up, over the
+    /// rows, is.
+    #[test]
+    fn thin_files_of_the_bottom_level_are_not_wide() {
+        let rows = ["a", "c", "e", "g"]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| f(6, 30 + i as u64, k, &format!("{k}z"), 64 << 20))
+            .collect::<Vec<_>>();
+        let mut t = Tree::new();
+        let mut files = rows.clone();
+        files.push(f(6, 40, "i", "p", 2 << 20));
+        files.push(f(6, 41, "q", "z", 60 << 20));
+        t.apply_files(&files, &[]).unwrap();
+        let chart = ascii_chart(&t, 60);
+        assert!(!chart.contains("wide file"), "{chart}");
+
+        let mut t = Tree::new();
+        let mut files = rows;
+        files.push(f(5, 40, "a", "f", 2 << 20));
+        for (i, k) in ["g", "i", "k", "m"].iter().enumerate() {
+            files.push(f(5, 50 + i as u64, k, &format!("{k}z"), 32 << 20));
+        }
+        t.apply_files(&files, &[]).unwrap();
+        let chart = ascii_chart(&t, 60);
+        assert!(chart.contains("wide file #40 in L5"), "{chart}");
         assert!(!chart.contains("in L6"), "{chart}");
     }
 
