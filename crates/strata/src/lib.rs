@@ -8,6 +8,44 @@
 //! block-based format, so RocksDB's `sst_dump` reads them and RocksDB's
 //! `SstFileWriter` output can be ingested.
 //!
+//! # Quick start
+//!
+//! ```
+//! use strata::{Db, IngestOptions, SstOptions, SstWriter, WriteBatch, WriteOptions};
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("my-db");
+//! let db = Db::open_default(&path)?; // creates the database if missing
+//! db.put("user:1", "ada")?; // keys and values: anything AsRef<[u8]>
+//! assert_eq!(db.get("user:1")?, Some(b"ada".to_vec()));
+//!
+//! let mut batch = WriteBatch::new(); // applied atomically
+//! batch.put("user:2", "grace").delete("user:1");
+//! db.write(batch, &WriteOptions { sync: true })?; // durable when it returns
+//!
+//! let snap = db.snapshot(); // a consistent view that later writes do not change
+//! db.put("user:2", "hopper")?;
+//! assert_eq!(snap.get("user:2")?, Some(b"grace".to_vec()));
+//!
+//! // Bulk load: write sorted keys into a table file, then ingest it whole.
+//! let sst = dir.path().join("bulk.sst");
+//! let mut w = SstWriter::create(&sst, SstOptions::for_ingestion())?;
+//! w.put("user:3", "linus")?;
+//! w.put("user:4", "barbara")?;
+//! w.finish()?;
+//! db.ingest(&[&sst], &IngestOptions::default())?;
+//!
+//! // Iterators are std iterators, in both directions.
+//! let keys: Vec<Vec<u8>> = db
+//!     .prefix("user:")
+//!     .rev()
+//!     .map(|kv| kv.map(|(k, _)| k))
+//!     .collect::<Result<_, _>>()?;
+//! assert_eq!(keys, [b"user:4".to_vec(), b"user:3".to_vec(), b"user:2".to_vec()]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Runnable programs for the common tasks are in `crates/strata/examples/`.
+//!
 //! # The public API
 //!
 //! Everything a program needs is re-exported at the crate root: [`Db`] and
