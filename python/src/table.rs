@@ -241,6 +241,18 @@ fn summary_dict<'py>(py: Python<'py>, s: &strata_import::Summary) -> PyResult<Bo
     Ok(d)
 }
 
+/// The import's memory budget when `memory=` is not given: a quarter of
+/// the machine's memory (256 MiB if /proc/meminfo does not say), as `strata
+/// import` defaults `--memory` (`import_cmd.rs`), so a load from Python
+/// sorts in memory wherever the command line would.
+fn default_memory() -> usize {
+    let kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        line.split_whitespace().nth(1)?.parse::<usize>().ok()
+    });
+    kib.map_or(256 << 20, |k| k.saturating_mul(1024) / 4)
+}
+
 /// `db.import_csv(...)` (see the method's documentation in `db.rs`'s
 /// Python stub).
 #[allow(clippy::too_many_arguments)]
@@ -272,8 +284,9 @@ pub fn import_csv<'py>(
     };
     let schema = Schema::parse(&schema_text(schema)?).map_err(import_err)?;
     let def = pick_table(&schema, table)?;
-    let mut opts = ImportOptions {
+    let opts = ImportOptions {
         dialect: dialect(format, delimiter, quote, escape, header, null)?,
+        memory: memory.unwrap_or_else(default_memory),
         threads,
         max_bad_rows,
         rejects,
@@ -288,9 +301,6 @@ pub fn import_csv<'py>(
         },
         ..ImportOptions::default()
     };
-    if let Some(m) = memory {
-        opts.memory = m;
-    }
     let h = Arc::clone(handle);
     let summary = py.detach(move || {
         h.with(|db| {
