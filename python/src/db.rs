@@ -2,58 +2,29 @@
 //!
 //! Every call that can wait (on the disk, a write stall, a flush, a
 //! compaction, an ingestion, an import) runs with the GIL released. The
-//! table layer's methods (`import_csv`, `table`) are in `table.rs`.
+//! table layer's methods (`import_csv`, `table`) are in `table.rs`; the
+//! reads a snapshot has too (`get`, `items`, ...) in `reader.rs`.
 
 use crate::batch::Batch;
 use crate::convert::{bytes_of, opt_bytes};
 use crate::errors::db_err;
-use crate::handle::{Failure, Handle, Slot};
-use crate::iter::{DbIter, Mode};
+use crate::handle::{Handle, Slot};
 use crate::metrics;
 use crate::options::db_options;
+use crate::reader::{read_methods, Reader};
 use crate::snapshot::Snapshot;
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::path::PathBuf;
 use std::sync::Arc;
-use strata::{IngestOptions, ReadOptions, WriteOptions};
+use strata::{IngestOptions, WriteOptions};
 
 /// An open Strata database.
 #[pyclass(module = "strata", name = "DB")]
 pub struct Db {
     /// Shared with iterators and snapshots.
     pub handle: Arc<Handle>,
-}
-
-/// A cursor over `handle`'s database (at a snapshot, if given) as an
-/// iterator yielding `mode`.
-pub fn make_iter(
-    py: Python<'_>,
-    handle: &Arc<Handle>,
-    snap: Option<&Arc<Slot<strata::Snapshot>>>,
-    lower: Option<Vec<u8>>,
-    upper: Option<Vec<u8>>,
-    mode: Mode,
-    reverse: bool,
-) -> PyResult<DbIter> {
-    let h = Arc::clone(handle);
-    let raw = py.detach(move || {
-        h.with(|db| {
-            let guard = snap.map(|s| s.0.lock());
-            let snapshot = match &guard {
-                None => None,
-                Some(g) => Some(g.as_ref().ok_or(Failure::Closed("the snapshot"))?),
-            };
-            let opts = ReadOptions {
-                snapshot,
-                lower,
-                upper,
-            };
-            Ok(db.raw_iter(&opts)?)
-        })
-    })?;
-    Ok(DbIter::new(handle, raw, mode, reverse))
 }
 
 impl Drop for Db {
@@ -66,27 +37,38 @@ impl Drop for Db {
 }
 
 impl Db {
-    fn get_bytes(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
-        let h = &self.handle;
-        Ok(py.detach(|| h.with(|db| Ok(db.get(key)?)))?)
-    }
-
     fn write_batch(&self, py: Python<'_>, b: strata::WriteBatch, sync: bool) -> PyResult<()> {
         let h = &self.handle;
         Ok(py.detach(move || h.with(|db| Ok(db.write(b, &WriteOptions { sync })?)))?)
     }
+}
 
-    fn iter(
-        &self,
-        py: Python<'_>,
-        mode: Mode,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<DbIter> {
-        let (lower, upper) = (opt_bytes(start, "start")?, opt_bytes(end, "end")?);
-        make_iter(py, &self.handle, None, lower, upper, mode, reverse)
+impl Reader for Db {
+    fn handle(&self) -> &Arc<Handle> {
+        &self.handle
     }
+
+    fn snapshot(&self) -> Option<&Arc<Slot<strata::Snapshot>>> {
+        None
+    }
+
+    fn get_bytes(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| Ok(db.get(key)?)))?)
+    }
+}
+
+read_methods! {
+    Db;
+    /// The value of `key`, or `default` if it is absent.
+    get;
+    /// `(key, value)` pairs in key order (`reverse=True`: descending), of
+    /// the keys in `[start, end)`.
+    items;
+    /// Keys in `[start, end)`, in key order (or reversed).
+    keys;
+    /// Values of the keys in `[start, end)`, in key order (or reversed).
+    values;
 }
 
 #[pymethods]
@@ -127,35 +109,6 @@ impl Db {
     #[getter]
     fn closed(&self) -> bool {
         self.handle.is_closed()
-    }
-
-    /// The value of `key`, or `default` if it is absent.
-    #[pyo3(signature = (key, default=None))]
-    fn get(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        default: Option<Py<PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        match self.get_bytes(py, &bytes_of(key, "key")?)? {
-            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
-            None => Ok(default.unwrap_or_else(|| py.None())),
-        }
-    }
-
-    fn __getitem__<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        match self.get_bytes(py, &bytes_of(key, "key")?)? {
-            Some(v) => Ok(PyBytes::new(py, &v)),
-            None => Err(PyKeyError::new_err(key.clone().unbind())),
-        }
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.get_bytes(py, &bytes_of(key, "key")?)?.is_some())
     }
 
     /// Sets `key` to `value` (`sync=True`: durable when this returns).
@@ -221,47 +174,6 @@ impl Db {
         let b = batch.inner.clone();
         drop(batch);
         self.write_batch(py, b, sync)
-    }
-
-    /// `(key, value)` pairs in key order (`reverse=True`: descending), of
-    /// the keys in `[start, end)`.
-    #[pyo3(signature = (start=None, end=None, reverse=false))]
-    fn items(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<DbIter> {
-        self.iter(py, Mode::Items, start, end, reverse)
-    }
-
-    /// Keys in `[start, end)`, in key order (or reversed).
-    #[pyo3(signature = (start=None, end=None, reverse=false))]
-    fn keys(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<DbIter> {
-        self.iter(py, Mode::Keys, start, end, reverse)
-    }
-
-    /// Values of the keys in `[start, end)`, in key order (or reversed).
-    #[pyo3(signature = (start=None, end=None, reverse=false))]
-    fn values(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<DbIter> {
-        self.iter(py, Mode::Values, start, end, reverse)
-    }
-
-    fn __iter__(&self, py: Python<'_>) -> PyResult<DbIter> {
-        self.iter(py, Mode::Keys, None, None, false)
     }
 
     /// A consistent view of the database as it is now.

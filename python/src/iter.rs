@@ -78,6 +78,43 @@ impl DbIter {
     }
 }
 
+/// Moves `raw` to its first entry (`started`: to the one after the last
+/// read) and passes up to `n` entries to `each`, in key order or
+/// (`reverse`) backward. Returns whether the cursor ran off the data. Shared
+/// by this iterator and `Table.scan`'s (`table_scan.rs`), which decode what
+/// they read differently; call with the GIL released.
+pub fn read_chunk<E: From<strata::Error>>(
+    raw: &mut RawIterator,
+    n: usize,
+    started: bool,
+    reverse: bool,
+    mut each: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
+) -> Result<bool, E> {
+    match (started, reverse) {
+        (false, false) => raw.seek_to_first(),
+        (false, true) => raw.seek_to_last(),
+        (true, false) => raw.next(),
+        (true, true) => raw.prev(),
+    }
+    let mut read = 0;
+    loop {
+        let Some((k, v)) = raw.item() else {
+            raw.status()?;
+            return Ok(true);
+        };
+        each(k, v)?;
+        read += 1;
+        if read >= n {
+            return Ok(false);
+        }
+        if reverse {
+            raw.prev()
+        } else {
+            raw.next()
+        }
+    }
+}
+
 /// Reads up to `n` entries into `c` (GIL released). Returns whether the
 /// cursor ran off the data.
 fn fill(
@@ -91,17 +128,7 @@ fn fill(
     c.data.clear();
     c.ends.clear();
     c.pos = 0;
-    match (started, reverse) {
-        (false, false) => raw.seek_to_first(),
-        (false, true) => raw.seek_to_last(),
-        (true, false) => raw.next(),
-        (true, true) => raw.prev(),
-    }
-    loop {
-        let Some((k, v)) = raw.item() else {
-            raw.status()?;
-            return Ok(true);
-        };
+    read_chunk(raw, n, started, reverse, |k, v| {
         if mode != Mode::Values {
             c.data.extend_from_slice(k);
         }
@@ -110,15 +137,8 @@ fn fill(
             c.data.extend_from_slice(v);
         }
         c.ends.push((ke, c.data.len()));
-        if c.ends.len() >= n {
-            return Ok(false);
-        }
-        if reverse {
-            raw.prev()
-        } else {
-            raw.next()
-        }
-    }
+        Ok::<(), strata::Error>(())
+    })
 }
 
 #[pymethods]

@@ -2,8 +2,9 @@
 //! package (`python/strata/__init__.py` re-exports it).
 //!
 //! One concept per file: [`db`] (the `DB` class), [`iter`] (iterators),
-//! [`snapshot`], [`batch`] (`WriteBatch`), [`sst`] (`SstWriter`),
-//! [`table`] (the table layer and encoders), [`encoder`] (`TableEncoder`,
+//! [`reader`] (the reads `DB` and `Snapshot` share), [`snapshot`], [`batch`] (`WriteBatch`), [`sst`] (`SstWriter`),
+//! [`table`] (the table layer and encoders), [`table_scan`] (`Table.scan`'s
+//! lazy iterator), [`encoder`] (`TableEncoder`,
 //! every index's entries of a row, for `strata.spark`), [`metrics`], [`options`]
 //! (keyword arguments), [`convert`] (bytes), [`errors`] (exception classes)
 //! and [`handle`] (the state a database shares with its iterators and
@@ -21,9 +22,11 @@ mod handle;
 mod iter;
 mod metrics;
 mod options;
+mod reader;
 mod snapshot;
 mod sst;
 mod table;
+mod table_scan;
 
 /// The extension module.
 #[pymodule]
@@ -34,6 +37,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<sst::SstWriter>()?;
     m.add_class::<table::PyTable>()?;
+    m.add_class::<table_scan::TableScan>()?;
     m.add_class::<encoder::TableEncoder>()?;
     m.add_function(wrap_pyfunction!(table::encode_key, m)?)?;
     m.add_function(wrap_pyfunction!(table::encode_row, m)?)?;

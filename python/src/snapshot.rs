@@ -2,15 +2,12 @@
 //!
 //! A context manager: leaving the `with` block (or `close()`) releases the
 //! view so compactions may drop the versions it kept. `db.close()` releases
-//! it too; reading it afterwards raises `DatabaseClosedError`.
+//! it too; reading it afterwards raises `DatabaseClosedError`. Its reads
+//! are the database's (`reader.rs`), made at the snapshot.
 
-use crate::convert::{bytes_of, opt_bytes};
-use crate::db::make_iter;
 use crate::handle::{closed_err, Failure, Handle, Release, Slot};
-use crate::iter::{DbIter, Mode};
-use pyo3::exceptions::PyKeyError;
+use crate::reader::{read_methods, Reader};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
 use std::sync::Arc;
 
 /// A consistent view of the database at one instant.
@@ -30,6 +27,16 @@ impl Snapshot {
             slot,
         }
     }
+}
+
+impl Reader for Snapshot {
+    fn handle(&self) -> &Arc<Handle> {
+        &self.handle
+    }
+
+    fn snapshot(&self) -> Option<&Arc<Slot<strata::Snapshot>>> {
+        Some(&self.slot)
+    }
 
     fn get_bytes(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
         let slot = &self.slot;
@@ -39,99 +46,22 @@ impl Snapshot {
         });
         Ok(r?)
     }
+}
 
-    fn iter(
-        &self,
-        py: Python<'_>,
-        mode: Mode,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<DbIter> {
-        let (lower, upper) = (opt_bytes(start, "start")?, opt_bytes(end, "end")?);
-        make_iter(
-            py,
-            &self.handle,
-            Some(&self.slot),
-            lower,
-            upper,
-            mode,
-            reverse,
-        )
-    }
+read_methods! {
+    Snapshot;
+    /// The value of `key` at the snapshot, or `default`.
+    get;
+    /// `(key, value)` pairs at the snapshot, in `[start, end)`.
+    items;
+    /// Keys at the snapshot, in `[start, end)`.
+    keys;
+    /// Values at the snapshot, in `[start, end)`.
+    values;
 }
 
 #[pymethods]
 impl Snapshot {
-    /// The value of `key` at the snapshot, or `default`.
-    #[pyo3(signature = (key, default=None))]
-    fn get(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        default: Option<Py<PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        match self.get_bytes(py, &bytes_of(key, "key")?)? {
-            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
-            None => Ok(default.unwrap_or_else(|| py.None())),
-        }
-    }
-
-    fn __getitem__<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        match self.get_bytes(py, &bytes_of(key, "key")?)? {
-            Some(v) => Ok(PyBytes::new(py, &v)),
-            None => Err(PyKeyError::new_err(key.clone().unbind())),
-        }
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.get_bytes(py, &bytes_of(key, "key")?)?.is_some())
-    }
-
-    /// `(key, value)` pairs at the snapshot, in `[start, end)`.
-    #[pyo3(signature = (start=None, end=None, reverse=false))]
-    fn items(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<DbIter> {
-        self.iter(py, Mode::Items, start, end, reverse)
-    }
-
-    /// Keys at the snapshot, in `[start, end)`.
-    #[pyo3(signature = (start=None, end=None, reverse=false))]
-    fn keys(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<DbIter> {
-        self.iter(py, Mode::Keys, start, end, reverse)
-    }
-
-    /// Values at the snapshot, in `[start, end)`.
-    #[pyo3(signature = (start=None, end=None, reverse=false))]
-    fn values(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        end: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<DbIter> {
-        self.iter(py, Mode::Values, start, end, reverse)
-    }
-
-    fn __iter__(&self, py: Python<'_>) -> PyResult<DbIter> {
-        self.iter(py, Mode::Keys, None, None, false)
-    }
-
     /// The sequence number the snapshot reads at.
     #[getter]
     fn sequence(&self) -> PyResult<u64> {

@@ -11,12 +11,15 @@
 
 use crate::errors::{import_err, InvalidArgument};
 use crate::handle::Handle;
+use crate::table_scan::{Cursor, TableScan};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::path::PathBuf;
 use std::sync::Arc;
+use strata::ReadOptions;
 use strata_import::codec::TableCodec;
 use strata_import::csv::dialect::{Dialect, Header};
+use strata_import::encode::key::prefix_end;
 use strata_import::pipeline::OnDuplicate;
 use strata_import::schema::{ColumnType, Table};
 use strata_import::table::TableReader;
@@ -86,7 +89,7 @@ fn py_value<'py>(py: Python<'py>, ty: &ColumnType, v: &Value) -> PyResult<Bound<
 }
 
 /// A row (in table column order) as a tuple or a dict of the input columns.
-fn py_row<'py>(
+pub(crate) fn py_row<'py>(
     py: Python<'py>,
     t: &Table,
     row: &[Value],
@@ -238,6 +241,18 @@ fn summary_dict<'py>(py: Python<'py>, s: &strata_import::Summary) -> PyResult<Bo
     Ok(d)
 }
 
+/// The import's memory budget when `memory=` is not given: a quarter of
+/// the machine's memory (256 MiB if /proc/meminfo does not say), as `strata
+/// import` defaults `--memory` (`import_cmd.rs`), so a load from Python
+/// sorts in memory wherever the command line would.
+fn default_memory() -> usize {
+    let kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        line.split_whitespace().nth(1)?.parse::<usize>().ok()
+    });
+    kib.map_or(256 << 20, |k| k.saturating_mul(1024) / 4)
+}
+
 /// `db.import_csv(...)` (see the method's documentation in `db.rs`'s
 /// Python stub).
 #[allow(clippy::too_many_arguments)]
@@ -269,8 +284,9 @@ pub fn import_csv<'py>(
     };
     let schema = Schema::parse(&schema_text(schema)?).map_err(import_err)?;
     let def = pick_table(&schema, table)?;
-    let mut opts = ImportOptions {
+    let opts = ImportOptions {
         dialect: dialect(format, delimiter, quote, escape, header, null)?,
+        memory: memory.unwrap_or_else(default_memory),
         threads,
         max_bad_rows,
         rejects,
@@ -285,9 +301,6 @@ pub fn import_csv<'py>(
         },
         ..ImportOptions::default()
     };
-    if let Some(m) = memory {
-        opts.memory = m;
-    }
     let h = Arc::clone(handle);
     let summary = py.detach(move || {
         h.with(|db| {
@@ -384,6 +397,26 @@ impl PyTable {
             .collect()
     }
 
+    /// The key prefix of index `index`'s entries whose leading columns are
+    /// `values` (a value or a tuple of leading values; None: all entries).
+    fn key_prefix(&self, index: usize, values: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u8>> {
+        let texts = match values {
+            Some(v) => self.texts(index, v)?,
+            None => Vec::new(),
+        };
+        let t = &self.codec.table;
+        let vals = texts
+            .iter()
+            .zip(&t.indexes[index].columns)
+            .map(|(s, &c)| {
+                let col = &t.columns[c];
+                value::parse(&col.ty, s)
+                    .map_err(|r| InvalidArgument::new_err(format!("column {}: {r}", col.name)))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(self.codec.index_key_prefix(index, &vals))
+    }
+
     fn index(&self, index: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
         let Some(ix) = index.filter(|i| !i.is_none()) else {
             return Ok(0);
@@ -457,40 +490,50 @@ impl PyTable {
     }
 
     /// Rows in the order of `index` (a name or number; None: the primary
-    /// key) whose leading index columns are `>= start` and `<= end` (each
-    /// a value or a tuple of leading values; None: unbounded), at most
-    /// `limit`, as a list of tuples (or dicts).
-    #[pyo3(signature = (index=None, start=None, end=None, limit=None, as_dict=false))]
-    fn scan<'py>(
+    /// key), or backward with `reverse=True`, whose leading index columns
+    /// are `>= start` and `<= end` (each a value or a tuple of leading
+    /// values; None: unbounded), at most `limit`, as tuples (or dicts).
+    /// Returns a lazy iterator (`TableScan`) over the table as it is now:
+    /// it reads rows in chunks with the GIL released, and raises
+    /// `DatabaseClosedError` once the database is closed.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (index=None, start=None, end=None, limit=None, as_dict=false, reverse=false))]
+    fn scan(
         &self,
-        py: Python<'py>,
-        index: Option<&Bound<'py, PyAny>>,
-        start: Option<&Bound<'py, PyAny>>,
-        end: Option<&Bound<'py, PyAny>>,
+        py: Python<'_>,
+        index: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
         limit: Option<usize>,
         as_dict: bool,
-    ) -> PyResult<Bound<'py, PyList>> {
+        reverse: bool,
+    ) -> PyResult<TableScan> {
         let ix = self.index(index)?;
-        let none = py.None().into_bound(py);
-        let from = self.texts(ix, start.unwrap_or(&none))?;
-        let to = self.texts(ix, end.unwrap_or(&none))?;
-        let (h, name) = (Arc::clone(&self.handle), self.codec.table.name.clone());
-        let rows = py.detach(move || {
+        let lower = self.key_prefix(ix, start)?;
+        // `end` is inclusive of every key it is a prefix of.
+        let upper = prefix_end(&self.key_prefix(ix, end)?);
+        let h = Arc::clone(&self.handle);
+        let cursor = py.detach(move || {
             h.with(|db| {
-                let r = TableReader::open(db, &name)?;
-                let mut rows = Vec::new();
-                r.scan(ix, &from, &to, limit, |row| {
-                    rows.push(row);
-                    Ok(())
-                })?;
-                Ok(rows)
+                let rows_at = (ix > 0).then(|| db.snapshot());
+                let opts = ReadOptions {
+                    snapshot: rows_at.as_ref(),
+                    lower: Some(lower),
+                    upper,
+                };
+                let raw = db.raw_iter(&opts)?;
+                Ok(Cursor { raw, rows_at })
             })
         })?;
-        let out = PyList::empty(py);
-        for r in &rows {
-            out.append(py_row(py, &self.codec.table, r, as_dict)?)?;
-        }
-        Ok(out)
+        Ok(TableScan::new(
+            &self.handle,
+            cursor,
+            &self.codec,
+            ix,
+            reverse,
+            limit,
+            as_dict,
+        ))
     }
 
     /// Number of rows (`index`: entries of that index).

@@ -133,6 +133,15 @@ class SstWriter:
         tb: Optional[TracebackType] = None,
     ) -> bool: ...
 
+class TableScan:
+    """Rows of a table, read lazily in chunks (from :meth:`Table.scan`);
+    raises :class:`DatabaseClosedError` once the database is closed."""
+
+    def __iter__(self) -> "TableScan": ...
+    def __next__(self) -> Union[Row, Dict[str, SqlValue]]: ...
+    def close(self) -> None:
+        """Releases the cursor now (the scan then yields nothing more)."""
+
 class Table:
     """A table of a database's catalog, from :meth:`DB.table`."""
 
@@ -152,7 +161,11 @@ class Table:
         end: Optional[Union[SqlValue, Sequence[SqlValue]]] = None,
         limit: Optional[int] = None,
         as_dict: bool = False,
-    ) -> List[Any]: ...
+        reverse: bool = False,
+    ) -> "TableScan":
+        """Rows in index order (``reverse=True``: backward) whose leading
+        index columns are ``>= start`` and ``<= end``, at most ``limit``, as
+        a lazy iterator over the table as it is now."""
     def count(self, index: Optional[Union[str, int]] = None) -> int: ...
     def __len__(self) -> int: ...
 
