@@ -23,6 +23,11 @@
 //! of the recovered version, once its checks passed; a MANIFEST that grows
 //! past `MAX_MANIFEST_BYTES` is replaced the same way, so recovery never
 //! replays an unbounded history.
+//!
+//! Version reference counting (`remember`, `live_files`, with the super
+//! version, flush, compaction and obsolete-file pass around them) is
+//! checked by a loom model, `crates/strata-loom/src/version_refs.rs`:
+//! change it with them.
 
 use super::edit::FileMeta;
 use super::edit::{VersionEdit, COMPARATOR};
