@@ -20,15 +20,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use strata::sstable::{SstOptions, SstWriter};
-use strata::vfs::{MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
-use strata::Result;
+use strata::vfs::Vfs;
 use strata::{Db, IngestOptions, Options};
+use support::{CreateGate, GatedVfs};
+
+#[path = "support/gated_vfs.rs"]
+mod support;
 
 /// MemVfs, except that a background job (a thread named `strata-...`)
 /// creating a `.sst` file waits while the gate is shut. Ingestions copy
 /// their files in from the caller's thread and pass.
-struct GateVfs {
-    inner: MemVfs,
+type GateVfs = GatedVfs<Gate>;
+
+/// The gate's state and policy.
+struct Gate {
     shut: Mutex<bool>,
     cv: Condvar,
     /// Table creations waiting at the gate.
@@ -37,13 +42,15 @@ struct GateVfs {
 
 impl GateVfs {
     fn new() -> Arc<GateVfs> {
-        Arc::new(GateVfs {
-            inner: MemVfs::new(),
+        Arc::new(GatedVfs::with_gate(Gate {
             shut: Mutex::new(false),
             cv: Condvar::new(),
             waiting: AtomicUsize::new(0),
-        })
+        }))
     }
+}
+
+impl Gate {
     fn set_shut(&self, shut: bool) {
         *self.shut.lock().unwrap() = shut;
         self.cv.notify_all();
@@ -60,8 +67,8 @@ impl GateVfs {
     }
 }
 
-impl Vfs for GateVfs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+impl CreateGate for Gate {
+    fn before_create(&self, path: &Path) {
         let background = std::thread::current()
             .name()
             .is_some_and(|n| n.starts_with("strata-"));
@@ -73,40 +80,6 @@ impl Vfs for GateVfs {
             }
             self.waiting.fetch_sub(1, Ordering::SeqCst);
         }
-        self.inner.create(path)
-    }
-    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn link(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.link(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
-        self.inner.lock(path)
     }
 }
 

@@ -15,8 +15,11 @@
 //! A failing seed is reduced (chunks of operations dropped while it still
 //! fails) and written to `testdata/metamorphic/<name>.ops`; every file there
 //! is replayed by `replay_reduced_cases` under the option sets its header
-//! names. `STRATA_META_SEEDS=n` runs n seeds (default 12);
-//! `STRATA_META_SEED=s` runs one.
+//! names. `STRATA_META_SEEDS=n` runs n seeds (default 12) from
+//! `STRATA_META_FIRST` (default 0); `STRATA_META_SECS=t` instead runs seeds
+//! from `STRATA_META_FIRST` on until t seconds have passed (the long run);
+//! `STRATA_META_SEED=s` runs one; `STRATA_META_OPS` sets the sequence length
+//! (default 250).
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -684,21 +687,36 @@ fn decode(text: &str) -> Result<(Vec<u64>, Vec<MOp>), String> {
     Ok((configs, ops))
 }
 
+/// A numeric knob from the environment, or `default` when unset.
+fn knob(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(s) => s
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={s}: not a number")),
+        Err(_) => default,
+    }
+}
+
 #[test]
 fn random_sequences_agree_across_option_sets() {
-    let seeds: Vec<u64> = match std::env::var("STRATA_META_SEED") {
-        Ok(s) => vec![s.parse().expect("STRATA_META_SEED")],
-        Err(_) => {
-            let n = std::env::var("STRATA_META_SEEDS")
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(12);
-            (0..n).collect()
-        }
+    // A seed is one operation sequence; STRATA_META_SECS > 0 keeps taking
+    // seeds from STRATA_META_FIRST on until that much time has passed (the
+    // long run), otherwise STRATA_META_SEEDS seeds are run.
+    let secs = knob("STRATA_META_SECS", 0);
+    let first = knob("STRATA_META_FIRST", 0);
+    let n_ops = knob("STRATA_META_OPS", 250) as usize;
+    let start = std::time::Instant::now();
+    let deadline = std::time::Duration::from_secs(secs);
+    let seeds: Box<dyn Iterator<Item = u64>> = match std::env::var("STRATA_META_SEED") {
+        Ok(s) => Box::new(std::iter::once(s.parse().expect("STRATA_META_SEED"))),
+        Err(_) if secs > 0 => Box::new((first..).take_while(move |_| start.elapsed() < deadline)),
+        Err(_) => Box::new(first..first + knob("STRATA_META_SEEDS", 12)),
     };
     let mut outputs = 0;
-    for &seed in &seeds {
-        let ops = generate(seed, 250);
+    let mut ran = 0;
+    let mut last_seed = first;
+    for seed in seeds {
+        let ops = generate(seed, n_ops);
         // Configuration 0 and three random option sets per seed.
         let configs = [0, seed * 3 + 1, seed * 3 + 2, seed * 3 + 3];
         outputs += run_model(&ops).len() * configs.len();
@@ -716,10 +734,19 @@ fn random_sequences_agree_across_option_sets() {
                 path.display()
             );
         }
+        ran += 1;
+        last_seed = seed;
+        if secs > 0 && ran % 50 == 0 {
+            eprintln!(
+                "metamorphic: {ran} seeds ({first}..={seed}) passed, {outputs} outputs, {:.0} s",
+                start.elapsed().as_secs_f64()
+            );
+        }
     }
     eprintln!(
-        "metamorphic: {} seeds x 4 option sets, {outputs} outputs compared",
-        seeds.len()
+        "metamorphic: {ran} seeds ({first}..={last_seed}) x 4 option sets of {n_ops} operations, \
+         {outputs} outputs compared, {:.0} s",
+        start.elapsed().as_secs_f64()
     );
 }
 

@@ -734,24 +734,19 @@ fn read_only_open_changes_nothing() {
     w.close().unwrap();
 }
 
-/// Damage to the last MANIFEST record when the last operation was an
-/// ingestion, with no write after it: no table or WAL record shows the
-/// edit is missing. Dropping the record would lose the ingestion with
-/// nothing to show for it but a file in `lost/`. The tail rule refuses
-/// every flipped byte of the record. A record cut away (a short read at end
-/// of file, which the tail rule must accept as an unfinished write) is
-/// redone from the ingestion's WAL marker, which names its files; if one
-/// of them is gone or changed, the open refuses naming the marker.
-#[test]
-fn flipped_bytes_in_the_last_record_are_refused_where_no_cross_check_helps() {
-    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
-    let dir = Path::new("/db");
+/// The acknowledged data, and what it would be without the ingestion.
+type Models = (Model, Model);
+
+/// A database whose MANIFEST ends with the record of an ingestion (100
+/// keys `zz000`.. over 100 flushed writes), its WAL marker in the WAL.
+fn last_ingestion_db(vfs: &Arc<dyn Vfs>, dir: &Path) -> Models {
     let mut model = Model::new();
-    let db = Db::open(dir, options(Arc::clone(&vfs))).unwrap();
+    let db = Db::open(dir, options(Arc::clone(vfs))).unwrap();
     for i in 0..100 {
         put(&db, &mut model, i, "v");
     }
     db.flush().unwrap();
+    let without = model.clone();
     let src = Path::new("/src/last.sst");
     let mut w = SstWriter::create_in(vfs.as_ref(), src, SstOptions::for_ingestion()).unwrap();
     for i in 0..100u32 {
@@ -766,6 +761,64 @@ fn flipped_bytes_in_the_last_record_are_refused_where_no_cross_check_helps() {
     };
     db.ingest(&[src.to_path_buf()], &io).unwrap();
     db.close().unwrap();
+    (model, without)
+}
+
+/// A database whose MANIFEST ends with the record of an ingestion that
+/// excised `key(100)..key(200)` (cutting the fully compacted tree) and
+/// ingested every other key of it; a write after it (`key(150)`) is only
+/// in the WAL, behind the ingestion's marker.
+fn excising_ingestion_db(vfs: &Arc<dyn Vfs>, dir: &Path) -> Models {
+    let mut model = Model::new();
+    let db = Db::open(dir, options(Arc::clone(vfs))).unwrap();
+    for i in 0..300 {
+        put(&db, &mut model, i, "old");
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let mut without = model.clone();
+    let src = Path::new("/src/excise.sst");
+    let mut w = SstWriter::create_in(vfs.as_ref(), src, SstOptions::for_ingestion()).unwrap();
+    for i in (100..200).step_by(2) {
+        w.put(key(i), b"new").unwrap();
+    }
+    w.finish().unwrap();
+    let r = db
+        .ingest(
+            &[src.to_path_buf()],
+            &IngestOptions {
+                small_file_bytes: 0,
+                excise: Some((key(100), key(200))),
+                ..IngestOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(r.excised && !r.flushable, "{r:?}");
+    for i in 100..200 {
+        model.remove(&key(i));
+    }
+    for i in (100..200).step_by(2) {
+        model.insert(key(i), b"new".to_vec());
+    }
+    put(&db, &mut model, 150, "after");
+    put(&db, &mut without, 150, "after");
+    db.close().unwrap();
+    (model, without)
+}
+
+/// Damage to the last MANIFEST record when the last operation was an
+/// ingestion, with no write after it: no table or WAL record shows the
+/// edit is missing. Dropping the record would lose the ingestion with
+/// nothing to show for it but a file in `lost/`. The tail rule refuses
+/// every flipped byte of the record. A record cut away (a short read at end
+/// of file, which the tail rule must accept as an unfinished write) is
+/// redone from the ingestion's WAL marker, which names its files; if one
+/// of them is gone or changed, the open refuses naming the marker.
+#[test]
+fn flipped_bytes_in_the_last_record_are_refused_where_no_cross_check_helps() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let dir = Path::new("/db");
+    let (model, _) = last_ingestion_db(&vfs, dir);
     let mpath = manifest_path(vfs.as_ref(), dir);
     let manifest = vfs::read_all(vfs.as_ref(), &mpath).unwrap();
     let bounds = record_boundaries(vfs.as_ref(), &mpath);
@@ -860,38 +913,7 @@ fn flipped_bytes_in_the_last_record_are_refused_where_no_cross_check_helps() {
 fn lost_excising_ingestion_is_redone_from_its_marker() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let dir = Path::new("/db");
-    let mut model = Model::new();
-    let db = Db::open(dir, options(Arc::clone(&vfs))).unwrap();
-    for i in 0..300 {
-        put(&db, &mut model, i, "old");
-    }
-    db.flush().unwrap();
-    db.compact_range(None, None).unwrap();
-    let src = Path::new("/src/excise.sst");
-    let mut w = SstWriter::create_in(vfs.as_ref(), src, SstOptions::for_ingestion()).unwrap();
-    for i in (100..200).step_by(2) {
-        w.put(key(i), b"new").unwrap();
-    }
-    w.finish().unwrap();
-    let r = db
-        .ingest(
-            &[src.to_path_buf()],
-            &IngestOptions {
-                small_file_bytes: 0,
-                excise: Some((key(100), key(200))),
-                ..IngestOptions::default()
-            },
-        )
-        .unwrap();
-    assert!(r.excised && !r.flushable, "{r:?}");
-    for i in 100..200 {
-        model.remove(&key(i));
-    }
-    for i in (100..200).step_by(2) {
-        model.insert(key(i), b"new".to_vec());
-    }
-    put(&db, &mut model, 150, "after");
-    db.close().unwrap();
+    let (model, _) = excising_ingestion_db(&vfs, dir);
     let mpath = manifest_path(vfs.as_ref(), dir);
     let manifest = vfs::read_all(vfs.as_ref(), &mpath).unwrap();
     let bounds = record_boundaries(vfs.as_ref(), &mpath);
@@ -907,6 +929,103 @@ fn lost_excising_ingestion_is_redone_from_its_marker() {
     db.compact_range(None, None).unwrap();
     assert_eq!(scan(&db).unwrap(), model, "after a full compaction");
     db.close().unwrap();
+}
+
+/// `Db::repair` redoes an ingestion whose MANIFEST record was lost from its
+/// WAL marker, as the open does. With the last record (the ingestion's)
+/// cut away, or with a byte of it flipped (which the open refuses), the
+/// repair reports the ingestion as redone (naming its files, and the
+/// range-tombstone file it wrote for an excise), loses nothing else, and
+/// the database holds exactly the acknowledged data, after a full
+/// compaction and after a reopen. With the ingested file gone it cannot be
+/// redone: the repair says so and why, and keeps everything else.
+#[test]
+fn repair_redoes_an_ingestion_from_its_marker() {
+    type Setup = fn(&Arc<dyn Vfs>, &Path) -> Models;
+    let setups: [(&str, Setup); 2] = [
+        ("plain", last_ingestion_db),
+        ("excise", excising_ingestion_db),
+    ];
+    for (name, setup) in setups {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let dir = Path::new("/db");
+        let (model, without) = setup(&vfs, dir);
+        let mpath = manifest_path(vfs.as_ref(), dir);
+        let manifest = vfs::read_all(vfs.as_ref(), &mpath).unwrap();
+        let bounds = record_boundaries(vfs.as_ref(), &mpath);
+        let last = bounds[bounds.len() - 2] as usize;
+        // The record's files that exist (an excise's virtual files do not).
+        let mut ingested = unreferenced_tables_after_cut(vfs.as_ref(), dir, &manifest, last);
+        ingested.retain(|p| vfs.exists(p));
+        assert_eq!(ingested.len(), 1, "{name}: {ingested:?}");
+        let file = ingested[0].file_name().unwrap().to_str().unwrap();
+        let mut flipped = manifest.clone();
+        flipped[last + 10] ^= 0xff;
+        for (how, damaged) in [
+            ("cut away", manifest[..last].to_vec()),
+            ("flipped", flipped),
+        ] {
+            let case = format!("{name}: the ingestion's record {how}");
+            let v = copy_db(vfs.as_ref(), dir);
+            vfs::write_all(v.as_ref(), &mpath, &damaged).unwrap();
+            if how == "flipped" {
+                assert!(Db::open(dir, options(Arc::clone(&v))).is_err(), "{case}");
+            }
+            let r = Db::repair(dir, options(Arc::clone(&v))).unwrap();
+            let redone: Vec<&String> = r
+                .recovered
+                .iter()
+                .filter(|l| l.contains("redone from its WAL marker"))
+                .collect();
+            assert_eq!(redone.len(), 1, "{case}: {r:?}");
+            assert!(redone[0].contains(file), "{case}: {r:?}");
+            assert_eq!(
+                redone[0].contains("range-tombstone file"),
+                name == "excise",
+                "{case}: {r:?}"
+            );
+            assert!(
+                !r.recovered.iter().any(|l| l.contains("lost/")),
+                "{case}: nothing set aside: {r:?}"
+            );
+            // Cut at a record boundary nothing else is lost; a flipped
+            // byte loses the edits from the damage on, which the marker
+            // makes good (reported all the same).
+            match how {
+                "cut away" => assert!(r.lost_nothing(), "{case}: {r:?}"),
+                _ => assert!(
+                    r.lost.len() == 1 && r.lost[0].contains("every edit from offset"),
+                    "{case}: {r:?}"
+                ),
+            }
+            let db = Db::open(dir, options(Arc::clone(&v))).unwrap();
+            assert_eq!(scan(&db).unwrap(), model, "{case}");
+            db.compact_range(None, None).unwrap();
+            assert_eq!(scan(&db).unwrap(), model, "{case}: after a full compaction");
+            db.close().unwrap();
+            let db = Db::open(dir, options(v)).unwrap();
+            assert_eq!(scan(&db).unwrap(), model, "{case}: after a reopen");
+            db.close().unwrap();
+        }
+        let case = format!("{name}: the record cut away and the ingested file removed");
+        let v = copy_db(vfs.as_ref(), dir);
+        vfs::write_all(v.as_ref(), &mpath, &manifest[..last]).unwrap();
+        v.remove(&ingested[0]).unwrap();
+        let r = Db::repair(dir, options(Arc::clone(&v))).unwrap();
+        assert!(
+            r.lost
+                .iter()
+                .any(|l| l.contains("cannot be redone") && l.contains(file)),
+            "{case}: {r:?}"
+        );
+        assert!(
+            !r.recovered.iter().any(|l| l.contains("redone")),
+            "{case}: {r:?}"
+        );
+        let db = Db::open(dir, options(v)).unwrap();
+        assert_eq!(scan(&db).unwrap(), without, "{case}");
+        db.close().unwrap();
+    }
 }
 
 /// The tables in `dir` that the MANIFEST `manifest` cut at `cut` no longer

@@ -17,13 +17,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use strata::events::{Event, EventListener, EventRecord};
-use strata::vfs::{MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
-use strata::{CompactionOptions, Db, Metrics, Options, Result};
+use strata::vfs::Vfs;
+use strata::{CompactionOptions, Db, Metrics, Options};
+use support::{CreateGate, GatedVfs};
+
+#[path = "support/gated_vfs.rs"]
+mod support;
 
 /// MemVfs, except that a thread whose name starts with one of `held`'s
 /// prefixes waits at the gate when it creates a file while the gate is shut.
-struct GateVfs {
-    inner: MemVfs,
+type GateVfs = GatedVfs<Gate>;
+
+/// The gate's state and policy.
+struct Gate {
     held: Mutex<Vec<&'static str>>,
     shut: Mutex<bool>,
     cv: Condvar,
@@ -33,14 +39,16 @@ struct GateVfs {
 
 impl GateVfs {
     fn new() -> Arc<GateVfs> {
-        Arc::new(GateVfs {
-            inner: MemVfs::new(),
+        Arc::new(GatedVfs::with_gate(Gate {
             held: Mutex::new(Vec::new()),
             shut: Mutex::new(false),
             cv: Condvar::new(),
             waiting: AtomicUsize::new(0),
-        })
+        }))
     }
+}
+
+impl Gate {
     fn shut(&self, threads: &[&'static str]) {
         *self.held.lock().unwrap() = threads.to_vec();
         *self.shut.lock().unwrap() = true;
@@ -51,8 +59,8 @@ impl GateVfs {
     }
 }
 
-impl Vfs for GateVfs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+impl CreateGate for Gate {
+    fn before_create(&self, _path: &Path) {
         let me = std::thread::current().name().unwrap_or("").to_string();
         let held = self.held.lock().unwrap().iter().any(|p| me.starts_with(p));
         if held && *self.shut.lock().unwrap() {
@@ -63,40 +71,6 @@ impl Vfs for GateVfs {
             }
             self.waiting.fetch_sub(1, Ordering::SeqCst);
         }
-        self.inner.create(path)
-    }
-    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn link(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.link(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
-        self.inner.lock(path)
     }
 }
 

@@ -34,6 +34,11 @@
 //! - Every wait of a foreground write is timed and counted by cause
 //!   (`write_wait`); followers count theirs under their leader's slowest
 //!   phase when it explains at least half of the wait.
+//!
+//! The queue, the leader/follower hand-off and the publication order are
+//! checked by a loom model, `crates/strata-loom/src/commit.rs`, which
+//! mirrors `commit`, `lead` and `write_group` step by step: change it with
+//! them.
 
 use super::wal_buffer::Wal;
 use super::write_wait::WaitCause;

@@ -428,10 +428,23 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
 /// Writes the range-tombstone file of an excise of `[a, b)` (synced; the
 /// caller syncs the directory).
 pub(crate) fn write_excise_tombstone(db: &DbInner, a: &[u8], b: &[u8]) -> Result<Prepared> {
-    let number = db.new_file_number();
-    let path = filenames::table(&db.dir, number);
+    write_tombstone_file(db.vfs.as_ref(), &db.dir, db.new_file_number(), a, b)
+}
+
+/// Writes table `number` of `dir` holding one range tombstone `[a, b)` at
+/// sequence number 0 (an ingested file's; its global sequence number is
+/// the MANIFEST's), synced; the caller syncs the directory. Also used by
+/// `repair` to redo an excise from an ingestion's WAL marker.
+pub(crate) fn write_tombstone_file(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    number: u64,
+    a: &[u8],
+    b: &[u8],
+) -> Result<Prepared> {
+    let path = filenames::table(dir, number);
     let mut w = crate::sstable::SstWriter::create_in(
-        db.vfs.as_ref(),
+        vfs,
         &path,
         crate::sstable::SstOptions::for_ingestion(),
     )?;

@@ -132,14 +132,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     // Every numbered file in the directory counts as used: a WAL, or a file
     // an ingestion linked before the crash, may be newer than the MANIFEST's
     // counter, and reusing its number would overwrite it.
-    for name in &names {
-        match filenames::parse(name) {
-            Some(filenames::FileKind::Wal(n))
-            | Some(filenames::FileKind::Table(n))
-            | Some(filenames::FileKind::Manifest(n)) => versions.mark_file_number_used(n),
-            _ => {}
-        }
-    }
+    mark_numbers_used(&versions, &names);
 
     let ReplayOutcome {
         replayed,
@@ -337,6 +330,20 @@ fn wal_flush_loop(db: Arc<DbInner>) {
         if let Err(e) = db.commit.flush_wal(&db) {
             db.set_bg_error(e);
             return;
+        }
+    }
+}
+
+/// Marks the number of every WAL, table and MANIFEST in `names` as used,
+/// so no file allocated from `versions` overwrites one (`repair` too, whose
+/// MANIFEST may have lost the edits that counted them).
+pub(super) fn mark_numbers_used(versions: &VersionSet, names: &[String]) {
+    for name in names {
+        match filenames::parse(name) {
+            Some(filenames::FileKind::Wal(n))
+            | Some(filenames::FileKind::Table(n))
+            | Some(filenames::FileKind::Manifest(n)) => versions.mark_file_number_used(n),
+            _ => {}
         }
     }
 }
@@ -539,8 +546,8 @@ fn queue_before(
 /// lost (never durable, or cut away). Returns the ingestion to redo if the
 /// marker names its files and every one is present, with the size the
 /// record gave it, and opens as a table; otherwise why the open must
-/// refuse.
-fn roll_forward(
+/// refuse. `repair` makes the same check before it redoes an ingestion.
+pub(super) fn roll_forward(
     vfs: &dyn Vfs,
     dir: &Path,
     b: &WriteBatch,

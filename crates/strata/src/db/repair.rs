@@ -19,16 +19,27 @@
 //!    sequence number only the lost record held) cannot be placed safely:
 //!    the open that ends the repair moves it to `lost/`, and the report
 //!    says so.
-//! 4. **Sequence numbers**: WAL records past the MANIFEST's last sequence
-//!    number with a gap before them (an ingestion whose record was lost)
-//!    are kept; the gap is reported as lost and the last sequence raised
-//!    past it.
-//! 5. A new MANIFEST holding the repaired version is written and CURRENT
+//! 4. **Ingestions whose record was lost**: a WAL marker (`db::marker`)
+//!    past the MANIFEST's last sequence number names the ingestion's files.
+//!    If every one is present with its recorded size and opens as a table
+//!    (the check `open::roll_forward` makes), the ingestion is redone as
+//!    open's recovery redoes it: its files are queued again at the marker's
+//!    sequence number (an excise becomes a range-tombstone file at that
+//!    number, as for an ingestion that waited in the queue), so the open
+//!    that ends the repair places them in sequence order among the WAL
+//!    records; the report lists it under `recovered`. Otherwise it is
+//!    reported as lost, with the reason.
+//! 5. **Sequence numbers**: WAL records past the MANIFEST's last sequence
+//!    number with a gap before them (an ingestion whose record was lost and
+//!    whose marker did not survive) are kept; the gap is reported as lost
+//!    and the last sequence raised past it.
+//! 6. A new MANIFEST holding the repaired version is written and CURRENT
 //!    pointed at it; then the database is opened normally (which replays
 //!    the WALs and moves what it cannot prove redundant to `lost/`), so a
 //!    repair that leaves the database unopenable fails.
 
 use super::filenames::{self, FileKind};
+use super::marker::IngestMarker;
 use super::options::Options;
 use super::recovery_checks::{self as checks, DirKind};
 use super::write_batch::WriteBatch;
@@ -148,6 +159,10 @@ fn repair_locked(
             .push(format!("{mname}: every edit from offset {off} on ({why})"));
     }
     let mut set = r.set;
+    // The MANIFEST may have lost the edits that counted the newest files:
+    // a file this repair writes (an excise's range-tombstone file, the new
+    // MANIFEST) must not take one's number.
+    super::open::mark_numbers_used(&set, names);
     let flushed = set.flushed_seq();
 
     // Tables the MANIFEST names that are not there as it recorded them.
@@ -205,8 +220,8 @@ fn repair_locked(
     // WAL sequence numbers, to tell what unreferenced tables hold that
     // nothing else does, and to find gaps.
     let mut wal_ranges: Vec<(u64, u64)> = Vec::new();
-    // Sequence numbers of ingestions, from their WAL markers.
-    let mut markers: Vec<u64> = Vec::new();
+    // Ingestions' WAL markers.
+    let mut markers: Vec<WriteBatch> = Vec::new();
     let mut wals: Vec<u64> = names
         .iter()
         .filter_map(|n| match filenames::parse(n) {
@@ -229,7 +244,7 @@ fn repair_locked(
                         if b.count() > 0 {
                             wal_ranges.push((b.sequence(), b.sequence() + b.count() as u64 - 1));
                         } else {
-                            markers.push(b.sequence());
+                            markers.push(b);
                         }
                     }
                 }
@@ -243,12 +258,28 @@ fn repair_locked(
             }
         }
     }
+    // Markers past the MANIFEST's last sequence: redone where the files
+    // they name prove the ingestion, else (with why) reported below.
+    let manifest_last = set.last_sequence();
+    let mut redo: Vec<IngestMarker> = Vec::new();
+    let mut not_redone: Vec<(u64, String)> = Vec::new();
+    for b in &markers {
+        let s = b.sequence();
+        if s <= flushed || s <= manifest_last {
+            continue;
+        }
+        match super::open::roll_forward(vfs.as_ref(), dir, b, manifest_last) {
+            Ok(m) => redo.push(m),
+            Err(why) => not_redone.push((s, why)),
+        }
+    }
     let in_wal = |s: u64| wal_ranges.iter().any(|&(a, b)| a <= s && s <= b);
     let ingested: std::collections::HashSet<u64> = set
         .current()
         .all_files()
         .filter_map(|(_, f)| f.global_seqno)
         .chain(set.queued_ingestions().into_iter().map(|(s, _)| s))
+        .chain(redo.iter().map(|m| m.seq))
         .collect();
 
     // Unreferenced tables holding data nothing else accounts for go back.
@@ -261,6 +292,7 @@ fn repair_locked(
                 .into_iter()
                 .flat_map(|(_, fs)| fs.into_iter().map(|f| f.number)),
         )
+        .chain(redo.iter().flat_map(|m| m.files.iter().map(|f| f.number)))
         .collect();
     let mut top = set.last_sequence();
     for name in names {
@@ -295,16 +327,18 @@ fn repair_locked(
         }
     }
 
-    // Gaps in the WAL's sequence numbers past the MANIFEST's last one.
+    // Gaps in the WAL's sequence numbers past the MANIFEST's last one. An
+    // ingestion's number is not one: its marker is in the WAL, and it is
+    // redone or reported lost below.
+    wal_ranges.extend(redo.iter().map(|m| (m.seq, m.seq)));
+    wal_ranges.extend(not_redone.iter().map(|&(s, _)| (s, s)));
     wal_ranges.sort_unstable();
     let mut expect = flushed + 1;
-    let mut gaps = Vec::new();
     for &(a, b) in &wal_ranges {
         if b <= flushed {
             continue;
         }
         if a > expect && a - 1 > top {
-            gaps.push((expect.max(top + 1), a - 1));
             report.lost.push(format!(
                 "sequence numbers {}..={}: in no WAL record, past every surviving MANIFEST \
                  record (an ingestion whose record was lost)",
@@ -314,21 +348,49 @@ fn repair_locked(
         }
         expect = expect.max(b + 1);
     }
-    for &s in &markers {
-        let in_gap = gaps.iter().any(|&(a, b)| a <= s && s <= b);
-        if s > top && s > flushed && !in_gap {
-            report.lost.push(format!(
-                "the ingestion at sequence number {s}: its WAL marker survives but its \
-                 MANIFEST record does not (an ingested file no record places is kept in \
-                 lost/)"
-            ));
-        }
+    for (s, why) in &not_redone {
+        report.lost.push(format!(
+            "the ingestion at sequence number {s}: its WAL marker survives but not its \
+             MANIFEST record ({why}; an ingested file no record places is kept in lost/)"
+        ));
     }
     if let Some(&(_, b)) = wal_ranges.last() {
         top = top.max(b);
     }
-    if let Some(&m) = markers.iter().max() {
+    if let Some(m) = markers.iter().map(|b| b.sequence()).max() {
         top = top.max(m);
+    }
+
+    // The redone ingestions, queued at their sequence numbers (an excise
+    // as a range-tombstone file first, as `ingest::prepare` orders it).
+    let mut wrote_tombstone = false;
+    for m in redo {
+        let s = m.seq;
+        let mut what: Vec<String> = m
+            .files
+            .iter()
+            .map(|f| format!("{:06}.sst", f.number))
+            .collect();
+        if let Some((a, b)) = m.excise.as_ref().filter(|(a, b)| a < b) {
+            let n = set.new_file_number();
+            let t = super::ingest::write_tombstone_file(vfs.as_ref(), dir, n, a, b)?;
+            edit.queued_files.push(t.meta(s));
+            wrote_tombstone = true;
+            what.push(format!(
+                "the excise of {}..{} as the range-tombstone file {n:06}.sst",
+                crate::util::hex::escape(a),
+                crate::util::hex::escape(b)
+            ));
+        }
+        edit.queued_files.extend(m.files);
+        report.recovered.push(format!(
+            "the ingestion at sequence number {s}, whose MANIFEST record was lost: redone \
+             from its WAL marker ({})",
+            what.join(", ")
+        ));
+    }
+    if wrote_tombstone {
+        vfs.sync_dir(dir)?;
     }
 
     set.repair_version(&edit, &drop_queued)?;

@@ -23,6 +23,11 @@
 //! of the recovered version, once its checks passed; a MANIFEST that grows
 //! past `MAX_MANIFEST_BYTES` is replaced the same way, so recovery never
 //! replays an unbounded history.
+//!
+//! Version reference counting (`remember`, `live_files`, with the super
+//! version, flush, compaction and obsolete-file pass around them) is
+//! checked by a loom model, `crates/strata-loom/src/version_refs.rs`:
+//! change it with them.
 
 use super::edit::FileMeta;
 use super::edit::{VersionEdit, COMPARATOR};
@@ -299,13 +304,15 @@ impl VersionSet {
     }
 
     /// Applies a repair's edit to the version without logging it (the
-    /// repaired state goes into a new MANIFEST by `start_manifest`), and
-    /// forgets queued ingestions holding a file in `drop_queued`.
+    /// repaired state goes into a new MANIFEST by `start_manifest`),
+    /// forgets queued ingestions holding a file in `drop_queued`, and queues
+    /// the edit's queued files (ingestions repair redoes).
     pub fn repair_version(&mut self, edit: &VersionEdit, drop_queued: &[u64]) -> Result<()> {
         let v = self.current.apply(edit, "repair")?;
         self.current = Arc::new(v);
         self.queued
             .retain(|_, fs| !fs.iter().any(|f| drop_queued.contains(&f.number)));
+        add_queued(&mut self.queued, &edit.queued_files);
         let v = Arc::downgrade(&self.current);
         self.remember(v);
         Ok(())

@@ -1,0 +1,88 @@
+//! An in-memory file system for tests that hold some file creations at a
+//! gate: `GatedVfs<G>` passes every call to a `MemVfs`, except that
+//! `create` first calls the test's gate (`CreateGate::before_create`),
+//! which may block. Each test keeps its own gate: which creations wait,
+//! how they are counted, and how the gate opens. The gate's own methods
+//! are reached through `Deref`.
+//!
+//! Like the wrappers it replaces, it overrides every required `Vfs` method
+//! and leaves the provided ones (`copy`) to the trait, so a copy's
+//! creation passes the gate too.
+
+#![allow(dead_code)]
+
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::Arc;
+use strata::vfs::{MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use strata::Result;
+
+/// What a test does before a file is created (may block until it lets the
+/// creation go on).
+pub trait CreateGate: Send + Sync {
+    /// Called by `create(path)` before the file is created.
+    fn before_create(&self, path: &Path);
+}
+
+/// `MemVfs`, with every creation passing `gate` first.
+pub struct GatedVfs<G> {
+    inner: MemVfs,
+    gate: G,
+}
+
+impl<G> GatedVfs<G> {
+    /// An empty file system whose creations pass `gate`.
+    pub fn with_gate(gate: G) -> GatedVfs<G> {
+        GatedVfs {
+            inner: MemVfs::new(),
+            gate,
+        }
+    }
+}
+
+impl<G> Deref for GatedVfs<G> {
+    type Target = G;
+    fn deref(&self) -> &G {
+        &self.gate
+    }
+}
+
+impl<G: CreateGate> Vfs for GatedVfs<G> {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.gate.before_create(path);
+        self.inner.create(path)
+    }
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_random(path)
+    }
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        self.inner.open_sequential(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.inner.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.link(from, to)
+    }
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
+        self.inner.lock(path)
+    }
+}
