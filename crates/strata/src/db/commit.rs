@@ -479,18 +479,13 @@ impl CommitPipeline {
             // Else the WAL thread writes it out within the interval.
             phases.add(db, WaitCause::WalWrite, t.elapsed());
         }
-        if sync && db.manifest_unsynced.load(Ordering::Acquire) {
+        if sync && db.manifest.has_unsynced() {
             let t = Instant::now();
             // An ingestion ahead of this group may not have synced its
             // MANIFEST record yet; an acknowledged synced write must not
-            // survive a crash that the ingestion before it does not. (The
-            // flag is read without the state lock, which flushes and
-            // compactions hold across their own MANIFEST syncs.)
-            let mut st = db.state.lock();
-            if st.versions.has_unsynced() {
-                st.versions.sync_manifest()?;
-            }
-            drop(st);
+            // survive a crash that the ingestion before it does not. (No
+            // state lock: the MANIFEST has its own, `version::manifest_log`.)
+            db.manifest.sync()?;
             phases.add(db, WaitCause::Manifest, t.elapsed());
         }
         let t = Instant::now();

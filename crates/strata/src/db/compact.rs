@@ -149,7 +149,12 @@ pub(crate) fn run(db: &DbInner, c: &Compaction, pinned: Arc<Version>) -> Result<
         edit.add_file(c.output_level, f.clone());
     }
     let seq = db.visible_seq.load(Ordering::Acquire);
-    st.versions.log_and_apply(edit, seq)?;
+    st.versions.log_and_apply_unsynced(edit, seq)?;
+    // Written and synced without the state lock (`version::manifest_log`);
+    // the result is published once durable.
+    drop(st);
+    db.manifest.sync()?;
+    let mut st = db.state.lock();
     db.install_super_version(&st);
     let read: u64 = c.input_bytes();
     let written: u64 = outputs.iter().map(|f| f.size).sum();
@@ -201,9 +206,14 @@ fn try_move(
         return Some(Ok(()));
     }
     let seq = db.visible_seq.load(Ordering::Acquire);
-    if let Err(e) = st.versions.log_and_apply(edit, seq) {
+    if let Err(e) = st.versions.log_and_apply_unsynced(edit, seq) {
         return Some(Err(e));
     }
+    drop(st);
+    if let Err(e) = db.manifest.sync() {
+        return Some(Err(e));
+    }
+    let st = db.state.lock();
     db.install_super_version(&st);
     db.stats.moves.fetch_add(1, Ordering::Relaxed);
     db.events

@@ -19,6 +19,7 @@ use crate::sstable::{RangeTombstone, SstOptions};
 use crate::version::sublevels::L0Sublevels;
 use crate::version::{FileMeta, VersionEdit};
 use crate::vfs::Vfs;
+use parking_lot::MutexGuard;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -103,7 +104,13 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     edit.log_number = Some(next_wal);
     edit.flushed_seq = Some(imm.last_seq());
     let seq = db.visible_seq.load(Ordering::Acquire).max(largest_seq);
-    st.versions.log_and_apply(edit, seq)?;
+    st.versions.log_and_apply_unsynced(edit, seq)?;
+    // The record is written and synced without the state lock, so the
+    // commit pipeline (an ingestion) is never held up by this disk I/O;
+    // the memtable leaves the queue only once the record is durable.
+    drop(st);
+    db.manifest.sync()?;
+    let mut st = db.state.lock();
     st.imm.pop_front();
     db.install_super_version(&st);
     db.stats.flushes.fetch_add(1, Ordering::Relaxed);
@@ -149,7 +156,11 @@ fn place_ingested(
     edit.ingested_seq = Some(ing.seq);
     edit.flushed_seq = Some(ing.seq);
     let seq = db.visible_seq.load(Ordering::Acquire).max(ing.seq);
-    st.versions.log_and_apply(edit, seq)?;
+    st.versions.log_and_apply_unsynced(edit, seq)?;
+    // Synced without the state lock, as in `flush_one`.
+    drop(st);
+    db.manifest.sync()?;
+    let mut st = db.state.lock();
     st.imm.pop_front();
     db.install_super_version(&st);
     db.stats.flushes.fetch_add(1, Ordering::Relaxed);
@@ -243,11 +254,22 @@ pub(crate) fn write_tables(
 /// compactions keep their inputs live by holding the version they were
 /// picked from. The table cache is keyed by physical number, so closing a
 /// deleted file's reader here affects nothing else.
-pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut super::DbState) {
-    // A file may leave the version through an ingestion's record, which is
-    // written without a sync: it is deleted only once that record is
-    // durable, or recovery could name a deleted file.
-    if st.versions.has_unsynced() && st.versions.sync_manifest().is_err() {
+pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super::DbState>) {
+    // A file may leave the version through a record not yet durable (an
+    // ingestion's, whose caller syncs it, or another job's between its
+    // framing and its sync): files are deleted only once every record is
+    // durable, or recovery could name a deleted file. The sync runs with
+    // the state lock released (`version::manifest_log`); if more records
+    // keep arriving meanwhile, a later pass deletes the files.
+    for _ in 0..3 {
+        if !st.versions.has_unsynced() {
+            break;
+        }
+        if MutexGuard::unlocked(st, || db.manifest.sync()).is_err() {
+            return;
+        }
+    }
+    if st.versions.has_unsynced() {
         return;
     }
     let mut live = st.versions.live_files();

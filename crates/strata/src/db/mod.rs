@@ -12,8 +12,11 @@
 //! Concurrency: the `SuperVersion` (memtable, immutable queue, `Version`) is
 //! an immutable snapshot swapped under a `RwLock`; a reader clones the `Arc`
 //! and works without locks. `state` guards the parts that change (the
-//! version set, the immutable queue) and is held only briefly. Lock order:
-//! commit queue, then `state`.
+//! version set, the immutable queue) and is held only briefly: never across
+//! disk I/O of the MANIFEST, which has its own locks (`manifest`, see
+//! `version::manifest_log`; flushes and compactions frame their record
+//! under `state` and sync it after releasing it). Lock order: commit queue,
+//! then `state`, then the MANIFEST's.
 
 pub mod filenames;
 pub mod options;
@@ -302,9 +305,10 @@ pub(crate) struct DbInner {
     /// Every sequence number up to this one is readable.
     pub visible_seq: AtomicU64,
     next_file: Arc<AtomicU64>,
-    /// `VersionSet::has_unsynced`, readable without the state lock (a synced
-    /// write checks it on every commit).
-    pub manifest_unsynced: Arc<std::sync::atomic::AtomicBool>,
+    /// The MANIFEST file (the version set's), synced without the state lock:
+    /// see `version::manifest_log`. A synced write checks it on every
+    /// commit.
+    pub manifest: Arc<crate::version::ManifestLog>,
     pub table_cache: Arc<TableCache>,
     pub shutting_down: AtomicBool,
     bg_error: Mutex<Option<Error>>,
@@ -708,7 +712,7 @@ impl Db {
                 // the disk, so the writes queued behind it could go on; the
                 // ingestion is durable, and may be reported, once it is
                 // synced.
-                let synced = self.inner.state.lock().versions.sync_manifest();
+                let synced = self.inner.manifest.sync();
                 if let Err(e) = synced {
                     self.inner.set_bg_error(e.clone());
                     return Err(e);

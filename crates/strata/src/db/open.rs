@@ -229,7 +229,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     };
 
     let next_file = versions.file_number_allocator();
-    let manifest_unsynced = versions.unsynced_flag();
+    let manifest = versions.manifest_log();
     let mem = Arc::new(MemTable::new(wal_number));
     let state = DbState {
         versions,
@@ -260,7 +260,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         commit: CommitPipeline::new(last_seq, log),
         visible_seq: AtomicU64::new(last_seq),
         next_file,
-        manifest_unsynced,
+        manifest,
         table_cache,
         shutting_down: AtomicBool::new(false),
         bg_error: Mutex::new(None),

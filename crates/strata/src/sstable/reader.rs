@@ -354,20 +354,62 @@ impl Table {
 
     /// The newest point entry for `user_key` with sequence <= `snapshot`.
     /// Range tombstones are not applied here (see `range_tombstones`).
+    ///
+    /// The bloom filter first, then one seek in the index block and one in
+    /// the data block it names, without building a `TableIter` (a point
+    /// lookup is the hot read path: no table `Arc` clone, no bounds, no
+    /// block skipping). The entry sought is in that block whenever the
+    /// block holds any entry at or past the target (the index names the
+    /// first block whose last key is at or past it); otherwise, and on any
+    /// index trouble, the lookup takes the iterator's path, which also
+    /// reports corruption with its offset.
     pub fn get(self: &Arc<Self>, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
+        let target = seek_key(user_key, snapshot.min(MAX_SEQUENCE));
+        let Some(h) = self.block_for(&target) else {
+            return self.get_by_iter(user_key, &target);
+        };
+        let mut it = BlockIter::new(self.data_block(h)?, self.data_mode);
+        it.seek(&target);
+        if let Some(e) = it.error() {
+            return Err(Error::corruption(
+                &self.name,
+                h.offset,
+                format!("data block: {e}"),
+            ));
+        }
+        if !it.valid() {
+            return self.get_by_iter(user_key, &target);
+        }
+        self.found(user_key, it.key(), it.value(), h.offset)
+    }
+
+    /// `get` through a full iterator (see `get`).
+    fn get_by_iter(self: &Arc<Self>, user_key: &[u8], target: &[u8]) -> Result<Option<Found>> {
         let mut it = self.iter();
-        it.seek(&seek_key(user_key, snapshot.min(MAX_SEQUENCE)));
+        it.seek(target);
         it.status()?;
         if !it.valid() {
             return Ok(None);
         }
-        let Some(p) = ParsedKey::parse(it.key()) else {
+        let offset = it.block_offset();
+        self.found(user_key, it.key(), it.value(), offset)
+    }
+
+    /// The entry at internal key `ikey` if it is `user_key`'s.
+    fn found(
+        &self,
+        user_key: &[u8],
+        ikey: &[u8],
+        value: &[u8],
+        offset: u64,
+    ) -> Result<Option<Found>> {
+        let Some(p) = ParsedKey::parse(ikey) else {
             return Err(Error::corruption(
                 &self.name,
-                0,
+                offset,
                 "data block key shorter than its trailer",
             ));
         };
@@ -377,14 +419,14 @@ impl Table {
         let kind = p.value_kind().ok_or_else(|| {
             Error::corruption(
                 &self.name,
-                it.block_offset(),
+                offset,
                 format!("unknown value kind {:#x}", p.kind),
             )
         })?;
         Ok(Some(Found {
             seq: p.seq,
             kind,
-            value: it.value().to_vec(),
+            value: value.to_vec(),
         }))
     }
 

@@ -3,12 +3,14 @@
 //! compaction picking works on.
 
 pub mod edit;
+pub mod manifest_log;
 pub mod set;
 pub mod sublevels;
 #[allow(clippy::module_inception)]
 pub mod version;
 
 pub use edit::{FileMeta, VersionEdit};
+pub use manifest_log::ManifestLog;
 pub use set::VersionSet;
 pub use sublevels::{L0Pick, L0Sublevels};
 pub use version::{Version, NUM_LEVELS};

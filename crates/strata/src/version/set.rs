@@ -2,14 +2,27 @@
 //! to be, and the counters persisted with it (next file number, last
 //! sequence, oldest live WAL).
 //!
-//! Durability rule: an edit is applied to the in-memory version only after
-//! its MANIFEST record is synced, so what readers see never runs ahead of
-//! what recovery will rebuild. The one exception is an ingestion
-//! (`log_and_apply_unsynced`): its record is written to the operating system
-//! and applied at once so the commit pipeline need not wait for a disk
-//! sync, and the ingesting caller then syncs (`sync_manifest`) before it is
-//! told the ingestion succeeded; a synced write also syncs the MANIFEST
-//! first, so no acknowledged write outlives an ingestion it followed.
+//! Locking: the set lives under the database's state lock, but its MANIFEST
+//! file does not (`manifest_log`). Logging an edit (`log_and_apply_unsynced`)
+//! applies it to the in-memory version and frames its record into memory,
+//! in one critical section, so records lie in the file in the order the
+//! versions were built; nothing there touches the disk. The caller then
+//! makes the record durable with `ManifestLog::sync` after releasing the
+//! state lock, so an ingestion (which takes the state lock inside the
+//! commit pipeline) never waits behind a flush's or a compaction's MANIFEST
+//! write or fsync.
+//!
+//! Durability rule: the in-memory version may run ahead of the MANIFEST on
+//! disk only by records framed and not yet synced, and nothing is done on
+//! the strength of such a record until it is synced: a flush does not drop
+//! its memtable from the queue, nor a compaction publish its result, before
+//! its own sync returns; no file is deleted while any record is unsynced
+//! (`has_unsynced`, see `flush::delete_obsolete_files`); an ingestion is
+//! acknowledged, and a synced write that follows it too, only once the
+//! MANIFEST is synced. What readers may see early (a flush's table beside
+//! its memtable, a compaction's outputs instead of its inputs) holds the
+//! same data either way, and recovery rebuilds the old version plus the
+//! WALs if the record is lost.
 //!
 //! `CURRENT` names the live MANIFEST and is replaced by writing a temporary
 //! file, syncing it and renaming it over `CURRENT` (atomic), then syncing
@@ -21,8 +34,9 @@
 //! (for repair) keeps the edits before the damage instead. A read-write
 //! open then starts a new MANIFEST (`start_manifest`) holding one snapshot
 //! of the recovered version, once its checks passed; a MANIFEST that grows
-//! past `MAX_MANIFEST_BYTES` is replaced the same way, so recovery never
-//! replays an unbounded history.
+//! past `MAX_MANIFEST_BYTES` is replaced the same way (under the state
+//! lock, the one MANIFEST I/O there: once per 8 MiB of edits), so recovery
+//! never replays an unbounded history.
 //!
 //! Version reference counting (`remember`, `live_files`, with the super
 //! version, flush, compaction and obsolete-file pass around them) is
@@ -31,15 +45,15 @@
 
 use super::edit::FileMeta;
 use super::edit::{VersionEdit, COMPARATOR};
+use super::manifest_log::{Framer, ManifestLog};
 use super::version::Version;
 use crate::db::filenames;
 use crate::error::{Error, Result};
 use crate::vfs::{self, Vfs};
 use crate::wal::reader::{DroppedTail, LogReader, TailPolicy};
-use crate::wal::writer::LogWriter;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 const MAX_MANIFEST_BYTES: u64 = 8 << 20;
@@ -48,7 +62,11 @@ pub struct VersionSet {
     dir: PathBuf,
     vfs: Arc<dyn Vfs>,
     current: Arc<Version>,
-    manifest: Option<LogWriter>,
+    /// Frames records for the open MANIFEST (`None` until one is started).
+    framer: Option<Framer>,
+    /// The open MANIFEST file, shared with callers that sync it without
+    /// the state lock.
+    log: Arc<ManifestLog>,
     manifest_number: u64,
     /// Shared with writers that allocate file numbers (WAL rotation) without
     /// taking the lock that guards the rest of the set.
@@ -63,22 +81,10 @@ pub struct VersionSet {
     flushed_seq: u64,
     /// Ingestions waiting in the immutable queue, by sequence number.
     queued: BTreeMap<u64, Vec<FileMeta>>,
-    /// A record was written without a sync. Shared (`unsynced_flag`) so the
-    /// synced-write path can check it without the lock guarding the set.
-    unsynced: Arc<AtomicBool>,
     /// Every version installed, to know which files readers may still use:
     /// a reader holds its version through an `Arc`, so a version whose
     /// weak reference still upgrades is in use.
     handed_out: Vec<Weak<Version>>,
-    /// The error of a failed MANIFEST write, sync or switch. The record it
-    /// was writing may or may not reach the disk, so nothing more is written
-    /// (a later sync could make it durable after the in-memory version went
-    /// another way) and, through `unsynced`, nothing is deleted and no
-    /// synced write is acknowledged, until the database is reopened and
-    /// recovery decides from what is on disk. (Found by `FaultVfs`: a
-    /// failed sync's record was synced by the next edit, which deleted a
-    /// file a second time, and the reopen failed.)
-    poisoned: Option<Error>,
 }
 
 /// What recovery learned besides the version itself.
@@ -139,7 +145,8 @@ impl VersionSet {
             dir: dir.to_path_buf(),
             vfs,
             current: Arc::new(Version::new()),
-            manifest: None,
+            framer: None,
+            log: Arc::new(ManifestLog::new()),
             manifest_number: 0,
             next_file: Arc::new(AtomicU64::new(1)),
             log_number: 0,
@@ -147,9 +154,7 @@ impl VersionSet {
             ingested_seq: 0,
             flushed_seq: 0,
             queued: BTreeMap::new(),
-            unsynced: Arc::new(AtomicBool::new(false)),
             handed_out: Vec::new(),
-            poisoned: None,
         };
         let v = Arc::downgrade(&set.current);
         set.remember(v);
@@ -264,7 +269,8 @@ impl VersionSet {
             dir: dir.to_path_buf(),
             vfs,
             current: Arc::new(version),
-            manifest: None,
+            framer: None,
+            log: Arc::new(ManifestLog::new()),
             manifest_number: number,
             next_file: Arc::new(AtomicU64::new(next_file.max(max_file + 1))),
             log_number: log_number.unwrap_or(0),
@@ -272,9 +278,7 @@ impl VersionSet {
             ingested_seq,
             flushed_seq,
             queued,
-            unsynced: Arc::new(AtomicBool::new(false)),
             handed_out: Vec::new(),
-            poisoned: None,
         };
         let v = Arc::downgrade(&set.current);
         set.remember(v);
@@ -325,11 +329,13 @@ impl VersionSet {
     }
 
     /// Starts a new MANIFEST holding a snapshot of the current state and
-    /// points CURRENT at it.
+    /// points CURRENT at it. Called under the state lock: nothing is
+    /// framed meanwhile, so the snapshot holds every record framed so far.
     fn write_new_manifest(&mut self) -> Result<()> {
         let number = self.new_file_number();
         let path = filenames::manifest(&self.dir, number);
-        let mut w = LogWriter::new(self.vfs.create(&path)?, path.display().to_string());
+        let mut file = self.vfs.create(&path)?;
+        let mut framer = Framer::new(path.display().to_string());
         let mut e = self.current.snapshot_edit();
         e.comparator = Some(COMPARATOR.to_string());
         e.log_number = Some(self.log_number);
@@ -338,13 +344,14 @@ impl VersionSet {
         e.ingested_seq = Some(self.ingested_seq);
         e.flushed_seq = Some(self.flushed_seq);
         e.queued_files = self.queued.values().flatten().cloned().collect();
-        w.add_record(&e.encode())?;
-        w.sync()?;
+        let rec = framer.frame(&e.encode())?;
+        file.append(&rec)?;
+        file.sync()?;
         set_current(self.vfs.as_ref(), &self.dir, number)?;
+        self.log.switch_to(file)?;
         let old = self.manifest_number;
-        self.manifest = Some(w);
+        self.framer = Some(framer);
         self.manifest_number = number;
-        self.unsynced.store(false, Ordering::Release);
         if old != 0 {
             let _ = self.vfs.remove(&filenames::manifest(&self.dir, old));
         }
@@ -399,90 +406,45 @@ impl VersionSet {
         self.manifest_number
     }
 
-    /// Records `edit` durably, then makes the resulting version current.
-    /// `last_sequence` is the highest sequence number whose data the new
-    /// version (plus live WALs) holds.
+    /// Records `edit` durably and makes the resulting version current
+    /// (`log_and_apply_unsynced`, then a sync). For callers that hold no
+    /// lock others wait on: open, tests.
     pub fn log_and_apply(&mut self, edit: VersionEdit, last_sequence: u64) -> Result<Arc<Version>> {
-        self.log_and_maybe_sync(edit, last_sequence, true)
+        let v = self.log_and_apply_unsynced(edit, last_sequence)?;
+        self.log.sync()?;
+        Ok(v)
     }
 
-    /// Like `log_and_apply`, but the record is only handed to the operating
-    /// system; the caller must call `sync_manifest` before acknowledging the
-    /// change to anyone. For ingestions, whose commit must not hold up the
-    /// writes queued behind them for a disk sync.
+    /// Makes the version `edit` leads to current and frames its MANIFEST
+    /// record, in memory only. `last_sequence` is the highest sequence
+    /// number whose data the new version (plus live WALs) holds. The caller
+    /// must sync the record (`ManifestLog::sync`, after releasing the state
+    /// lock) before acting on it: see the module docs.
     pub fn log_and_apply_unsynced(
-        &mut self,
-        edit: VersionEdit,
-        last_sequence: u64,
-    ) -> Result<Arc<Version>> {
-        self.log_and_maybe_sync(edit, last_sequence, false)
-    }
-
-    /// Makes every MANIFEST record written so far durable.
-    pub fn sync_manifest(&mut self) -> Result<()> {
-        if let Some(e) = &self.poisoned {
-            return Err(e.clone());
-        }
-        if !self.has_unsynced() {
-            return Ok(());
-        }
-        let w = self
-            .manifest
-            .as_mut()
-            .ok_or_else(|| Error::internal("version set has no MANIFEST open"))?;
-        if let Err(e) = w.sync() {
-            self.poison(e.clone());
-            return Err(e);
-        }
-        self.unsynced.store(false, Ordering::Release);
-        Ok(())
-    }
-
-    /// Stops every further MANIFEST write after `e` (see `poisoned`).
-    fn poison(&mut self, e: Error) {
-        self.manifest = None;
-        self.poisoned = Some(e);
-        self.unsynced.store(true, Ordering::Release);
-    }
-
-    /// Whether some MANIFEST record is not yet durable.
-    pub fn has_unsynced(&self) -> bool {
-        self.unsynced.load(Ordering::Acquire)
-    }
-
-    /// The flag behind `has_unsynced`, for readers without the lock.
-    pub fn unsynced_flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.unsynced)
-    }
-
-    fn log_and_maybe_sync(
         &mut self,
         mut edit: VersionEdit,
         last_sequence: u64,
-        sync: bool,
     ) -> Result<Arc<Version>> {
-        if let Some(e) = &self.poisoned {
-            return Err(e.clone());
-        }
+        self.log.check()?;
         let mname = filenames::manifest(&self.dir, self.manifest_number)
             .display()
             .to_string();
         let v = self.current.apply(&edit, &mname)?;
-        self.last_sequence = self.last_sequence.max(last_sequence);
-        edit.last_sequence = Some(self.last_sequence);
+        let last = self.last_sequence.max(last_sequence);
+        edit.last_sequence = Some(last);
         edit.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
-        let w = self
-            .manifest
+        let framer = self
+            .framer
             .as_mut()
             .ok_or_else(|| Error::internal("version set has no MANIFEST open"))?;
-        let written =
-            w.add_record(&edit.encode())
-                .and_then(|()| if sync { w.sync() } else { w.flush() });
-        if let Err(e) = written {
-            self.poison(e.clone());
+        let framed = framer
+            .frame(&edit.encode())
+            .and_then(|rec| self.log.push(&rec));
+        if let Err(e) = framed {
+            self.log.poison(e.clone());
             return Err(e);
         }
-        self.unsynced.store(!sync, Ordering::Release);
+        self.last_sequence = last;
         if let Some(l) = edit.log_number {
             self.log_number = self.log_number.max(l);
         }
@@ -498,17 +460,34 @@ impl VersionSet {
         self.current = Arc::new(v);
         self.remember(Arc::downgrade(&self.current));
         if self
-            .manifest
+            .framer
             .as_ref()
-            .is_some_and(|m| m.len() > MAX_MANIFEST_BYTES)
+            .is_some_and(|f| f.len() > MAX_MANIFEST_BYTES)
         {
             // The edit is recorded either way; a failed switch poisons the
-            // set (CURRENT may name either MANIFEST now).
+            // log (CURRENT may name either MANIFEST now).
             if let Err(e) = self.write_new_manifest() {
-                self.poison(e);
+                self.log.poison(e);
             }
         }
         Ok(self.current())
+    }
+
+    /// Makes every MANIFEST record framed so far durable. Takes no lock
+    /// but the log's own; callers holding the state lock should release it
+    /// first and call `ManifestLog::sync` (`manifest_log`).
+    pub fn sync_manifest(&self) -> Result<()> {
+        self.log.sync()
+    }
+
+    /// Whether some MANIFEST record is not yet durable.
+    pub fn has_unsynced(&self) -> bool {
+        self.log.has_unsynced()
+    }
+
+    /// The MANIFEST file, for syncing without the state lock.
+    pub fn manifest_log(&self) -> Arc<ManifestLog> {
+        Arc::clone(&self.log)
     }
 
     /// Remembers a version that readers may hold (through a super version),

@@ -2,7 +2,7 @@
 //! directory) free of the page cache, so it shows what the engine itself
 //! writes and reads.
 
-use super::{RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use super::{FileSync, RandomAccessFile, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
@@ -83,6 +83,18 @@ impl WritableFile for MemWritable {
     }
     fn len(&self) -> u64 {
         self.data.read().len() as u64
+    }
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        Some(Arc::new(MemSync))
+    }
+}
+
+/// Memory is as durable as it gets: syncing does nothing.
+struct MemSync;
+
+impl FileSync for MemSync {
+    fn sync(&self) -> Result<()> {
+        Ok(())
     }
 }
 

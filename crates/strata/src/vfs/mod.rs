@@ -33,6 +33,22 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// A handle that syncs this file without borrowing it, so one thread
+    /// can append (and `flush`) while another waits for an earlier fsync:
+    /// the MANIFEST's writers do (`version::manifest_log`). It makes
+    /// durable every byte flushed before its `sync` began. `None` (the
+    /// default) means the file has no such handle and is synced through
+    /// [`sync`](Self::sync) only.
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        None
+    }
+}
+
+/// Syncs a [`WritableFile`] from another thread (see
+/// [`WritableFile::sync_handle`]).
+pub trait FileSync: Send + Sync {
+    /// Makes every byte flushed to the file before this call durable.
+    fn sync(&self) -> Result<()>;
 }
 
 /// A file read at arbitrary offsets, shared between threads.

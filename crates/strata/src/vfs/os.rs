@@ -1,6 +1,6 @@
 //! The operating system's file system.
 
-use super::{RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use super::{FileSync, RandomAccessFile, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashSet;
@@ -64,6 +64,27 @@ impl WritableFile for OsWritable {
     }
     fn len(&self) -> u64 {
         self.len
+    }
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        // A second descriptor of the same open file: fsync on it covers
+        // every byte written through either.
+        let f = self.w.get_ref().try_clone().ok()?;
+        Some(Arc::new(OsSync {
+            name: self.name.clone(),
+            f,
+        }))
+    }
+}
+
+/// [`FileSync`] of an [`OsWritable`].
+struct OsSync {
+    name: String,
+    f: File,
+}
+
+impl FileSync for OsSync {
+    fn sync(&self) -> Result<()> {
+        self.f.sync_data().map_err(|e| Error::io(&self.name, e))
     }
 }
 

@@ -1,0 +1,340 @@
+//! An ingestion never waits behind a flush's or a compaction's MANIFEST
+//! write or fsync (the MANIFEST has its own lock, apart from the state
+//! lock: `version::manifest_log`).
+//!
+//! A file system wrapper holds the MANIFEST fsyncs of chosen threads at a
+//! gate: a flush (or a manual compaction) is frozen inside its MANIFEST
+//! sync, after its record was framed. While it is held, an ingestion must
+//! complete (its own record written and synced past the held one) and be
+//! readable, Puts must go on, and once the gate opens everything (the
+//! held job's result, the ingestion, the Puts) must survive a reopen. No
+//! timing is asserted; a wait that never ends fails after a generous
+//! timeout instead of hanging.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use strata::sstable::{SstOptions, SstWriter};
+use strata::vfs::{FileSync, MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use strata::{CompactionOptions, Db, IngestOptions, Options, Result};
+
+/// The gate: shut for threads whose name starts with one of `held`.
+struct Gate {
+    held: Mutex<Vec<String>>,
+    shut: Mutex<bool>,
+    cv: Condvar,
+    /// MANIFEST syncs waiting at the gate.
+    waiting: AtomicUsize,
+    /// MANIFEST syncs that went through.
+    passed: AtomicUsize,
+}
+
+impl Gate {
+    /// Waits here if the calling thread is held and the gate is shut.
+    fn pass(&self) {
+        let me = std::thread::current().name().unwrap_or("").to_string();
+        let held = self.held.lock().unwrap().iter().any(|p| me.starts_with(p));
+        if held {
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            let mut shut = self.shut.lock().unwrap();
+            while *shut {
+                shut = self.cv.wait(shut).unwrap();
+            }
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.passed.fetch_add(1, Ordering::SeqCst);
+    }
+    fn shut(&self, threads: &[&str]) {
+        *self.held.lock().unwrap() = threads.iter().map(|s| s.to_string()).collect();
+        *self.shut.lock().unwrap() = true;
+    }
+    fn open(&self) {
+        *self.shut.lock().unwrap() = false;
+        self.cv.notify_all();
+    }
+    fn wait_for_a_held_sync(&self) {
+        for _ in 0..4000 {
+            if self.waiting.load(Ordering::SeqCst) > 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("no MANIFEST sync reached the gate");
+    }
+}
+
+/// MemVfs whose MANIFEST files sync through the gate.
+struct GateVfs {
+    inner: MemVfs,
+    gate: Arc<Gate>,
+}
+
+/// A MANIFEST file: both ways of syncing it pass the gate first.
+struct GatedFile {
+    inner: Box<dyn WritableFile>,
+    gate: Arc<Gate>,
+}
+
+struct GatedSync {
+    inner: Option<Arc<dyn FileSync>>,
+    gate: Arc<Gate>,
+}
+
+impl FileSync for GatedSync {
+    fn sync(&self) -> Result<()> {
+        self.gate.pass();
+        match &self.inner {
+            Some(s) => s.sync(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl WritableFile for GatedFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.gate.pass();
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        Some(Arc::new(GatedSync {
+            inner: self.inner.sync_handle(),
+            gate: self.gate.clone(),
+        }))
+    }
+}
+
+impl Vfs for GateVfs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let f = self.inner.create(path)?;
+        let manifest = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("MANIFEST-"));
+        if manifest {
+            return Ok(Box::new(GatedFile {
+                inner: f,
+                gate: self.gate.clone(),
+            }));
+        }
+        Ok(f)
+    }
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_random(path)
+    }
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        self.inner.open_sequential(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.inner.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.link(from, to)
+    }
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
+        self.inner.lock(path)
+    }
+}
+
+fn gate_vfs() -> Arc<GateVfs> {
+    Arc::new(GateVfs {
+        inner: MemVfs::new(),
+        gate: Arc::new(Gate {
+            held: Mutex::new(Vec::new()),
+            shut: Mutex::new(false),
+            cv: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+            passed: AtomicUsize::new(0),
+        }),
+    })
+}
+
+/// Automatic compactions are kept out of the way (a high L0 trigger), so
+/// the only background MANIFEST writer is the one the test holds.
+fn open(vfs: &Arc<GateVfs>) -> Arc<Db> {
+    Arc::new(
+        Db::open(
+            "/db",
+            Options {
+                vfs: Some(vfs.clone() as Arc<dyn Vfs>),
+                compaction: CompactionOptions {
+                    l0_compaction_threshold: 1000,
+                    ..CompactionOptions::default()
+                },
+                l0_slowdown_sublevels: 1000,
+                l0_stop_sublevels: 1001,
+                ..Options::default()
+            },
+        )
+        .unwrap(),
+    )
+}
+
+/// An ingestible SST with `keys`, written through the database's VFS.
+fn sst(vfs: &Arc<GateVfs>, name: &str, keys: &[String]) -> PathBuf {
+    let p = Path::new("/in").join(name);
+    vfs.create_dir_all(Path::new("/in")).unwrap();
+    let mut w = SstWriter::create_in(vfs.as_ref(), &p, SstOptions::for_ingestion()).unwrap();
+    for k in keys {
+        w.put(k.as_bytes(), format!("ingested {k}").as_bytes())
+            .unwrap();
+    }
+    w.finish().unwrap();
+    p
+}
+
+fn files() -> IngestOptions {
+    IngestOptions {
+        small_file_bytes: 0,
+        ..IngestOptions::default()
+    }
+}
+
+/// What holds the MANIFEST sync.
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    Flush,
+    Compaction,
+}
+
+/// Holds `held`'s MANIFEST sync, then ingests two files (one into the
+/// tree, one overlapping the memtable) and Puts, all of which must
+/// complete while the sync is held; then lets it go and checks everything
+/// survives a reopen.
+fn ingest_while_held(held: Held) {
+    let vfs = gate_vfs();
+    let db = open(&vfs);
+    for i in 0..200u32 {
+        db.put(format!("a{i:04}"), [b'a'; 100]).unwrap();
+    }
+    if let Held::Compaction = held {
+        db.flush().unwrap();
+        for i in 0..200u32 {
+            db.put(format!("a{i:04}"), [b'b'; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    // The held job runs in a thread with a known name; the background
+    // flush thread is `strata-flush`.
+    let thread = match held {
+        Held::Flush => "strata-flush",
+        Held::Compaction => "held-compaction",
+    };
+    vfs.gate.shut(&[thread]);
+    let job = {
+        let db = db.clone();
+        std::thread::Builder::new()
+            .name("held-compaction".into())
+            .spawn(move || match held {
+                Held::Flush => db.flush(),
+                Held::Compaction => db.compact_range(None, None),
+            })
+            .unwrap()
+    };
+    vfs.gate.wait_for_a_held_sync();
+
+    let into_tree = sst(&vfs, "tree.sst", &["m0001".into(), "m0002".into()]);
+    db.put("z0001", "in memory").unwrap();
+    let over_memory = sst(&vfs, "mem.sst", &["z0001".into(), "z0002".into()]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let a = db.ingest(&[into_tree], &files());
+            let b = db.ingest(&[over_memory], &files());
+            let _ = tx.send((a, b));
+        });
+    }
+    let outcome = rx.recv_timeout(Duration::from_secs(60));
+    let still_held = vfs.gate.waiting.load(Ordering::SeqCst);
+    let Ok((a, b)) = outcome else {
+        vfs.gate.open();
+        panic!("{held:?}: the ingestions waited behind the held MANIFEST sync");
+    };
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(!a.flushable, "{held:?}: {a:?}");
+    assert!(b.flushable, "{held:?}: overlaps the memtable: {b:?}");
+    assert_eq!(still_held, 1, "{held:?}: the sync was held throughout");
+    assert!(!job.is_finished(), "{held:?}: the job is still held");
+    assert_eq!(
+        db.get("m0002").unwrap(),
+        Some(b"ingested m0002".to_vec()),
+        "{held:?}"
+    );
+    assert_eq!(db.get("z0001").unwrap(), Some(b"ingested z0001".to_vec()));
+    // Puts go on meanwhile.
+    for i in 0..100u32 {
+        db.put(format!("p{i:04}"), [b'p'; 100]).unwrap();
+    }
+    db.put("z0002", "after").unwrap();
+
+    vfs.gate.open();
+    job.join().unwrap().unwrap();
+    let want_a = match held {
+        Held::Flush => [b'a'; 100],
+        Held::Compaction => [b'b'; 100],
+    };
+    let check = |db: &Db, when: &str| {
+        assert_eq!(
+            db.get("a0123").unwrap(),
+            Some(want_a.to_vec()),
+            "{held:?} {when}"
+        );
+        assert_eq!(
+            db.get("m0001").unwrap(),
+            Some(b"ingested m0001".to_vec()),
+            "{held:?} {when}"
+        );
+        assert_eq!(db.get("z0001").unwrap(), Some(b"ingested z0001".to_vec()));
+        assert_eq!(db.get("z0002").unwrap(), Some(b"after".to_vec()));
+        assert_eq!(db.get("p0099").unwrap(), Some(vec![b'p'; 100]));
+    };
+    check(&db, "before reopen");
+    let m = db.metrics();
+    match held {
+        Held::Flush => assert!(m.flushes >= 1, "{held:?}"),
+        Held::Compaction => assert!(m.compactions + m.moves >= 1, "{held:?}"),
+    }
+    drop(db);
+    let db = open(&vfs);
+    check(&db, "after reopen");
+}
+
+#[test]
+fn an_ingestion_completes_while_a_flush_holds_its_manifest_sync() {
+    ingest_while_held(Held::Flush);
+}
+
+#[test]
+fn an_ingestion_completes_while_a_compaction_holds_its_manifest_sync() {
+    ingest_while_held(Held::Compaction);
+}
