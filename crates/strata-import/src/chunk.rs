@@ -227,13 +227,15 @@ impl Splitter {
     fn fill(&mut self, want: usize) -> Result<()> {
         // Read at most 1 MiB per call: the caller loops until the chunk is
         // big enough, and a huge target must not mean a huge allocation.
-        let want = want.min(1 << 20);
+        // Reads stop about 64 KiB past the target, so one allocation of
+        // that size holds the whole chunk (no doubling and copying of
+        // everything read so far), unless a record is longer than that.
+        let room = self.target.saturating_sub(self.pending.len());
+        let want = want.min(1 << 20).min(room.max(64 << 10));
         let start = self.pending.len();
         if self.pending.capacity() < self.target {
-            // One allocation per chunk rather than a doubling (and a copy
-            // of everything read so far) every few reads.
             self.pending
-                .reserve(self.target + (1 << 20) - self.pending.len());
+                .reserve(self.target + (64 << 10) - self.pending.len());
         }
         self.pending.resize(start + want, 0);
         let mut got = 0;

@@ -361,24 +361,41 @@ fn write_group(out: &mut dyn Output, group: &[Entry], keep: Keep) -> Result<()> 
 
 /// Sorts by key, then source; adjacent equal keys are a duplicate (unless
 /// `keep_dups`: the merge's callback decides).
-fn sort_checked(buf: Vec<Entry>, keep_dups: bool) -> std::result::Result<Vec<Entry>, SortError> {
+fn sort_checked(
+    mut buf: Vec<Entry>,
+    keep_dups: bool,
+) -> std::result::Result<Vec<Entry>, SortError> {
     // Comparing entries by their heap-allocated keys costs two cache
-    // misses per comparison; sort (first 16 key bytes, position) pairs
-    // instead, comparing whole keys only when those bytes tie, then move
-    // the entries into that order once.
-    let cmp_at = |a: usize, b: usize| {
-        let (x, y) = (&buf[a], &buf[b]);
-        x.key.cmp(&y.key).then(x.src.cmp(&y.src))
-    };
+    // misses per comparison; sort (16 key bytes after the shared prefix,
+    // position) pairs instead, comparing whole keys only when those bytes
+    // tie, then move the entries into that order in place (following the
+    // permutation's cycles: no second array of entries, so sorting needs
+    // only the pairs on top of the buffer).
     let skip = common_prefix(&buf);
     let mut order: Vec<(u128, usize)> = buf
         .iter()
         .enumerate()
         .map(|(i, e)| (key_head(&e.key, skip), i))
         .collect();
-    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_at(a.1, b.1)));
-    let mut slots: Vec<Option<Entry>> = buf.into_iter().map(Some).collect();
-    let buf: Vec<Entry> = order.iter().filter_map(|&(_, i)| slots[i].take()).collect();
+    order.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0).then_with(|| {
+            let (x, y) = (&buf[a.1], &buf[b.1]);
+            x.key.cmp(&y.key).then(x.src.cmp(&y.src))
+        })
+    });
+    // Position i receives the entry that started at order[i].1; if that
+    // position is already filled (< i), its entry was swapped on, to where
+    // order[that].1 (rewritten below once a position is filled) says, so
+    // follow the chain. The classic cycle-following permutation.
+    for i in 0..order.len() {
+        let mut j = order[i].1;
+        while j < i {
+            j = order[j].1;
+        }
+        buf.swap(i, j);
+        order[i].1 = j;
+    }
+    drop(order);
     if keep_dups {
         return Ok(buf);
     }
