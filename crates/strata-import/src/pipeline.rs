@@ -35,7 +35,7 @@ use crate::parse::{parse_chunk, BadRow, Layout, Parsed, Src};
 use crate::resolve::Resolver;
 use crate::schema::Table;
 use crate::sink::{Output, RollingSink, SstFile};
-use crate::sort::{IndexSorter, SortError};
+use crate::sort::{IndexSorter, SortError, MEM_RUN_AT};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -455,7 +455,16 @@ impl Loader<'_> {
     fn new_sorters(&self) -> Vec<IndexSorter> {
         let pipeline = self.opts.mode == Mode::Pipeline;
         let keep_dups = Resolver::keeps_dups(self.opts.on_duplicate);
-        (0..self.codec.table.indexes.len())
+        let nidx = self.codec.table.indexes.len();
+        // In-memory runs only when the budget holds many of them: a spill
+        // writes each as its own run file, and the merge reads every run
+        // file through its own buffer.
+        let mem_run_at = if self.budget.sort / nidx.max(1) >= 16 * MEM_RUN_AT {
+            MEM_RUN_AT
+        } else {
+            usize::MAX
+        };
+        (0..nidx)
             .map(|i| {
                 IndexSorter::new(
                     &self.dir,
@@ -464,6 +473,7 @@ impl Loader<'_> {
                     pipeline && !self.has_rows,
                     keep_dups,
                 )
+                .with_mem_run_at(mem_run_at)
             })
             .collect()
     }
