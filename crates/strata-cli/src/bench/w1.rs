@@ -56,6 +56,14 @@ struct Row {
 }
 
 pub fn run(a: W1Args) -> Result<()> {
+    // Arguments first, before minutes of building.
+    if let Some(o) = a.orders.iter().find(|o| *o != "pk" && *o != "random") {
+        bail!("--orders takes pk and random, not {o:?}");
+    }
+    let modes = ["pipeline", "spill64", "direct", "batch"];
+    if let Some(m) = a.modes.iter().find(|m| !modes.contains(&m.as_str())) {
+        bail!("--modes takes pipeline, spill64, direct and batch, not {m:?}");
+    }
     let root = repo_root();
     let data = root.join("target/bench/data");
     let strata = build_strata(&root)?;
@@ -76,9 +84,6 @@ pub fn run(a: W1Args) -> Result<()> {
     );
     let mut rows = Vec::new();
     for order in &a.orders {
-        if order != "pk" && order != "random" {
-            bail!("--orders takes pk and random, not {order:?}");
-        }
         let input = data.join(format!("stock-w{}-{order}.csv", a.warehouses));
         let w = a.warehouses.to_string();
         ensure_input("tpcc_stock.py", &["-w", &w, "--order", order], &input)?;
