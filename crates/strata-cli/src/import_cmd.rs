@@ -167,17 +167,6 @@ pub fn parse_size(s: &str) -> Result<usize> {
     n.checked_mul(mul).context("size too large")
 }
 
-/// A quarter of the machine's memory (256 MiB if unknown).
-fn default_memory() -> usize {
-    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        m.lines()
-            .find(|l| l.starts_with("MemTotal:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<usize>().ok())
-    });
-    total.map_or(256 << 20, |kb| kb * 1024 / 4)
-}
-
 /// Peak resident memory of this process (VmHWM), in bytes.
 pub fn peak_rss() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -233,7 +222,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
     let total: Option<u64> = inputs.iter().map(|i| i.size()).sum();
     let memory = match &a.memory {
         Some(m) => parse_size(m)?,
-        None => default_memory(),
+        None => strata_import::budget::default_memory(),
     };
     let progress = Arc::new(Progress::default());
     let opts = ImportOptions {

@@ -38,6 +38,18 @@ pub const SPILL_WRITE_BUFFER: usize = 256 << 10;
 /// than they save).
 const MIN_CHUNK: usize = 16 << 10;
 
+/// The default budget of an import: a quarter of the machine's memory
+/// (256 MiB where `/proc/meminfo` cannot say).
+pub fn default_memory() -> usize {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<usize>().ok())
+    });
+    total.map_or(256 << 20, |kb| kb * 1024 / 4)
+}
+
 /// One import's division of its memory budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {

@@ -53,6 +53,15 @@ impl TableCodec {
         out
     }
 
+    /// [`Self::pk_bytes`] into `out` (cleared first), reusing its
+    /// allocation.
+    pub fn pk_bytes_into(&self, row: &[Value], out: &mut Vec<u8>) {
+        out.clear();
+        for &c in &self.table.primary().columns {
+            key::encode_value(out, &row[c]);
+        }
+    }
+
     /// Appends `row`'s entry for `index` to `k` and `v` (both cleared
     /// first); `pk` is [`Self::pk_bytes`] of the row.
     pub fn entry(&self, index: usize, row: &[Value], pk: &[u8], k: &mut Vec<u8>, v: &mut Vec<u8>) {

@@ -92,7 +92,12 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     let mut rec = ::csv::ByteRecord::new();
     let mut row = vec![Value::Null; table.columns.len()];
     let null = layout.dialect.null.as_bytes();
-    let (mut k, mut v) = (Vec::new(), Vec::new());
+    let (mut k, mut v, mut pk) = (Vec::new(), Vec::new(), Vec::new());
+    // Entries are made in place (a chunk's count is known roughly from
+    // its size: reserving avoids regrowing the vectors while parsing).
+    for list in &mut out.entries {
+        list.reserve(chunk.data.len() / 256);
+    }
     let mut lines = LineCounter::new(&chunk.data, chunk.first_line);
     loop {
         let start = rdr.position().clone();
@@ -152,8 +157,8 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
                 failed = Some(bad(Some(c), "invalid UTF-8".into()));
                 break;
             };
-            match value::parse(&col.ty, text) {
-                Ok(x) => row[c] = x,
+            match value::parse_into(&col.ty, text, &mut row[c]) {
+                Ok(()) => {}
                 Err(reason) => {
                     failed = Some(bad(Some(c), reason));
                     break;
@@ -168,7 +173,7 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
             let last = table.columns.len() - 1;
             row[last] = Value::Int(layout.rowid_base + (chunk.offset as i64) + rstart as i64);
         }
-        let pk = codec.pk_bytes(&row);
+        codec.pk_bytes_into(&row, &mut pk);
         for (i, list) in out.entries.iter_mut().enumerate() {
             codec.entry(i, &row, &pk, &mut k, &mut v);
             list.push(Entry {

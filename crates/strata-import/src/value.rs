@@ -57,13 +57,7 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
         }
         ColumnType::Decimal { precision, scale } => decimal(s, *precision, *scale),
         ColumnType::Char(n) | ColumnType::Varchar(n) => {
-            let chars = s.chars().count();
-            if chars > *n as usize {
-                return Err(format!(
-                    "value of {chars} characters is longer than {}",
-                    ty.sql()
-                ));
-            }
+            check_length(s, *n, ty)?;
             Ok(Value::Text(s.to_string()))
         }
         ColumnType::Text => Ok(Value::Text(s.to_string())),
@@ -98,6 +92,47 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
                 .ok_or_else(|| format!("{s:?} is not BYTEA hex (\\x...)"))
         }
     }
+}
+
+/// [`parse`] into `slot`, reusing the allocation of a text value already
+/// there (the parser keeps one row of values per chunk, so text columns
+/// cost no allocation per field).
+pub fn parse_into(ty: &ColumnType, s: &str, slot: &mut Value) -> Result<(), String> {
+    let limit = match ty {
+        ColumnType::Char(n) | ColumnType::Varchar(n) => Some(*n),
+        ColumnType::Text => None,
+        _ => {
+            *slot = parse(ty, s)?;
+            return Ok(());
+        }
+    };
+    if let Some(n) = limit {
+        check_length(s, n, ty)?;
+    }
+    match slot {
+        Value::Text(t) => {
+            t.clear();
+            t.push_str(s);
+        }
+        _ => *slot = Value::Text(s.to_string()),
+    }
+    Ok(())
+}
+
+/// A CHAR(n) or VARCHAR(n) value holds at most `n` characters.
+fn check_length(s: &str, n: u32, ty: &ColumnType) -> Result<(), String> {
+    // A character takes at least one byte: a short text needs no count.
+    if s.len() <= n as usize {
+        return Ok(());
+    }
+    let chars = s.chars().count();
+    if chars > n as usize {
+        return Err(format!(
+            "value of {chars} characters is longer than {}",
+            ty.sql()
+        ));
+    }
+    Ok(())
 }
 
 /// The text form of `v` (a column of type `ty`); NULL is the caller's.

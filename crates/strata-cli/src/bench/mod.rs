@@ -1,10 +1,13 @@
 //! `strata bench ...`: the comparison workloads of
 //! `shared/workloads/README.md` on Strata alone, with Strata-only variants
 //! (sublevels on/off, ingest paths). The side-by-side comparison with
-//! RocksDB and Pebble is `bench/run` (drivers under `bench/`).
+//! RocksDB and Pebble is `bench/run` (drivers under `bench/`); `w1` runs
+//! those drivers for W1's `strata import` cases and RocksDB's ingest
+//! method in one go.
 
 pub mod ingest_size;
 pub mod l0;
+pub mod w1;
 pub mod w2;
 pub mod w3;
 pub mod w4;
@@ -16,6 +19,9 @@ use std::process::Command;
 
 #[derive(Subcommand)]
 pub enum BenchCmd {
+    /// W1: `strata import` in every mode beside RocksDB's ingest method
+    /// (runs `bench/`'s drivers).
+    W1(w1::W1Args),
     /// W2: COPY batch-size sweep (rows/s per rows-per-batch).
     W2(w2::W2Args),
     /// Random-key load with and without L0 sublevels and flush splits.
@@ -30,6 +36,7 @@ pub enum BenchCmd {
 
 pub fn run(c: BenchCmd) -> Result<()> {
     match c {
+        BenchCmd::W1(a) => w1::run(a),
         BenchCmd::W2(a) => w2::run(a),
         BenchCmd::L0(a) => l0::run(a),
         BenchCmd::W3(a) => w3::run(a),
