@@ -242,10 +242,15 @@ impl EventLog {
             time: now(),
             event,
         };
+        // The listener hears each event under the log's lock, so it hears
+        // them in the order they are written (two threads recording at
+        // once used to reach the two in different orders:
+        // `wide_file`'s comparison failed under load, when foreground
+        // `write_wait` events raced background ones).
+        let mut g = self.writer.lock();
         if let Some(l) = &self.listener {
             l.on_event(&r);
         }
-        let mut g = self.writer.lock();
         let Some(mut w) = g.take() else {
             return;
         };
