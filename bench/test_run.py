@@ -129,6 +129,8 @@ class W5Tables(unittest.TestCase):
         self.assertIn("**60% less**", v)  # 1 - 10/25
         self.assertIn("**5.0% of the data**", v)
         self.assertEqual(run.w5_verdict(run.medians(self.runs[:1])), "")
+        slower = [self.runs[0], line("strata", "w5", "classic", **{**W5, "load_settle_s": 8.0})]
+        self.assertIn("**25% more**", run.w5_verdict(run.medians(slower)))
 
     def test_w5_plots_have_a_bar_per_engine_and_classic(self):
         with tempfile.TemporaryDirectory() as d:
@@ -145,18 +147,20 @@ class W5Tables(unittest.TestCase):
             self.assertEqual([(c[0], c[1]) for c in cases], [("w5", "classic")])
 
     def test_timelines_give_rows_per_second_and_memory(self):
+        rows = [0, 1000, 2000, 3000, 4000, 5000, 8000, 11000]
         rec = line("strata", "w1", "import-pipeline-random",
-                   timeline=[[1.0, 0, 10e6], [2.0, 1000, 20e6], [3.0, 3000, 30e6]])
+                   timeline=[[i + 1.0, n, (i + 1) * 10e6] for i, n in enumerate(rows)])
         with tempfile.TemporaryDirectory() as d:
             out = run.render_svgs({}, Path(d), "", False, [rec], timelines=True)
             files = sorted(f for f, _ in out["w1"])
             self.assertEqual(files, ["bench-timeline-w1-import-pipeline-random-rows.svg",
                                      "bench-timeline-w1-import-pipeline-random-rss.svg"])
-            rows = (Path(d) / files[0]).read_text()
-            # rows/s between samples: 1,000 at 1.5 s, 2,000 at 2.5 s (the right
-            # edge, 2,000 / 2,200 of the way up an axis topped at 1.1 x the peak)
-            self.assertIn('points="408.0,165.5 620.0,60.9"', rows)
-            self.assertIn(">2,200<", rows)
+            svg = (Path(d) / files[0]).read_text()
+            # rows/s over 5-sample windows: 1,000, 1,400, then 1,800 (the
+            # peak; the axis tops out at 1.1 x that)
+            self.assertIn(">1,980<", svg)
+            self.assertEqual(svg.split('points="')[1].split('"')[0].count(","), 3)
+            self.assertIn(">88.0<", (Path(d) / files[1]).read_text())  # 80 MB x 1.1
             self.assertEqual(run.render_svgs({}, Path(d), "", False, [rec], timelines=False), {})
 
     def test_named_block_markers(self):
