@@ -139,6 +139,8 @@ class W5Tables(unittest.TestCase):
             self.assertEqual(svg.count("<rect") - 1, 4)  # minus the background
             self.assertIn("Strata classic", svg)
             self.assertEqual([f for f, _ in out["w5"]], ["bench-w5-time.svg", "bench-w5-wa.svg"])
+            out = run.render_svgs(run.medians(self.runs), Path(d), "", False, block="w5-100")
+            self.assertEqual([f for f, _ in out["w5"]], ["w5-100-bench-w5-time.svg", "w5-100-bench-w5-wa.svg"])
 
     def test_plan_keeps_only_the_asked_variants(self):
         with tempfile.TemporaryDirectory() as d:
