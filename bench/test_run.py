@@ -103,6 +103,78 @@ class Tables(unittest.TestCase):
             self.assertEqual(out["w2"][0][0], "bench-w2.svg")
 
 
+W5 = {"load_settle_s": 10.0, "load_s": 8.0, "settle_s": 2.0, "write_amp": 3.0, "peak_l0_files": 4,
+      "peak_l0_sublevels": 2, "stall_s": 0.0, "largest_compaction_bytes": 50e6, "largest_compaction_s": 1.0,
+      "largest_l0_compaction_bytes": 20e6, "largest_l0_compaction_frac": 0.05, "units": 20}
+
+
+class W5Tables(unittest.TestCase):
+    runs = [line("strata", "w5", "sublevels", **W5),
+            line("strata", "w5", "classic", **{**W5, "load_settle_s": 25.0, "write_amp": 4.0}),
+            line("rocksdb", "w5", "sublevels", **{**W5, "load_settle_s": 20.0}),
+            line("pebble", "w5", "sublevels", **{**W5, "load_settle_s": 40.0})]
+
+    def test_classic_is_strata_only_and_compared_with_the_peers_one_run(self):
+        self.assertTrue(run.strata_only("w5", "classic"))
+        self.assertFalse(run.strata_only("w5", "sublevels"))
+        self.assertTrue(run.strata_only("w1", "import-direct-random"))
+        self.assertEqual(run.peer_key(("w5", "classic")), ("w5", "sublevels"))
+        md = run.render_markdown(Tables.meta, self.runs, run.medians(self.runs), {})
+        self.assertIn("| classic | load+settle s | 25.0 | 20.0 | 40.0 | 1.25x | 0.62x | 1.25x |", md)
+        # bytes are shown in MB
+        self.assertIn("| sublevels | largest compaction MB | 50.0 | 50.0 | 50.0 |", md)
+
+    def test_verdict_compares_sublevels_with_classic(self):
+        v = run.w5_verdict(run.medians(self.runs))
+        self.assertIn("**60% less**", v)  # 1 - 10/25
+        self.assertIn("**5.0% of the data**", v)
+        self.assertEqual(run.w5_verdict(run.medians(self.runs[:1])), "")
+        slower = [self.runs[0], line("strata", "w5", "classic", **{**W5, "load_settle_s": 8.0})]
+        self.assertIn("**25% more**", run.w5_verdict(run.medians(slower)))
+
+    def test_w5_plots_have_a_bar_per_engine_and_classic(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = run.render_svgs(run.medians(self.runs), Path(d), "", False)
+            svg = (Path(d) / "bench-w5-time.svg").read_text()
+            self.assertEqual(svg.count("<rect") - 1, 4)  # minus the background
+            self.assertIn("Strata classic", svg)
+            self.assertEqual([f for f, _ in out["w5"]], ["bench-w5-time.svg", "bench-w5-wa.svg"])
+            out = run.render_svgs(run.medians(self.runs), Path(d), "", False, block="w5-100")
+            self.assertEqual([f for f, _ in out["w5"]], ["w5-100-bench-w5-time.svg", "w5-100-bench-w5-wa.svg"])
+
+    def test_plan_keeps_only_the_asked_variants(self):
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "stock-w1-random.csv").write_text("")
+            cases = run.plan(["w5"], True, Path(d), None, {"classic"})
+            self.assertEqual([(c[0], c[1]) for c in cases], [("w5", "classic")])
+
+    def test_timelines_give_rows_per_second_and_memory(self):
+        rows = [0, 1000, 2000, 3000, 4000, 5000, 8000, 11000]
+        rec = line("strata", "w1", "import-pipeline-random",
+                   timeline=[[i + 1.0, n, (i + 1) * 10e6] for i, n in enumerate(rows)])
+        with tempfile.TemporaryDirectory() as d:
+            out = run.render_svgs({}, Path(d), "", False, [rec], timelines=True)
+            files = sorted(f for f, _ in out["w1"])
+            self.assertEqual(files, ["bench-timeline-w1-import-pipeline-random-rows.svg",
+                                     "bench-timeline-w1-import-pipeline-random-rss.svg"])
+            svg = (Path(d) / files[0]).read_text()
+            # rows/s over 5-sample windows: 1,000, 1,400, then 1,800 (the
+            # peak; the axis tops out at 1.1 x that)
+            self.assertIn(">1,980<", svg)
+            self.assertEqual(svg.split('points="')[1].split('"')[0].count(","), 3)
+            self.assertIn(">88.0<", (Path(d) / files[1]).read_text())  # 80 MB x 1.1
+            self.assertEqual(run.render_svgs({}, Path(d), "", False, [rec], timelines=False), {})
+
+    def test_named_block_markers(self):
+        self.assertEqual(run.block_markers(None), (run.BEGIN, run.END))
+        with tempfile.TemporaryDirectory() as d:
+            doc = Path(d) / "b.md"
+            b, e = run.block_markers("w5")
+            doc.write_text(f"{run.BEGIN}\nreal\n{run.END}\n{b}\nold\n{e}\n")
+            run.splice(doc, "w5 table", b, e)
+            self.assertEqual(doc.read_text(), f"{run.BEGIN}\nreal\n{run.END}\n{b}\nw5 table\n{e}\n")
+
+
 class Toolchains(unittest.TestCase):
     def setUp(self):
         self.env = os.environ.get("CI")

@@ -5,7 +5,7 @@
 //	strata-bench-pebble WORKLOAD INPUT DBDIR [--variant V] [--batch-rows N]
 //	    [--rounds N] [--seconds S] [--max-seconds S]
 //
-// WORKLOAD is w1, w2, w3 or w4; INPUT is the datagen file (w1, w2) or "-" (w3, w4
+// WORKLOAD is w1, w2, w3, w4 or w5; INPUT is the datagen file (w1, w2, w5) or "-" (w3, w4
 // generate their keys); DBDIR must not exist (a fresh database per run).
 // Options are the workloads' common ones: 64 MiB memtable, 256 MiB block
 // cache, Snappy, compaction concurrency = cores, WAL on without per-write
@@ -292,15 +292,38 @@ type kv struct{ k, v []byte }
 // 64 MiB sorted SSTs (ingest-*), then flush and settle (no compaction in
 // progress); checks a full scan's count and 1,000
 // primary rows read back.
+//
+// w5 (the seeds' scenario, Pebble's equivalent of Strata's `import --mode
+// direct`): the ingest method with 16 MiB buffers, each sorted and written
+// as two SSTs (primary rows, index entries) ingested in one call, over the
+// random-order CSV; adds the largest compactions to W1's figures. Pebble's
+// L0 sublevels and flush splitting are always on (FormatNewest), so its one
+// variant is `sublevels`.
 func w1(a args) {
+	w5 := a.workload == "w5"
 	variant := a.variant
 	if variant == "" {
 		variant = "batch"
+		if w5 {
+			variant = "sublevels"
+		}
 	}
-	ingest := strings.HasPrefix(variant, "ingest")
+	if w5 && variant != "sublevels" {
+		die("w5 variant must be sublevels (Pebble's L0 sublevels are always on), not %q", variant)
+	}
+	ingest := w5 || strings.HasPrefix(variant, "ingest")
 	if !ingest && !strings.HasPrefix(variant, "batch") {
 		die("w1 variant must start with batch or ingest, not %q", variant)
 	}
+	limit := 64 << 20
+	if w5 {
+		limit = 16 << 20
+	}
+	// The largest compaction by input bytes (and its seconds), overall and
+	// among L0->Lbase ones.
+	var bigMu sync.Mutex
+	var big, bigL0 uint64
+	var bigS, bigL0S float64
 	f, err := os.Open(a.input)
 	if err != nil {
 		die("open %s: %v", a.input, err)
@@ -312,6 +335,26 @@ func w1(a args) {
 		WriteStallEnd: func() {
 			if s := stallStart.Swap(0); s != 0 {
 				stallNs.Add(time.Now().UnixNano() - s)
+			}
+		},
+		CompactionEnd: func(ci pebble.CompactionInfo) {
+			if ci.Err != nil || ci.Reason == "move" || len(ci.Input) == 0 {
+				return
+			}
+			var in uint64
+			for _, l := range ci.Input {
+				for _, t := range l.Tables {
+					in += t.Size
+				}
+			}
+			s := ci.TotalDuration.Seconds()
+			bigMu.Lock()
+			defer bigMu.Unlock()
+			if in > big {
+				big, bigS = in, s
+			}
+			if ci.Input[0].Level == 0 && ci.Output.Level > 0 && in > bigL0 {
+				bigL0, bigL0S = in, s
 			}
 		},
 	}
@@ -352,23 +395,42 @@ func w1(a args) {
 	b := db.NewBatch()
 	flushBuf := func() {
 		sort.Slice(buf, func(i, j int) bool { return string(buf[i].k) < string(buf[j].k) })
-		path := filepath.Join(scratch, fmt.Sprintf("%d.sst", ssts))
-		ff, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
-		if err != nil {
-			die("create %s: %v", path, err)
+		// w1: one SST a buffer; w5: one per index (primary 0x81 0x01, then
+		// index 0x81 0x02), both in one ingest call.
+		var paths []string
+		var w *sstable.Writer
+		part := byte(0)
+		closeW := func() {
+			if w != nil {
+				if err := w.Close(); err != nil {
+					die("sst: %v", err)
+				}
+			}
 		}
-		w := sstable.NewWriter(objstorageprovider.NewFileWritable(ff), sstable.WriterOptions{
-			TableFormat: db.TableFormat(), Compression: sstable.SnappyCompression,
-		})
 		for _, e := range buf {
+			p := byte(0)
+			if w5 {
+				p = e.k[1]
+			}
+			if w == nil || p != part {
+				closeW()
+				path := filepath.Join(scratch, fmt.Sprintf("%d-%d.sst", ssts, len(paths)))
+				ff, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+				if err != nil {
+					die("create %s: %v", path, err)
+				}
+				w = sstable.NewWriter(objstorageprovider.NewFileWritable(ff), sstable.WriterOptions{
+					TableFormat: db.TableFormat(), Compression: sstable.SnappyCompression,
+				})
+				paths = append(paths, path)
+				part = p
+			}
 			if err := w.Set(e.k, e.v); err != nil {
 				die("sst: %v", err)
 			}
 		}
-		if err := w.Close(); err != nil {
-			die("sst: %v", err)
-		}
-		if err := db.Ingest(context.Background(), []string{path}); err != nil {
+		closeW()
+		if err := db.Ingest(context.Background(), paths); err != nil {
 			die("ingest: %v", err)
 		}
 		buf = buf[:0]
@@ -392,7 +454,7 @@ func w1(a args) {
 		if ingest {
 			buf = append(buf, kv{p, line}, kv{x, nil})
 			bufBytes += len(p) + len(line) + len(x)
-			if bufBytes >= 64<<20 {
+			if bufBytes >= limit {
 				flushBuf()
 			}
 		} else {
@@ -471,12 +533,22 @@ func w1(a args) {
 	if err := db.Close(); err != nil {
 		die("close: %v", err)
 	}
-	emit(a, variant, map[string]any{
+	size := dirBytes(a.dir)
+	figures := map[string]any{
 		"rows": rows, "load_s": loadS, "settle_s": settleS, "load_settle_s": loadS + settleS,
 		"write_bytes": wb, "logical_bytes": logical, "write_amp": float64(wb) / float64(logical),
 		"peak_l0_files": peakFiles.Load(), "peak_l0_sublevels": peakSub.Load(),
-		"stall_s": float64(stallNs.Load()) / 1e9, "size_bytes": dirBytes(a.dir), "keys": keys, "ssts": ssts,
-	})
+		"stall_s": float64(stallNs.Load()) / 1e9, "size_bytes": size, "keys": keys, "ssts": ssts,
+	}
+	if w5 {
+		bigMu.Lock()
+		figures["units"] = ssts
+		figures["largest_compaction_bytes"], figures["largest_compaction_s"] = big, bigS
+		figures["largest_l0_compaction_bytes"], figures["largest_l0_compaction_s"] = bigL0, bigL0S
+		figures["largest_l0_compaction_frac"] = float64(bigL0) / float64(max(size, 1))
+		bigMu.Unlock()
+	}
+	emit(a, variant, figures)
 }
 
 func w3key(k int64) []byte { return append([]byte{0x83}, enc(k)...) }
@@ -629,7 +701,9 @@ func main() {
 		w3(a)
 	case "w4":
 		w4(a)
+	case "w5":
+		w1(a)
 	default:
-		die("unknown workload %q (w1, w2, w3, w4)", a.workload)
+		die("unknown workload %q (w1, w2, w3, w4, w5)", a.workload)
 	}
 }

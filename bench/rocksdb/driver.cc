@@ -6,7 +6,7 @@
 //   strata-bench-rocksdb WORKLOAD INPUT DBDIR [--variant V] [--batch-rows N]
 //       [--rounds N] [--seconds S] [--max-seconds S]
 //
-// WORKLOAD is w1, w2, w3 or w4; INPUT is the datagen file (w1, w2) or "-" (w3, w4
+// WORKLOAD is w1, w2, w3, w4, w5 or micro; INPUT is the datagen file (w1, w2) or "-" (w3, w4
 // make their own keys); DBDIR must not exist (a fresh database per run).
 // Options are the workloads' common ones: 64 MiB write buffer, 256 MiB LRU
 // block cache, Snappy, max_background_jobs = cores, WAL on with
@@ -20,6 +20,7 @@
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/statistics.h>
 #include <rocksdb/iterator.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 #include <rocksdb/version.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -68,7 +70,7 @@ double Num(const std::string& opt, const std::string& v) {
 
 Args Parse(int argc, char** argv) {
   if (argc < 4) {
-    std::cerr << "usage: strata-bench-rocksdb w1|w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] "
+    std::cerr << "usage: strata-bench-rocksdb w1|w2|w3|w4|w5|micro INPUT DBDIR [--variant V] [--batch-rows N] "
                  "[--rounds N] [--seconds S] [--max-seconds S]\n";
     std::exit(2);
   }
@@ -97,6 +99,22 @@ int Cores() {
 
 std::shared_ptr<rocksdb::Statistics> g_stats;
 
+// W5: the largest compaction by input bytes (and its seconds), overall and
+// among L0->Lbase ones.
+struct CompactionWatch : rocksdb::EventListener {
+  std::mutex mu;
+  uint64_t big = 0, big_l0 = 0;
+  double big_s = 0, big_l0_s = 0;
+  void OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJobInfo& ci) override {
+    std::lock_guard<std::mutex> g(mu);
+    uint64_t b = ci.stats.total_input_bytes;
+    double s = ci.stats.elapsed_micros / 1e6;
+    if (b > big) big = b, big_s = s;
+    if (ci.base_input_level == 0 && ci.output_level > 0 && b > big_l0) big_l0 = b, big_l0_s = s;
+  }
+};
+std::shared_ptr<CompactionWatch> g_watch;
+
 std::unique_ptr<rocksdb::DB> Open(const std::string& dir) {
   struct stat st;
   if (stat(dir.c_str(), &st) == 0) Die(dir + " already exists (each run needs a fresh database)");
@@ -109,6 +127,7 @@ std::unique_ptr<rocksdb::DB> Open(const std::string& dir) {
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   options.compression = rocksdb::kSnappyCompression;
   if (g_stats) options.statistics = g_stats;
+  if (g_watch) options.listeners.push_back(g_watch);
   rocksdb::DB* raw = nullptr;
   Check(rocksdb::DB::Open(options, dir, &raw), "open " + dir);
   return std::unique_ptr<rocksdb::DB>(raw);
@@ -231,11 +250,22 @@ uint64_t IntProp(rocksdb::DB* db, const std::string& name) {
 // 64 MiB sorted SSTs (ingest-*), then flush and wait until no flush or
 // compaction is pending or running; checks a full scan's count and 1,000
 // primary rows read back. Stall time is RocksDB's STALL_MICROS ticker.
+//
+// W5 (the seeds' scenario, RocksDB's equivalent of Strata's `import --mode
+// direct`): the ingest method with 16 MiB buffers, each sorted and written
+// as two SSTs (primary rows, index entries) ingested in one call, over the
+// random-order CSV; adds the largest compactions to W1's figures. RocksDB
+// has no L0 sublevels, so its one variant is named `sublevels` only to line
+// up with Strata's default.
 void W1(const Args& a) {
-  std::string variant = a.variant.empty() ? "batch" : a.variant;
-  bool ingest = variant.rfind("ingest", 0) == 0;
+  bool w5 = a.workload == "w5";
+  std::string variant = a.variant.empty() ? (w5 ? "sublevels" : "batch") : a.variant;
+  bool ingest = w5 || variant.rfind("ingest", 0) == 0;
+  if (w5 && variant != "sublevels") Die("w5 variant must be sublevels (RocksDB has no classic/sublevel switch), not " + variant);
   if (!ingest && variant.rfind("batch", 0) != 0)
     Die("w1 variant must start with batch or ingest, not " + variant);
+  size_t limit = w5 ? (16u << 20) : (64u << 20);
+  if (w5) g_watch = std::make_shared<CompactionWatch>();
   std::ifstream in(a.input, std::ios::binary);
   if (!in) Die("cannot open " + a.input);
   g_stats = rocksdb::CreateDBStatistics();
@@ -261,12 +291,26 @@ void W1(const Args& a) {
     std::sort(buf.begin(), buf.end());
     rocksdb::Options o;
     o.compression = rocksdb::kSnappyCompression;
-    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), o);
-    std::string path = scratch + "/" + std::to_string(ssts) + ".sst";
-    Check(w.Open(path), "create " + path);
-    for (const auto& e : buf) Check(w.Put(e.first, e.second), "sst put");
-    Check(w.Finish(), "finish " + path);
-    Ingest(db.get(), path);
+    // W1: one SST a buffer; W5: one per index (primary 0x81 0x01, then
+    // index 0x81 0x02), both in one ingest call.
+    std::vector<std::string> paths;
+    std::unique_ptr<rocksdb::SstFileWriter> w;
+    char part = 0;
+    for (const auto& e : buf) {
+      char p = w5 ? e.first[1] : 0;
+      if (!w || p != part) {
+        if (w) Check(w->Finish(), "finish " + paths.back());
+        w = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), o);
+        paths.push_back(scratch + "/" + std::to_string(ssts) + "-" + std::to_string(paths.size()) + ".sst");
+        Check(w->Open(paths.back()), "create " + paths.back());
+        part = p;
+      }
+      Check(w->Put(e.first, e.second), "sst put");
+    }
+    if (w) Check(w->Finish(), "finish " + paths.back());
+    rocksdb::IngestExternalFileOptions io;
+    io.move_files = true;
+    Check(db->IngestExternalFile(paths, io), "ingest " + paths.front());
     buf.clear();
     buf_bytes = 0;
     ++ssts;
@@ -295,7 +339,7 @@ void W1(const Args& a) {
       buf_bytes += p.size() + line.size() + x.size();
       buf.emplace_back(p, line);
       buf.emplace_back(x, "");
-      if (buf_bytes >= (64u << 20)) flush_buf();
+      if (buf_bytes >= limit) flush_buf();
     } else {
       batch.Put(p, line);
       batch.Put(x, "");
@@ -340,6 +384,14 @@ void W1(const Args& a) {
     << ",\"logical_bytes\":" << logical << ",\"write_amp\":" << double(wb) / double(logical)
     << ",\"peak_l0_files\":" << peak_l0.load() << ",\"stall_s\":" << stall_s << ",\"size_bytes\":" << size
     << ",\"keys\":" << keys << ",\"ssts\":" << ssts;
+  if (w5) {
+    std::lock_guard<std::mutex> g(g_watch->mu);
+    f << ",\"units\":" << ssts << ",\"peak_l0_sublevels\":" << peak_l0.load()
+      << ",\"largest_compaction_bytes\":" << g_watch->big << ",\"largest_compaction_s\":" << g_watch->big_s
+      << ",\"largest_l0_compaction_bytes\":" << g_watch->big_l0
+      << ",\"largest_l0_compaction_s\":" << g_watch->big_l0_s
+      << ",\"largest_l0_compaction_frac\":" << double(g_watch->big_l0) / double(size ? size : 1);
+  }
   Emit(a, variant, f.str());
 }
 
@@ -526,7 +578,8 @@ int main(int argc, char** argv) {
   else if (a.workload == "w2") W2(a);
   else if (a.workload == "w3") W3(a);
   else if (a.workload == "w4") W4(a);
+  else if (a.workload == "w5") W1(a);
   else if (a.workload == "micro") Micro(a);
-  else Die("unknown workload " + a.workload + " (w1, w2, w3, w4, micro)");
+  else Die("unknown workload " + a.workload + " (w1, w2, w3, w4, w5, micro)");
   return 0;
 }

@@ -8,10 +8,17 @@
 //!     [--rounds N] [--seconds S] [--max-seconds S]
 //! ```
 //!
-//! WORKLOAD is `w1`, `w2`, `w3` or `w4`; INPUT is the datagen file (w1, w2) or `-`
+//! WORKLOAD is `w1`, `w2`, `w3`, `w4`, `w5` or `micro`; INPUT is the datagen file (w1, w2, w5) or `-`
 //! (w3 and w4 make their own keys); DBDIR must not exist, so every run
 //! starts from a fresh database. One JSON line per run goes to stdout:
 //! engine, version, workload, variant, figures, options and durability.
+//!
+//! W5 (`w5 stock.csv DBDIR --variant sublevels|classic`) is the seeds'
+//! scenario: `strata import --mode direct` of the random-order CSV with a
+//! progress key Put every 10,000 rows, with L0 sublevels and flush
+//! splitting on or off; it adds the largest compactions to W1's figures.
+//! Every import run also carries a `timeline` of rows and resident memory
+//! sampled each second (the scale run's plots).
 //!
 //! W1 has Strata-only variants `import-MODE-ORDER` (MODE `pipeline`,
 //! `direct`, `batch`; `import-spill64-ORDER` is the pipeline with a 64 MiB
@@ -32,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use strata::events::{Event, EventListener, EventRecord};
 use strata::{
     CompressionType, Db, IngestOptions, Options, SstOptions, SstWriter, WriteBatch, WriteOptions,
 };
@@ -48,7 +56,8 @@ struct Args {
     max_seconds: f64,
 }
 
-const USAGE: &str = "usage: strata-bench w1|w2|w3|w4 INPUT DBDIR [--variant V] [--batch-rows N] \
+const USAGE: &str =
+    "usage: strata-bench w1|w2|w3|w4|w5|micro INPUT DBDIR [--variant V] [--batch-rows N] \
                      [--rounds N] [--seconds S] [--max-seconds S]";
 
 fn parse() -> Result<Args> {
@@ -92,6 +101,11 @@ fn cores() -> usize {
 
 /// Opens a fresh database with the workloads' common options.
 fn open(dir: &Path) -> Result<Db> {
+    open_with(dir, |_| {})
+}
+
+/// [`open`], with `tweak` applied to the options last.
+fn open_with(dir: &Path, tweak: impl FnOnce(&mut Options)) -> Result<Db> {
     if dir.exists() {
         bail!(
             "{} already exists (each run needs a fresh database)",
@@ -105,6 +119,7 @@ fn open(dir: &Path) -> Result<Db> {
         ..Options::default()
     };
     opts.sst.compression = CompressionType::Snappy;
+    tweak(&mut opts);
     Ok(Db::open(dir, opts)?)
 }
 
@@ -299,21 +314,24 @@ CREATE INDEX stock_i_id ON stock (s_i_id);";
 
 /// Peak resident memory of this process (VmHWM), in bytes.
 fn peak_rss() -> u64 {
+    status_kb("VmHWM:") * 1024
+}
+
+/// A `kB` field of /proc/self/status (0 where there is none).
+fn status_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            let l = s.lines().find(|l| l.starts_with(field))?;
             l.split_whitespace().nth(1)?.parse::<u64>().ok()
         })
-        .map_or(0, |kb| kb * 1024)
+        .unwrap_or(0)
 }
 
 /// W1 by `strata import` (variants `import-MODE-ORDER`): the CSV into the
-/// stock table, then flush and settle; checks the table's row count, a
-/// full scan's key count (two a row plus the catalog entry) and 1,000
-/// sampled rows read back through the table.
+/// stock table, then flush and settle (see [`import_run`]).
 fn w1_import(a: &Args, variant: &str) -> Result<()> {
-    use strata_import::{csv::dialect::Dialect, csv::input::Input, ImportOptions, Mode};
+    use strata_import::Mode;
     let (mode, memory) = match variant.split('-').nth(1) {
         // The CLI's default budget (a quarter of RAM): with it the
         // random-order input sorts in memory, with no spill.
@@ -330,6 +348,128 @@ fn w1_import(a: &Args, variant: &str) -> Result<()> {
             "w1 import variant must be import-pipeline|spill64|direct|batch-ORDER, not {variant:?}"
         ),
     };
+    let figures = import_run(a, mode, memory, true, false)?;
+    emit(a, variant, figures);
+    Ok(())
+}
+
+/// Strata's `--memory` for W5. Direct mode's unit holds about 45% of the
+/// budget in key+value bytes (measured: 15 units of the 341 MB of 10
+/// warehouses at 48 MiB), so 36 MiB gives units of about the 16 MiB of
+/// key+value bytes the RocksDB and Pebble drivers buffer before each
+/// ingestion (about 20 ingestions at 10 warehouses).
+const W5_MEMORY: usize = 36 << 20;
+
+/// W5 (the seeds' scenario): `strata import --mode direct` of the CSV in
+/// random order, so every unit is one ingestion of files spanning the
+/// whole table and its index, with the progress key `0x00 "stats"` Put
+/// every 10,000 rows beside it. Variant `sublevels`: L0 sublevels and
+/// flush splitting on (the default); `classic`: both off
+/// (`CompactionOptions::l0_sublevels = false`: whole-overlap L0 picking,
+/// unsplit flushes).
+fn w5(a: &Args) -> Result<()> {
+    let variant = a.variant.as_deref().unwrap_or("sublevels");
+    let sublevels = match variant {
+        "sublevels" => true,
+        "classic" => false,
+        v => bail!("w5 variant must be sublevels or classic, not {v:?}"),
+    };
+    let figures = import_run(a, strata_import::Mode::Direct, W5_MEMORY, sublevels, true)?;
+    emit(a, variant, figures);
+    Ok(())
+}
+
+/// Keeps the largest compactions an [`EventListener`] sees.
+#[derive(Default)]
+struct CompactionWatch {
+    /// (bytes read, seconds) of the largest compaction, and of the largest
+    /// L0→Lbase one.
+    largest: std::sync::Mutex<((u64, f64), (u64, f64))>,
+}
+
+impl EventListener for CompactionWatch {
+    fn on_event(&self, r: &EventRecord) {
+        if let Event::CompactionEnd {
+            start_level,
+            output_level,
+            moved: false,
+            cancelled: false,
+            bytes_read,
+            micros,
+            ..
+        } = &r.event
+        {
+            let mut g = self.largest.lock().unwrap_or_else(|e| e.into_inner());
+            let this = (*bytes_read, *micros as f64 / 1e6);
+            if this.0 > g.0 .0 {
+                g.0 = this;
+            }
+            if *start_level == 0 && *output_level > 0 && this.0 > g.1 .0 {
+                g.1 = this;
+            }
+        }
+    }
+}
+
+/// Samples, every second, the rows loaded so far and the process's
+/// resident memory: `[[seconds, rows, rss_bytes], ...]` (rows/s over time
+/// and memory over time for the scale run).
+struct Timeline {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<[f64; 3]>>,
+}
+
+impl Timeline {
+    fn start(rows: Arc<std::sync::atomic::AtomicU64>, start: Instant) -> Timeline {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let mut next = Duration::from_secs(1);
+            while !s.load(Ordering::Relaxed) {
+                if start.elapsed() >= next {
+                    out.push([
+                        start.elapsed().as_secs_f64(),
+                        rows.load(Ordering::Relaxed) as f64,
+                        rss() as f64,
+                    ]);
+                    next += Duration::from_secs(1);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            out
+        });
+        Timeline { stop, handle }
+    }
+
+    fn finish(self) -> Vec<[f64; 3]> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// Resident memory of this process now (VmRSS), in bytes.
+fn rss() -> u64 {
+    status_kb("VmRSS:") * 1024
+}
+
+/// `strata import` of the W1 CSV into the TPC-C stock table with `mode`
+/// under `memory`, then flush and settle. With `progress_key`, a side
+/// thread Puts `0x00 "stats"` = rows so far each time the import's row
+/// counter passes a multiple of 10,000 (the import encodes rows in
+/// chunks, so the Puts come in bursts as the chunks land). Checks the
+/// table's row count, a full scan's key count (two a row plus the catalog
+/// entry, plus the progress key) and 1,000 sampled rows read back through
+/// the table. Returns W1's figures plus the import's own, the largest
+/// compactions and a timeline.
+fn import_run(
+    a: &Args,
+    mode: strata_import::Mode,
+    memory: usize,
+    sublevels: bool,
+    progress_key: bool,
+) -> Result<Value> {
+    use strata_import::{csv::dialect::Dialect, csv::input::Input, ImportOptions};
     // Before the clock: the logical bytes (as the kv-spec methods count
     // them) and a sample of rows to read back.
     let f =
@@ -360,24 +500,61 @@ fn w1_import(a: &Args, variant: &str) -> Result<()> {
     }
     let schema = strata_import::Schema::parse(STOCK_SCHEMA)?;
     let table = schema.table("stock").context("no stock table")?;
-    let db = open(&a.dir)?;
+    let watch = Arc::new(CompactionWatch::default());
+    let db = open_with(&a.dir, |o| {
+        o.compaction.l0_sublevels = sublevels;
+        o.event_listener = Some(Arc::clone(&watch) as Arc<dyn EventListener>);
+    })?;
+    let progress = Arc::new(strata_import::pipeline::Progress::default());
     let opts = ImportOptions {
         memory,
         mode,
+        progress: Some(Arc::clone(&progress)),
         ..ImportOptions::default()
     };
     let wb0 = write_bytes();
     let start = Instant::now();
-    let s = strata_import::import(&db, &a.dir, table, &[Input::File(a.input.clone())], &opts)?;
+    let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let timeline = Timeline::start(Arc::clone(&counter), start);
+    let done = AtomicBool::new(false);
+    let (s, keys_put) = std::thread::scope(|sc| -> Result<_> {
+        // Mirrors the import's row counter for the timeline and, with
+        // `progress_key`, writes the progress key beside the data.
+        let side = sc.spawn(|| -> Result<u64> {
+            let (mut written, mut puts) = (0u64, 0u64);
+            loop {
+                let finished = done.load(Ordering::Acquire);
+                let now = progress.rows.load(Ordering::Relaxed);
+                counter.store(now, Ordering::Relaxed);
+                while progress_key && written + 10_000 <= now {
+                    written += 10_000;
+                    db.put(b"\x00stats", written.to_string())?;
+                    puts += 1;
+                }
+                if finished {
+                    return Ok(puts);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let r = strata_import::import(&db, &a.dir, table, &[Input::File(a.input.clone())], &opts);
+        done.store(true, Ordering::Release);
+        let puts = side
+            .join()
+            .map_err(|_| anyhow::anyhow!("progress thread panicked"))??;
+        Ok((r?, puts))
+    })?;
     let load_s = start.elapsed().as_secs_f64();
     // The import's peak (the checks below fill the block cache).
-    let rss = peak_rss();
+    let peak = peak_rss();
+    // The load only: the checks' full scan fills the block cache.
+    let timeline = timeline.finish();
     let (settle_s, wb, m, keys) = settle(&db, start, load_s, wb0)?;
-    if s.rows != rows as u64 || keys != 2 * rows as u64 + 1 {
+    let expected = 2 * rows as u64 + 1 + u64::from(keys_put > 0);
+    if s.rows != rows as u64 || keys != expected {
         bail!(
-            "check: imported {} rows and a full scan found {keys} keys, expected {rows} and {}",
-            s.rows,
-            2 * rows + 1
+            "check: imported {} rows and a full scan found {keys} keys, expected {rows} and {expected}",
+            s.rows
         );
     }
     let reader = strata_import::table::TableReader::open(&db, "stock")?;
@@ -397,20 +574,23 @@ fn w1_import(a: &Args, variant: &str) -> Result<()> {
         }
     }
     db.close()?;
-    emit(
-        a,
-        variant,
-        json!({"rows": rows, "load_s": load_s, "settle_s": settle_s,
-               "load_settle_s": load_s + settle_s, "write_bytes": wb,
-               "logical_bytes": logical, "write_amp": wb as f64 / logical as f64,
-               "peak_l0_files": m.peak_l0_files, "peak_l0_sublevels": m.peak_l0_sublevels,
-               "stall_s": m.stalls.iter().map(|s| s.micros).sum::<u64>() as f64 / 1e6,
-               "size_bytes": dir_bytes(&a.dir), "keys": keys, "ssts": s.indexes.iter().map(|i| i.files).sum::<usize>(),
-               "peak_rss_bytes": rss, "memory_budget_bytes": memory,
-               "spilled_bytes": s.spilled_bytes, "units": s.units,
-               "csv_mb_per_core_s": s.input_bytes as f64 / 1e6 / load_s / cores() as f64}),
-    );
-    Ok(())
+    let size = dir_bytes(&a.dir);
+    let ((big, big_s), (big_l0, big_l0_s)) =
+        *watch.largest.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(json!({"rows": rows, "load_s": load_s, "settle_s": settle_s,
+           "load_settle_s": load_s + settle_s, "write_bytes": wb,
+           "logical_bytes": logical, "write_amp": wb as f64 / logical as f64,
+           "peak_l0_files": m.peak_l0_files, "peak_l0_sublevels": m.peak_l0_sublevels,
+           "stall_s": m.stalls.iter().map(|s| s.micros).sum::<u64>() as f64 / 1e6,
+           "size_bytes": size, "keys": keys, "ssts": s.indexes.iter().map(|i| i.files).sum::<usize>(),
+           "peak_rss_bytes": peak, "memory_budget_bytes": memory,
+           "spilled_bytes": s.spilled_bytes, "units": s.units,
+           "progress_puts": keys_put, "compactions": m.compactions,
+           "largest_compaction_bytes": big, "largest_compaction_s": big_s,
+           "largest_l0_compaction_bytes": big_l0, "largest_l0_compaction_s": big_l0_s,
+           "largest_l0_compaction_frac": big_l0 as f64 / size.max(1) as f64,
+           "csv_mb_per_core_s": s.input_bytes as f64 / 1e6 / load_s / cores() as f64,
+           "timeline": timeline}))
 }
 
 /// W1: the TPC-C stock import by write batches of 1,000 rows (`batch-*`)
@@ -731,8 +911,9 @@ fn main() {
         "w2" => w2(&a),
         "w3" => w3(&a),
         "w4" => w4(&a),
+        "w5" => w5(&a),
         "micro" => micro(&a),
-        w => bail!("unknown workload {w:?} (w1, w2, w3, w4, micro)"),
+        w => bail!("unknown workload {w:?} (w1, w2, w3, w4, w5, micro)"),
     });
     if let Err(e) = r {
         eprintln!("strata-bench: {e:#}");
