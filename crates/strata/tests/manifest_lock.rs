@@ -18,8 +18,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use strata::sstable::{SstOptions, SstWriter};
-use strata::vfs::{FileSync, MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use strata::vfs::{FileSync, Vfs, WritableFile};
 use strata::{CompactionOptions, Db, IngestOptions, Options, Result};
+use support::{CreateGate, GatedVfs};
+
+#[path = "support/gated_vfs.rs"]
+mod support;
 
 /// The gate: shut for threads whose name starts with one of `held`.
 struct Gate {
@@ -66,10 +70,30 @@ impl Gate {
     }
 }
 
-/// MemVfs whose MANIFEST files sync through the gate.
-struct GateVfs {
-    inner: MemVfs,
+/// The shared in-memory file system of the gated tests, whose MANIFEST
+/// files sync through the gate.
+type GateVfs = GatedVfs<ManifestGate>;
+
+/// Wraps every MANIFEST file the database creates in a [`GatedFile`].
+struct ManifestGate {
     gate: Arc<Gate>,
+}
+
+impl CreateGate for ManifestGate {
+    fn before_create(&self, _path: &Path) {}
+    fn wrap(&self, path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
+        let manifest = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("MANIFEST-"));
+        if manifest {
+            return Box::new(GatedFile {
+                inner: file,
+                gate: self.gate.clone(),
+            });
+        }
+        file
+    }
 }
 
 /// A MANIFEST file: both ways of syncing it pass the gate first.
@@ -115,59 +139,8 @@ impl WritableFile for GatedFile {
     }
 }
 
-impl Vfs for GateVfs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let f = self.inner.create(path)?;
-        let manifest = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("MANIFEST-"));
-        if manifest {
-            return Ok(Box::new(GatedFile {
-                inner: f,
-                gate: self.gate.clone(),
-            }));
-        }
-        Ok(f)
-    }
-    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn link(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.link(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
-        self.inner.lock(path)
-    }
-}
-
 fn gate_vfs() -> Arc<GateVfs> {
-    Arc::new(GateVfs {
-        inner: MemVfs::new(),
+    Arc::new(GatedVfs::with_gate(ManifestGate {
         gate: Arc::new(Gate {
             held: Mutex::new(Vec::new()),
             shut: Mutex::new(false),
@@ -175,7 +148,7 @@ fn gate_vfs() -> Arc<GateVfs> {
             waiting: AtomicUsize::new(0),
             passed: AtomicUsize::new(0),
         }),
-    })
+    }))
 }
 
 /// Automatic compactions are kept out of the way (a high L0 trigger), so

@@ -1,7 +1,8 @@
-//! An in-memory file system for tests that hold some file creations at a
+//! An in-memory file system for tests that hold some file operations at a
 //! gate: `GatedVfs<G>` passes every call to a `MemVfs`, except that
 //! `create` first calls the test's gate (`CreateGate::before_create`),
-//! which may block. Each test keeps its own gate: which creations wait,
+//! which may block, and hands the new file to the gate
+//! (`CreateGate::wrap`), which may wrap it to hold its syncs. Each test keeps its own gate: which creations wait,
 //! how they are counted, and how the gate opens. The gate's own methods
 //! are reached through `Deref`.
 //!
@@ -22,6 +23,12 @@ use strata::Result;
 pub trait CreateGate: Send + Sync {
     /// Called by `create(path)` before the file is created.
     fn before_create(&self, path: &Path);
+    /// The file `create(path)` returns, given the one it made (a gate that
+    /// holds syncs wraps the files whose syncs it holds). As it is by
+    /// default.
+    fn wrap(&self, _path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
+        file
+    }
 }
 
 /// `MemVfs`, with every creation passing `gate` first.
@@ -50,7 +57,8 @@ impl<G> Deref for GatedVfs<G> {
 impl<G: CreateGate> Vfs for GatedVfs<G> {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.gate.before_create(path);
-        self.inner.create(path)
+        let file = self.inner.create(path)?;
+        Ok(self.gate.wrap(path, file))
     }
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.inner.open_random(path)
