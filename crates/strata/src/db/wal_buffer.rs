@@ -19,35 +19,13 @@
 
 use crate::error::Result;
 use crate::vfs::WritableFile;
+use crate::wal::staging::{staging_writer, Staged};
 use crate::wal::writer::LogWriter;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// Framed bytes not yet handed to the file.
-type Pending = Arc<Mutex<Vec<u8>>>;
-
-/// The in-memory sink `Wal::log` frames into.
-struct PendingSink {
-    buf: Pending,
-    len: u64,
-}
-
-impl WritableFile for PendingSink {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.buf.lock().extend_from_slice(data);
-        self.len += data.len() as u64;
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
+type Pending = Staged;
 
 /// The WAL file itself.
 pub(crate) struct WalFile {
@@ -107,14 +85,10 @@ pub(crate) struct Wal {
 impl Wal {
     /// WAL `number`, writing to `file` (named `name` in errors), at offset 0.
     pub fn new(number: u64, file: Box<dyn WritableFile>, name: impl Into<String>) -> Wal {
-        let pending: Pending = Arc::new(Mutex::new(Vec::new()));
-        let sink = PendingSink {
-            buf: Arc::clone(&pending),
-            len: 0,
-        };
+        let (log, pending) = staging_writer(name);
         Wal {
             number,
-            log: LogWriter::new(Box::new(sink), name),
+            log,
             pending,
             file: Arc::new(Mutex::new(WalFile {
                 file,

@@ -42,53 +42,23 @@
 
 use crate::error::{Error, Result};
 use crate::vfs::WritableFile;
+use crate::wal::staging::{staging_writer, Staged};
 use crate::wal::writer::LogWriter;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// Frames records in the log format into memory, as they will lie in one
 /// MANIFEST file (the framer knows the file's block offsets), for `push`.
 pub struct Framer {
     log: LogWriter,
-    staged: Arc<Mutex<Vec<u8>>>,
-}
-
-/// The in-memory file a `Framer`'s log writer appends to.
-struct Staging {
-    buf: Arc<Mutex<Vec<u8>>>,
-    len: u64,
-}
-
-impl WritableFile for Staging {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.buf.lock().extend_from_slice(data);
-        self.len += data.len() as u64;
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.len
-    }
+    staged: Staged,
 }
 
 impl Framer {
     /// Frames for a new, empty MANIFEST (`name` in errors).
     pub fn new(name: impl Into<String>) -> Framer {
-        let staged = Arc::new(Mutex::new(Vec::new()));
-        let sink = Staging {
-            buf: Arc::clone(&staged),
-            len: 0,
-        };
-        Framer {
-            log: LogWriter::new(Box::new(sink), name),
-            staged,
-        }
+        let (log, staged) = staging_writer(name);
+        Framer { log, staged }
     }
 
     /// The bytes of one record holding `payload`.

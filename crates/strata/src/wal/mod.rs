@@ -56,6 +56,7 @@
 
 pub mod format;
 pub mod reader;
+pub mod staging;
 pub mod tail;
 pub mod writer;
 
