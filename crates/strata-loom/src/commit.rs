@@ -20,7 +20,14 @@
 //! the checks can see which numbers each writer got. Left out (they take
 //! no lock of their own beyond the ones modelled, or are other jobs):
 //! backpressure (`make_room`), group size and sync limits, the WAL
-//! write-out and sync, rotation and ingestion jobs, wait accounting.
+//! write-out and sync, rotation and ingestion jobs, wait accounting, and a
+//! synced group's MANIFEST sync (`write_group`: `if sync &&
+//! db.manifest.has_unsynced() { db.manifest.sync() }`, between the WAL sync
+//! and the memtable insert). Since the MANIFEST lock was split from the
+//! state lock that step takes only `ManifestLog`'s own locks, never `q` or
+//! the state lock, so it adds no ordering between the threads modelled
+//! here; `ManifestLog::sync` against the obsolete-file pass is in
+//! `version_refs`.
 //!
 //! Checked in every interleaving: a reader that loads `visible_seq`
 //! (`Acquire`, as `Db::snapshot` and reads do) finds every entry at or

@@ -7,13 +7,17 @@
 //!   writer's condition variable; `done`, `turn`), sequence numbers assigned
 //!   under the queue lock, and the publication of `visible_seq` after the
 //!   group is in the memtable.
-//! - [`version_refs`] mirrors version reference counting
-//!   (`strata/src/version/set.rs`: `remember`, `live_files`;
-//!   `strata/src/db/mod.rs`: `super_version`, `install_super_version`;
+//! - [`version_refs`] mirrors version reference counting and the MANIFEST
+//!   window (`strata/src/version/set.rs`: `log_and_apply_unsynced`,
+//!   `remember`, `live_files`; `strata/src/version/manifest_log.rs`:
+//!   `push`, `sync`, `has_unsynced`; `strata/src/db/mod.rs`:
+//!   `super_version`, `install_super_version`, `ingest`;
+//!   `strata/src/db/commit.rs`: an ingestion's excise;
 //!   `strata/src/db/flush.rs`: `flush_one`, `delete_obsolete_files`;
 //!   `strata/src/db/compact.rs`: `run`): readers holding a super version,
-//!   flushes and compactions installing versions, the pending-outputs floor
-//!   and the obsolete-file pass.
+//!   edits applied and framed under the state lock but synced and
+//!   published outside it, the pending-outputs floor and the obsolete-file
+//!   pass that waits for every record to be synced.
 //!
 //! The engine's code itself does not run under loom (its locks are
 //! `parking_lot`'s, its WAL and memtable are real files and skiplists);

@@ -1,37 +1,68 @@
 //! Model of version reference counting: a table file is not deleted while
-//! any reader, iterator or compaction holds a version that names it, and
-//! a table being written is not deleted before its version is installed.
+//! any reader, iterator or compaction holds a version that names it, nor
+//! while a MANIFEST record that is framed but not yet synced could leave a
+//! crash recovering a version that names it; a table being written is not
+//! deleted before its version is installed.
 //!
 //! Mirrors, in their order:
 //! - `strata/src/db/mod.rs`: `DbInner::super_version` (a reader clones the
 //!   `Arc<SuperVersion>` under the `sv` read lock; an iterator keeps it for
 //!   its life) and `install_super_version` (under the state lock, the new
 //!   super version replaces the old under the `sv` write lock);
-//! - `strata/src/version/set.rs`: `log_and_apply` installing `current` and
-//!   `remember`ing it as a `Weak`, and `live_files` (the current version,
-//!   plus every remembered version whose `Weak` still upgrades);
+//! - `strata/src/version/set.rs`: `log_and_apply_unsynced` (under the state
+//!   lock: the edit applied to `current`, its record framed and pushed to
+//!   the `ManifestLog`, the new version `remember`ed as a `Weak`; no disk
+//!   I/O), `has_unsynced`, and `live_files` (the current version, plus
+//!   every remembered version whose `Weak` still upgrades);
+//! - `strata/src/version/manifest_log.rs`: `ManifestLog::push` (`framed`
+//!   raised under `pending`, `Release`) and `sync` (`framed` loaded; under
+//!   `io`, every pending record taken and written; the fsync with `io`
+//!   released, as with a `sync_handle`; then `synced.fetch_max`);
 //! - `strata/src/db/flush.rs`: `flush_one` (a file number `floor` taken
 //!   without the lock, put in `pending_outputs` under it, the table written
-//!   with no lock held, then under the state lock: `floor` removed, the
-//!   version installed, the obsolete-file pass) and
-//!   `delete_obsolete_files` (under the state lock: deletes every table
-//!   that no live version names and that is below every pending floor);
+//!   with no lock held; under the state lock `floor` removed and the edit
+//!   applied and framed; the lock released for `manifest.sync()`; retaken
+//!   to drop the memtable from the queue, install the super version and run
+//!   the obsolete-file pass) and `delete_obsolete_files` (while any record
+//!   is unsynced, up to three times: sync with the state lock released
+//!   (`MutexGuard::unlocked`); still unsynced: delete nothing; else delete
+//!   every table that no live version names and that is below every
+//!   pending floor, with the state lock held);
 //! - `strata/src/db/compact.rs`: `run` (inputs picked from `current` under
-//!   the state lock, that version held as `pinned` until the result is
-//!   installed; outputs protected by a pending floor like a flush's).
+//!   the state lock, that version held as `pinned`; outputs protected by a
+//!   pending floor like a flush's; under the state lock the floor removed
+//!   and the edit applied and framed; synced without the lock; then, under
+//!   it, the super version installed, `pinned` dropped and the
+//!   obsolete-file pass);
+//! - `strata/src/db/commit.rs` (`CommitPipeline::commit`'s ingestion arm)
+//!   and `Db::ingest` in `strata/src/db/mod.rs`: an ingestion whose excise
+//!   removes a table applies its edit *and installs the super version*
+//!   under the state lock, and its caller syncs the record only later,
+//!   without any lock: the one place a table leaves every version through
+//!   a record that is not yet durable, which only `delete_obsolete_files`'
+//!   unsynced check keeps from deletion.
+//!   (Its own linked files, protected by a pending floor in `Db::ingest`
+//!   until after that sync, are left out: the floor is modelled by the
+//!   flush's and the compaction's.)
 //!
-//! Replaced: a version is its list of table numbers; the directory is a set
-//! of numbers behind a lock (one file-system operation at a time); reading
-//! a table is checking that it exists. `Arc`/`Weak` of versions are std's:
-//! loom has no `Weak` (its `Arc` cannot be downgraded), so reference counts
-//! are not permuted themselves, while every lock they are taken under is
-//! loom's, which is what orders a reader against an installer and the
-//! obsolete-file pass.
+//! Replaced: a version is its list of table numbers; a MANIFEST record is
+//! the list of the version it leads to (a replay of the synced records
+//! ends at the last one synced); the directory is a set of numbers behind
+//! a lock (one file-system operation at a time); reading a table is
+//! checking that it exists; the memtable a flush writes is one flag.
+//! `Arc`/`Weak` of versions are std's: loom has no `Weak` (its `Arc` cannot
+//! be downgraded), so reference counts are not permuted themselves, while
+//! every lock they are taken under is loom's, which is what orders a
+//! reader against an installer and the obsolete-file pass.
 //!
 //! Checked in every interleaving: every table of the version a reader (or
-//! compaction) holds exists while it holds it; at the end, once nothing
-//! holds an old version, one more obsolete-file pass leaves exactly the
-//! current version's tables (none missing, none leaked).
+//! compaction) holds exists while it holds it; no table is deleted while
+//! the version the synced MANIFEST records would recover names it (a crash
+//! then would name a missing file); a flush drops its memtable only once
+//! the record naming its table is synced; at the end, once nothing holds
+//! an old version, one more obsolete-file pass leaves exactly the current
+//! version's tables (none missing, none leaked), and the synced MANIFEST
+//! recovers the current version.
 
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::{Mutex, MutexGuard, RwLock};
@@ -51,6 +82,15 @@ pub enum Bug {
     /// A reader (an iterator) copies its version's file list and lets the
     /// super version go before it reads the tables.
     UnpinnedRead,
+    /// The obsolete-file pass does not wait for unsynced MANIFEST records
+    /// (no `has_unsynced` check): it treats files that an applied but
+    /// unsynced edit removed as deletable.
+    DeleteUnsynced,
+    /// A flush drops its memtable and installs its super version in the
+    /// critical section that applies its edit, before the record is synced
+    /// (the order before the MANIFEST lock was split, without the sync
+    /// under the lock).
+    PublishBeforeSync,
 }
 
 /// A version: the tables it names.
@@ -68,19 +108,92 @@ struct State {
     current: Arc<Version>,
     handed_out: Vec<Weak<Version>>,
     pending_outputs: BTreeSet<u64>,
+    /// Memtables in the immutable queue (the flush's one).
+    imm: u32,
 }
 
-/// The database: state lock, super version, file numbers, directory.
+/// `ManifestLog`: records framed in memory, written and synced outside the
+/// state lock. Records are counted from 1; record 0 is the snapshot the
+/// MANIFEST starts with.
+struct Manifest {
+    /// `Pending::framed` (the bytes themselves left out).
+    pending: Mutex<u64>,
+    framed: AtomicU64,
+    synced: AtomicU64,
+    io: Mutex<()>,
+    /// The checks' own bookkeeping, not the engine's: what each record's
+    /// version names, and a copy of `synced` raised in the same step (std
+    /// types, so they add no scheduling points to permute).
+    records: std::sync::Mutex<Vec<Vec<u64>>>,
+    durable: std::sync::atomic::AtomicU64,
+}
+
+impl Manifest {
+    /// `ManifestLog::push` (called under the state lock).
+    fn push(&self, files: &[u64]) -> u64 {
+        let mut p = lock(&self.pending);
+        *p += 1;
+        self.records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(files.to_vec());
+        self.framed.store(*p, Ordering::Release);
+        *p
+    }
+
+    /// `ManifestLog::has_unsynced`.
+    fn has_unsynced(&self) -> bool {
+        self.synced.load(Ordering::Acquire) < self.framed.load(Ordering::Acquire)
+    }
+
+    /// `ManifestLog::sync`: never takes the state lock.
+    fn sync(&self) {
+        let target = self.framed.load(Ordering::Acquire);
+        if self.synced.load(Ordering::Acquire) >= target {
+            return;
+        }
+        let upto = {
+            let _io = lock(&self.io);
+            // The write-out: every record framed so far.
+            let upto = *lock(&self.pending);
+            if self.synced.load(Ordering::Acquire) >= upto {
+                return;
+            }
+            upto
+        };
+        // The fsync ran with `io` released (`sync_handle`): another job may
+        // write out and sync meanwhile.
+        self.synced.fetch_max(upto, Ordering::AcqRel);
+        self.durable
+            .fetch_max(upto, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The number of the last record a crash now would replay.
+    fn durable_record(&self) -> u64 {
+        self.durable.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The tables of the version a crash now would recover.
+    fn durable(&self) -> Vec<u64> {
+        let s = self.durable_record() as usize;
+        self.records.lock().unwrap_or_else(|e| e.into_inner())[s].clone()
+    }
+}
+
+/// The database: state lock, super version, file numbers, MANIFEST,
+/// directory.
 pub struct Db {
     state: Mutex<State>,
     sv: RwLock<Arc<SuperVersion>>,
     next_file: AtomicU64,
+    manifest: Manifest,
     fs: Mutex<BTreeSet<u64>>,
     bug: Bug,
 }
 
 impl Db {
-    /// A database whose current version names `files` (all present).
+    /// A database whose current version names `files` (all present, the
+    /// MANIFEST synced).
     pub fn new(files: &[u64], bug: Bug) -> Db {
         let current = Arc::new(Version {
             files: files.to_vec(),
@@ -91,9 +204,18 @@ impl Db {
                 handed_out: vec![Arc::downgrade(&current)],
                 current: Arc::clone(&current),
                 pending_outputs: BTreeSet::new(),
+                imm: 1,
             }),
             sv: RwLock::new(Arc::new(SuperVersion { version: current })),
             next_file: AtomicU64::new(next),
+            manifest: Manifest {
+                pending: Mutex::new(0),
+                framed: AtomicU64::new(0),
+                synced: AtomicU64::new(0),
+                io: Mutex::new(()),
+                records: std::sync::Mutex::new(vec![files.to_vec()]),
+                durable: std::sync::atomic::AtomicU64::new(0),
+            },
             fs: Mutex::new(files.iter().copied().collect()),
             bug,
         }
@@ -113,12 +235,19 @@ impl Db {
         self.next_file.fetch_add(1, Ordering::SeqCst)
     }
 
-    /// `log_and_apply` + `remember` + `install_super_version`, under the
-    /// state lock.
-    fn install(&self, st: &mut State, files: Vec<u64>) {
+    /// `log_and_apply_unsynced` + `remember`, under the state lock: the
+    /// version is current and its record framed, nothing on disk yet.
+    /// Returns the record's number (`push`'s `framed` total).
+    fn apply(&self, st: &mut State, files: Vec<u64>) -> u64 {
+        let record = self.manifest.push(&files);
         st.current = Arc::new(Version { files });
         st.handed_out.retain(|w| w.strong_count() > 0);
         st.handed_out.push(Arc::downgrade(&st.current));
+        record
+    }
+
+    /// `install_super_version`, under the state lock.
+    fn install_super_version(&self, st: &State) {
         let sv = Arc::new(SuperVersion {
             version: Arc::clone(&st.current),
         });
@@ -142,14 +271,42 @@ impl Db {
         live
     }
 
-    /// `delete_obsolete_files`, under the state lock.
-    fn delete_obsolete_files(&self, st: &mut State) {
-        let live = self.live_files(st);
+    /// `delete_obsolete_files`: entered and left with the state lock held,
+    /// which it releases only to sync the MANIFEST.
+    fn delete_obsolete_files<'a>(&'a self, mut st: MutexGuard<'a, State>) {
+        if self.bug != Bug::DeleteUnsynced {
+            for _ in 0..3 {
+                if !self.manifest.has_unsynced() {
+                    break;
+                }
+                // `MutexGuard::unlocked(st, || db.manifest.sync())`.
+                drop(st);
+                self.manifest.sync();
+                st = lock(&self.state);
+            }
+            if self.manifest.has_unsynced() {
+                return;
+            }
+        }
+        let live = self.live_files(&mut st);
         let floor = match self.bug {
             Bug::NoPendingFloor => None,
             _ => st.pending_outputs.iter().next().copied(),
         };
-        lock(&self.fs).retain(|n| live.contains(n) || floor.is_some_and(|f| *n >= f));
+        let durable = self.manifest.durable();
+        let mut fs = lock(&self.fs);
+        let gone: Vec<u64> = fs
+            .iter()
+            .copied()
+            .filter(|n| !(live.contains(n) || floor.is_some_and(|f| *n >= f)))
+            .collect();
+        for n in gone {
+            assert!(
+                !durable.contains(&n),
+                "table {n} deleted while the synced MANIFEST names it (a crash now recovers a missing file)"
+            );
+            fs.remove(&n);
+        }
     }
 
     /// Reading a table: it must exist.
@@ -178,6 +335,16 @@ impl Db {
         drop(held);
     }
 
+    /// The flush drops its memtable from the queue: its record (number
+    /// `record`, which names its table) must be durable by now.
+    fn drop_memtable(&self, st: &mut State, record: u64) {
+        assert!(
+            self.manifest.durable_record() >= record,
+            "the flush dropped its memtable before its record (naming its table) was synced"
+        );
+        st.imm -= 1;
+    }
+
     /// `flush_one`: one new L0 table.
     pub fn flush(&self) {
         let floor = self.new_file_number();
@@ -189,8 +356,23 @@ impl Db {
         st.pending_outputs.remove(&floor);
         let mut files = st.current.files.clone();
         files.push(n);
-        self.install(&mut st, files);
-        self.delete_obsolete_files(&mut st);
+        let record = self.apply(&mut st, files);
+        if self.bug == Bug::PublishBeforeSync {
+            self.drop_memtable(&mut st, record);
+            self.install_super_version(&st);
+            drop(st);
+            self.manifest.sync();
+            let st = lock(&self.state);
+            self.delete_obsolete_files(st);
+            return;
+        }
+        // Written and synced without the state lock.
+        drop(st);
+        self.manifest.sync();
+        let mut st = lock(&self.state);
+        self.drop_memtable(&mut st, record);
+        self.install_super_version(&st);
+        self.delete_obsolete_files(st);
     }
 
     /// `compact::run`: every table of the current version merged into one.
@@ -215,21 +397,52 @@ impl Db {
             .filter(|n| !inputs.contains(n))
             .collect();
         files.push(out);
-        self.install(&mut st, files);
+        self.apply(&mut st, files);
+        // Written and synced without the state lock; published once durable.
+        drop(st);
+        self.manifest.sync();
+        let st = lock(&self.state);
+        self.install_super_version(&st);
         drop(pinned);
-        self.delete_obsolete_files(&mut st);
+        self.delete_obsolete_files(st);
+    }
+
+    /// An ingestion whose excise removes table `gone` (the commit
+    /// pipeline's ingestion arm: applied and published under the state
+    /// lock), then `Db::ingest` syncing the record without any lock.
+    pub fn ingest_excise(&self, gone: u64) {
+        let mut st = lock(&self.state);
+        let files: Vec<u64> = st
+            .current
+            .files
+            .iter()
+            .copied()
+            .filter(|&n| n != gone)
+            .collect();
+        self.apply(&mut st, files);
+        self.install_super_version(&st);
+        drop(st);
+        self.manifest.sync();
     }
 
     /// Once nothing holds an old version: one more obsolete-file pass, after
-    /// which exactly the current version's tables must exist.
+    /// which exactly the current version's tables must exist, and the
+    /// synced MANIFEST must recover the current version.
     pub fn check_quiescent(&self) {
-        let mut st = lock(&self.state);
-        self.delete_obsolete_files(&mut st);
+        self.delete_obsolete_files(lock(&self.state));
+        let st = lock(&self.state);
         let want: BTreeSet<u64> = st.current.files.iter().copied().collect();
         let have = lock(&self.fs).clone();
         assert_eq!(
             have, want,
             "the directory's tables (left) are not the current version's (right)"
+        );
+        assert_eq!(st.imm, 0, "the flush left its memtable in the queue");
+        assert!(!self.manifest.has_unsynced(), "a record was never synced");
+        assert_eq!(
+            self.manifest.durable(),
+            st.current.files,
+            "the synced MANIFEST does not recover the current version"
         );
     }
 }
@@ -242,17 +455,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     }
 }
 
-/// One execution: a reader, a flush and a compaction at once over a
-/// version of two tables; then the quiescent check.
-pub fn run(bug: Bug) {
+/// Which jobs run beside the reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// A flush and a compaction.
+    FlushCompact,
+    /// A flush and an ingestion whose excise removes table 1.
+    FlushExcise,
+}
+
+/// One execution: a reader and two jobs at once over a version of two
+/// tables; then the quiescent check.
+pub fn run(scenario: Scenario, bug: Bug) {
     let db = loom::sync::Arc::new(Db::new(&[1, 2], bug));
     let threads: Vec<_> = [0, 1]
         .into_iter()
         .map(|i| {
             let db = loom::sync::Arc::clone(&db);
-            loom::thread::spawn(move || match i {
-                0 => db.flush(),
-                _ => db.compact(),
+            loom::thread::spawn(move || match (i, scenario) {
+                (0, _) => db.flush(),
+                (_, Scenario::FlushCompact) => db.compact(),
+                (_, Scenario::FlushExcise) => db.ingest_excise(1),
             })
         })
         .collect();
@@ -269,7 +492,7 @@ mod tests {
 
     /// Runs the model under loom within the preemption bound
     /// (LOOM_MAX_PREEMPTIONS, default 3 here).
-    fn check(bug: Bug) {
+    fn check(scenario: Scenario, bug: Bug) {
         let mut b = loom::model::Builder::new();
         if b.preemption_bound.is_none() {
             b.preemption_bound = Some(3);
@@ -278,7 +501,7 @@ mod tests {
         let n = std::sync::Arc::clone(&runs);
         b.check(move || {
             n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            run(bug)
+            run(scenario, bug)
         });
         eprintln!(
             "loom: {} interleavings explored",
@@ -288,8 +511,8 @@ mod tests {
 
     /// Runs the model with `bug` planted and returns loom's failure (the
     /// test fails if loom finds none).
-    fn finds(bug: Bug) -> String {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(bug)));
+    fn finds(scenario: Scenario, bug: Bug) -> String {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(scenario, bug)));
         let e = r.expect_err("loom found no failing interleaving for the planted bug");
         e.downcast_ref::<String>()
             .cloned()
@@ -299,24 +522,41 @@ mod tests {
 
     #[test]
     fn reader_flush_and_compaction() {
-        check(Bug::None);
+        check(Scenario::FlushCompact, Bug::None);
+    }
+
+    #[test]
+    fn reader_flush_and_excising_ingestion() {
+        check(Scenario::FlushExcise, Bug::None);
     }
 
     #[test]
     fn finds_live_files_ignoring_readers() {
-        let m = finds(Bug::CurrentOnly);
+        let m = finds(Scenario::FlushCompact, Bug::CurrentOnly);
         assert!(m.contains("was deleted"), "{m}");
     }
 
     #[test]
     fn finds_missing_pending_floor() {
-        let m = finds(Bug::NoPendingFloor);
+        let m = finds(Scenario::FlushCompact, Bug::NoPendingFloor);
         assert!(m.contains("not the current version's"), "{m}");
     }
 
     #[test]
     fn finds_unpinned_reader() {
-        let m = finds(Bug::UnpinnedRead);
+        let m = finds(Scenario::FlushCompact, Bug::UnpinnedRead);
         assert!(m.contains("a reader: table"), "{m}");
+    }
+
+    #[test]
+    fn finds_deletion_before_an_unsynced_record() {
+        let m = finds(Scenario::FlushExcise, Bug::DeleteUnsynced);
+        assert!(m.contains("while the synced MANIFEST names it"), "{m}");
+    }
+
+    #[test]
+    fn finds_memtable_dropped_before_sync() {
+        let m = finds(Scenario::FlushCompact, Bug::PublishBeforeSync);
+        assert!(m.contains("before its record"), "{m}");
     }
 }
