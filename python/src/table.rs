@@ -305,7 +305,7 @@ pub fn import_csv<'py>(
     let summary = py.detach(move || {
         h.with(|db| {
             let inputs = strata_import::csv::input::expand(&names)?;
-            Ok(strata_import::import(db, &h.path, &def, &inputs, &opts)?)
+            Ok(strata_import::import(db, &def, &inputs, &opts)?)
         })
     })?;
     summary_dict(py, &summary)
@@ -323,11 +323,7 @@ pub fn ingest_table<'py>(
     let h = Arc::clone(handle);
     let opts = strata_import::bundle::BundleOptions { move_files };
     let s = py.detach(move || {
-        h.with(|db| {
-            Ok(strata_import::bundle::ingest_table(
-                db, &h.path, &bundle, &opts,
-            )?)
-        })
+        h.with(|db| Ok(strata_import::bundle::ingest_table(db, &bundle, &opts)?))
     })?;
     let d = PyDict::new(py);
     d.set_item("table", &s.table)?;

@@ -537,7 +537,7 @@ fn import_run(
                 std::thread::sleep(Duration::from_millis(1));
             }
         });
-        let r = strata_import::import(&db, &a.dir, table, &[Input::File(a.input.clone())], &opts);
+        let r = strata_import::import(&db, table, &[Input::File(a.input.clone())], &opts);
         done.store(true, Ordering::Release);
         let puts = side
             .join()

@@ -89,7 +89,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         ..ImportOptions::default()
     };
     let start = Instant::now();
-    let summary = strata_import::import(&db, &db_dir, table, &[Input::File(csv.clone())], &opts)?;
+    let summary = strata_import::import(&db, table, &[Input::File(csv.clone())], &opts)?;
     let elapsed = start.elapsed();
     let levels: Vec<usize> = db.metrics().levels.iter().map(|l| l.files).collect();
     import_cmd::print_summary(&summary, elapsed, &levels);

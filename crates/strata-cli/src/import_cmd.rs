@@ -263,7 +263,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
             let progress = Arc::clone(&progress);
             s.spawn(move || report_progress(&progress, total, &done));
         }
-        let r = strata_import::import(&db, &a.db, table, &inputs, &opts);
+        let r = strata_import::import(&db, table, &inputs, &opts);
         done.store(true, Ordering::Relaxed);
         r
     })?;

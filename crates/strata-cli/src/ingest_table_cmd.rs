@@ -22,7 +22,7 @@ pub fn run(a: IngestTableArgs) -> Result<()> {
     let opts = strata_import::bundle::BundleOptions {
         move_files: a.move_files,
     };
-    let s = strata_import::bundle::ingest_table(&db, &a.db, &a.bundle, &opts)?;
+    let s = strata_import::bundle::ingest_table(&db, &a.bundle, &opts)?;
     let entries: Vec<String> = s
         .entries
         .iter()

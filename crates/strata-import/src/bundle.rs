@@ -212,9 +212,9 @@ pub struct BundleSummary {
     pub ingest: Duration,
 }
 
-/// Checks the bundle in `dir` and ingests it into `db` (whose directory is
-/// `db_dir`, where the catalog entry's file is written) as a new table, in
-/// one atomic ingestion. See the module documentation for the checks.
+/// Checks the bundle in `dir` and ingests it into `db` as a new table, in
+/// one atomic ingestion (the catalog entry's file is written in the
+/// database's scratch directory). See the module documentation for the checks.
 ///
 /// ```
 /// # use strata_import::bundle::{BundleManifest, BundleOptions, ingest_table};
@@ -226,17 +226,12 @@ pub struct BundleSummary {
 /// let schema = "CREATE TABLE t (id INT PRIMARY KEY, name TEXT)";
 /// BundleManifest::new("t", 1, schema).write(&bundle)?;
 /// let db = strata::Db::open_default(&db_dir)?;
-/// let s = ingest_table(&db, &db_dir, &bundle, &BundleOptions::default())?;
+/// let s = ingest_table(&db, &bundle, &BundleOptions::default())?;
 /// assert_eq!(s.rows, 0);
 /// assert!(strata_import::catalog::get(&db, "t")?.is_some());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn ingest_table(
-    db: &Db,
-    db_dir: &Path,
-    dir: &Path,
-    opts: &BundleOptions,
-) -> Result<BundleSummary> {
+pub fn ingest_table(db: &Db, dir: &Path, opts: &BundleOptions) -> Result<BundleSummary> {
     let m = BundleManifest::read(dir)?;
     let mpath = dir.join(MANIFEST_NAME);
     let schema = Schema::parse(&m.schema)
@@ -347,9 +342,8 @@ pub fn ingest_table(
     // One ingestion: the catalog entry and every file.
     let ingest_start = Instant::now();
     // The catalog entry's file, in an import's temporary directory (a
-    // killed run's is removed by the next import or bundle).
-    crate::pipeline::clean_stale(db_dir)?;
-    let tmp = crate::pipeline::TempDir::create(db_dir)?;
+    // killed run's is removed by the next open of the database).
+    let tmp = crate::pipeline::TempDir::create(db)?;
     let entry = CatalogEntry {
         id: m.table_id,
         table: codec.table.clone(),

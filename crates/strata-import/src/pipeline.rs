@@ -19,9 +19,10 @@
 //! seen as rows of the table, so every mode gives the same table. Those
 //! modes are atomic per unit only (see [`import`]).
 //!
-//! All temporary files live in `<db>/import-tmp-<pid>-<n>/`, removed when
-//! the import ends however it ends; directories left by a killed import
-//! are removed by the next import's [`clean_stale`].
+//! All temporary files live in `<db>/scratch/import-<pid>-<n>/`
+//! ([`Db::scratch_dir`]), removed when the import ends however it ends;
+//! a directory left by a killed import is removed by the next read-write
+//! open of the database, which empties the scratch directory.
 
 use crate::budget::Budget;
 use crate::catalog::{self, CatalogEntry};
@@ -253,34 +254,17 @@ impl Summary {
 
 static NEXT_TMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Removes temporary directories of imports that did not end (killed).
-/// Call with the database open: its lock means no other import runs.
-pub fn clean_stale(db_dir: &Path) -> Result<()> {
-    let rd = match std::fs::read_dir(db_dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(db_dir, e)),
-    };
-    let own = format!("import-tmp-{}-", std::process::id());
-    for ent in rd {
-        let ent = ent.map_err(|e| Error::io(db_dir, e))?;
-        let name = ent.file_name().to_string_lossy().to_string();
-        if name.starts_with("import-tmp-") && !name.starts_with(&own) {
-            std::fs::remove_dir_all(ent.path()).map_err(|e| Error::io(ent.path(), e))?;
-        }
-    }
-    Ok(())
-}
-
 /// Removes the directory when dropped, whatever happened.
 pub(crate) struct TempDir(pub(crate) PathBuf);
 
 impl TempDir {
-    /// A new `import-tmp-<pid>-<n>` directory in `db_dir` (the name
-    /// [`clean_stale`] recognises).
-    pub(crate) fn create(db_dir: &Path) -> Result<TempDir> {
-        let tmp = TempDir(db_dir.join(format!(
-            "import-tmp-{}-{}",
+    /// A new `import-<pid>-<n>` directory in the database's scratch
+    /// directory ([`Db::scratch_dir`], which every read-write open of the
+    /// database empties: what a killed import leaves goes at the next
+    /// open).
+    pub(crate) fn create(db: &Db) -> Result<TempDir> {
+        let tmp = TempDir(db.scratch_dir().join(format!(
+            "import-{}-{}",
             std::process::id(),
             NEXT_TMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         )));
@@ -295,8 +279,7 @@ impl Drop for TempDir {
     }
 }
 
-/// Imports `inputs` into table `table` (defined by `def`) of `db`, whose
-/// directory is `db_dir`. Creates the table if the catalog lacks it; if it
+/// Imports `inputs` into table `table` (defined by `def`) of `db`. Creates the table if the catalog lacks it; if it
 /// has it, the definitions must agree and a key already in the table is a
 /// duplicate (see [`OnDuplicate`]).
 ///
@@ -310,15 +293,8 @@ impl Drop for TempDir {
 /// batch import into a new table leaves its rows without a catalog entry
 /// (invisible to table commands); the next import that creates a table
 /// deletes them.
-pub fn import(
-    db: &Db,
-    db_dir: &Path,
-    def: &Table,
-    inputs: &[Input],
-    opts: &ImportOptions,
-) -> Result<Summary> {
+pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> Result<Summary> {
     set_phase(opts, Phase::Reading);
-    clean_stale(db_dir)?;
     let existing = catalog::get(db, &def.name)?;
     let (entry, created) = match existing {
         Some(e) => {
@@ -349,7 +325,7 @@ pub fn import(
     } else {
         0
     };
-    let tmp = TempDir::create(db_dir)?;
+    let tmp = TempDir::create(db)?;
 
     let names: Vec<String> = inputs.iter().map(Input::name).collect();
     let threads = if opts.threads == 0 {

@@ -146,7 +146,7 @@ fn items_codec(id: u32) -> TableCodec {
     TableCodec::new(schema.table("items").unwrap().clone(), id)
 }
 
-fn csv_import(db: &Db, db_dir: &Path, csv_path: &Path) {
+fn csv_import(db: &Db, csv_path: &Path) {
     let schema = Schema::parse(SCHEMA).unwrap();
     let opts = ImportOptions {
         dialect: dialect(),
@@ -154,7 +154,6 @@ fn csv_import(db: &Db, db_dir: &Path, csv_path: &Path) {
     };
     import(
         db,
-        db_dir,
         schema.table("items").unwrap(),
         &[Input::File(csv_path.to_path_buf())],
         &opts,
@@ -180,7 +179,7 @@ fn bundle_equals_csv_import() {
 
         let a_dir = tmp.path().join("imported");
         let a = Db::open_default(&a_dir).unwrap();
-        csv_import(&a, &a_dir, &csv_path);
+        csv_import(&a, &csv_path);
 
         let codec = items_codec(1);
         let rows = parse_rows(&codec, &text);
@@ -189,7 +188,7 @@ fn bundle_equals_csv_import() {
         let before = listing(&bundle);
         let b_dir = tmp.path().join("bundled");
         let b = Db::open_default(&b_dir).unwrap();
-        let s = ingest_table(&b, &b_dir, &bundle, &BundleOptions::default()).unwrap();
+        let s = ingest_table(&b, &bundle, &BundleOptions::default()).unwrap();
         assert_eq!(s.rows, n as u64);
         assert_eq!(s.entries.len(), 3);
         assert!(
@@ -222,7 +221,7 @@ fn leftover_rows_of_a_killed_import_do_not_surface() {
     std::fs::write(&csv_path, &text).unwrap();
     let a_dir = tmp.path().join("imported");
     let a = Db::open_default(&a_dir).unwrap();
-    csv_import(&a, &a_dir, &csv_path);
+    csv_import(&a, &csv_path);
 
     let codec = items_codec(1);
     let rows = parse_rows(&codec, &text);
@@ -246,7 +245,7 @@ fn leftover_rows_of_a_killed_import_do_not_surface() {
         }
     }
     b.flush().unwrap();
-    ingest_table(&b, &b_dir, &bundle, &BundleOptions::default()).unwrap();
+    ingest_table(&b, &bundle, &BundleOptions::default()).unwrap();
     assert_eq!(all_pairs(&a), all_pairs(&b));
 }
 
@@ -261,7 +260,7 @@ fn move_files_takes_the_files() {
     let db_dir = tmp.path().join("db");
     let db = Db::open_default(&db_dir).unwrap();
     let opts = BundleOptions { move_files: true };
-    ingest_table(&db, &db_dir, &bundle, &opts).unwrap();
+    ingest_table(&db, &bundle, &opts).unwrap();
     let left: Vec<String> = listing(&bundle).into_iter().map(|(n, _)| n).collect();
     assert_eq!(left, vec![MANIFEST_NAME.to_string()]);
     drop(db);
@@ -285,11 +284,20 @@ fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
+/// Nothing is left in the database's scratch directory (where imports
+/// keep their temporary files) or beside it.
 fn no_temp_dirs(dir: &Path) {
     for e in std::fs::read_dir(dir).unwrap() {
         let n = e.unwrap().file_name().to_string_lossy().to_string();
-        assert!(!n.starts_with("import-tmp-"), "left behind: {n}");
+        assert!(!n.starts_with("import"), "left behind: {n}");
     }
+    let left: Vec<String> = std::fs::read_dir(dir.join("scratch"))
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind in scratch/: {left:?}");
 }
 
 fn edit_manifest(dir: &Path, f: impl FnOnce(&mut BundleManifest)) {
@@ -470,7 +478,6 @@ fn broken_bundles_are_refused_and_change_nothing() {
         };
         import(
             &db,
-            &db_dir,
             schema.table("other").unwrap(),
             &[Input::File(csv_path.clone())],
             &opts,
@@ -480,7 +487,7 @@ fn broken_bundles_are_refused_and_change_nothing() {
         let bundle = tmp.path().join(format!("bundle{i}"));
         build_bundle(&bundle, &codec, &rows, 3, i as u64);
         breakage(&bundle);
-        let err = ingest_table(&db, &db_dir, &bundle, &BundleOptions::default())
+        let err = ingest_table(&db, &bundle, &BundleOptions::default())
             .err()
             .unwrap_or_else(|| panic!("{what}: a broken bundle was ingested"))
             .to_string();
@@ -491,7 +498,7 @@ fn broken_bundles_are_refused_and_change_nothing() {
         // that stands in its way).
         let good = tmp.path().join(format!("good{i}"));
         build_bundle(&good, &codec, &rows, 3, i as u64);
-        ingest_table(&db, &db_dir, &good, &BundleOptions::default()).unwrap();
+        ingest_table(&db, &good, &BundleOptions::default()).unwrap();
         assert_eq!(
             strata_import::table::TableReader::open(&db, "items")
                 .unwrap()

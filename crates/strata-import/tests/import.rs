@@ -18,11 +18,20 @@ fn all_pairs(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
     db.iter().collect::<Result<_, _>>().unwrap()
 }
 
+/// Nothing is left in the database's scratch directory (where imports
+/// keep their temporary files) or beside it.
 fn no_temp_dirs(dir: &Path) {
     for e in std::fs::read_dir(dir).unwrap() {
         let n = e.unwrap().file_name().to_string_lossy().to_string();
-        assert!(!n.starts_with("import-tmp-"), "left behind: {n}");
+        assert!(!n.starts_with("import"), "left behind: {n}");
     }
+    let left: Vec<String> = std::fs::read_dir(dir.join("scratch"))
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind in scratch/: {left:?}");
 }
 
 fn write(dir: &Path, name: &str, data: &[u8]) -> Input {
@@ -118,18 +127,11 @@ fn bad_rows_name_file_line_column_and_leave_the_db_unchanged() {
         let pre = write(dir.path(), "pre.csv", b"a,1\nb,2\n");
         let mut o = bad_opts();
         o.dialect.header = Header::None;
-        import(&db, &dbdir, schema.table("other").unwrap(), &[pre], &o).unwrap();
+        import(&db, schema.table("other").unwrap(), &[pre], &o).unwrap();
         db.put("raw", "kept").unwrap();
         let before = all_pairs(&db);
         let input = write(dir.path(), &format!("{name}.csv"), data);
-        let err = import(
-            &db,
-            &dbdir,
-            schema.table("t").unwrap(),
-            &[input],
-            &bad_opts(),
-        )
-        .expect_err(name);
+        let err = import(&db, schema.table("t").unwrap(), &[input], &bad_opts()).expect_err(name);
         match &err {
             Error::BadRow {
                 at,
@@ -166,7 +168,6 @@ fn bad_rows_within_the_limit_go_to_the_rejects_file() {
     o.rejects = Some(rejects.clone());
     let s = import(
         &db,
-        &dbdir,
         schema.table("t").unwrap(),
         std::slice::from_ref(&input),
         &o,
@@ -184,7 +185,7 @@ fn bad_rows_within_the_limit_go_to_the_rejects_file() {
     let dir2 = tempfile::tempdir().unwrap();
     let db2 = Db::open_default(dir2.path()).unwrap();
     o.max_bad_rows = 1;
-    let e = import(&db2, dir2.path(), schema.table("t").unwrap(), &[input], &o).unwrap_err();
+    let e = import(&db2, schema.table("t").unwrap(), &[input], &o).unwrap_err();
     assert!(e.to_string().contains("in.csv:4: column amount"), "{e}");
     assert!(all_pairs(&db2).is_empty());
 }
@@ -205,7 +206,7 @@ fn duplicates_name_both_rows_or_the_table() {
         "a.csv",
         b"id,name,amount\n5,e,1\n1,a,1\n3,c,1\n1,z,2\n",
     );
-    let e = import(&db, &dbdir, t, &[dup], &bad_opts()).unwrap_err();
+    let e = import(&db, t, &[dup], &bad_opts()).unwrap_err();
     let m = e.to_string();
     assert!(
         m.contains("(1)") && m.contains("a.csv:3") && m.contains("a.csv:5"),
@@ -217,14 +218,12 @@ fn duplicates_name_both_rows_or_the_table() {
         "b.csv",
         b"id,name,amount\n1,a,1\n2,b,1\n2,c,2\n",
     );
-    let m = import(&db, &dbdir, t, &[dup], &bad_opts())
-        .unwrap_err()
-        .to_string();
+    let m = import(&db, t, &[dup], &bad_opts()).unwrap_err().to_string();
     assert!(m.contains("b.csv:3") && m.contains("b.csv:4"), "{m}");
     // A unique secondary index, across two files.
     let f1 = write(dir.path(), "c1.csv", b"id,name,amount\n1,a,1\n");
     let f2 = write(dir.path(), "c2.csv", b"id,name,amount\n2,a,1\n");
-    let m = import(&db, &dbdir, t, &[f1, f2], &bad_opts())
+    let m = import(&db, t, &[f1, f2], &bad_opts())
         .unwrap_err()
         .to_string();
     assert!(
@@ -234,10 +233,10 @@ fn duplicates_name_both_rows_or_the_table() {
     assert!(all_pairs(&db).is_empty());
     // A key already in the table.
     let ok = write(dir.path(), "ok.csv", b"id,name,amount\n1,a,1\n");
-    import(&db, &dbdir, t, &[ok], &bad_opts()).unwrap();
+    import(&db, t, &[ok], &bad_opts()).unwrap();
     let before = all_pairs(&db);
     let again = write(dir.path(), "again.csv", b"id,name,amount\n7,g,1\n1,b,1\n");
-    let m = import(&db, &dbdir, t, &[again], &bad_opts())
+    let m = import(&db, t, &[again], &bad_opts())
         .unwrap_err()
         .to_string();
     assert!(
@@ -286,7 +285,7 @@ fn in_order_input_streams_and_other_input_spills() {
             target_file_size: 32 << 10,
             ..ImportOptions::default()
         };
-        let s = import(&db, &dir.path().join("db"), t, &[input], &o).unwrap();
+        let s = import(&db, t, &[input], &o).unwrap();
         assert_eq!(s.rows, n, "{name}");
         match name {
             "sorted" => {
@@ -532,7 +531,7 @@ proptest! {
             target_file_size: 4096,
             ..ImportOptions::default()
         };
-        let s = import(&db, &dbdir, &t, &[input], &o).unwrap();
+        let s = import(&db, &t, &[input], &o).unwrap();
         prop_assert_eq!(s.rows, rows.len() as u64);
         let reader = TableReader::open(&db, "r").unwrap();
         prop_assert_eq!(reader.count().unwrap(), rows.len() as u64);
@@ -587,7 +586,7 @@ fn compressed_inputs_and_globs() {
     assert_eq!(inputs.len(), 3);
     let dbdir = dir.path().join("db");
     let db = Db::open_default(&dbdir).unwrap();
-    let s = import(&db, &dbdir, t, &inputs, &ImportOptions::default()).unwrap();
+    let s = import(&db, t, &inputs, &ImportOptions::default()).unwrap();
     assert_eq!(s.rows, 6);
     let r = TableReader::open(&db, "t").unwrap();
     let d = Dialect::csv();
@@ -604,7 +603,6 @@ fn compressed_inputs_and_globs() {
     let bad = Input::File(dir.path().join("bad.csv.zst"));
     let e = import(
         &db2,
-        &db2dir,
         t,
         &[inputs[0].clone(), bad],
         &ImportOptions::default(),
@@ -644,7 +642,7 @@ fn on_duplicate_ignore_keeps_the_first_row_and_its_index_entries() {
         "a.csv",
         b"3,c,30\n1,a,10\n3,c2,31\n2,b,20\n1,a2,11\n",
     );
-    let s = import(&db, &dbdir, t, &[a], &o).unwrap();
+    let s = import(&db, t, &[a], &o).unwrap();
     assert_eq!((s.rows, s.duplicates_ignored), (3, 2));
     let r = TableReader::open(&db, "t").unwrap();
     let d = Dialect::csv();
@@ -664,7 +662,7 @@ fn on_duplicate_ignore_keeps_the_first_row_and_its_index_entries() {
     assert_eq!(r.count_index(2).unwrap(), 3);
     // Into the table with rows: existing keys keep their rows.
     let b = write(dir.path(), "b.csv", b"2,zz,99\n4,d,40\n");
-    let s = import(&db, &dbdir, t, &[b], &o).unwrap();
+    let s = import(&db, t, &[b], &o).unwrap();
     assert_eq!((s.rows, s.duplicates_ignored), (1, 1));
     assert_eq!(rows(0), ["1,a,10", "2,b,20", "3,c,30", "4,d,40"]);
     assert_eq!(rows(1), rows(0));
@@ -672,13 +670,13 @@ fn on_duplicate_ignore_keeps_the_first_row_and_its_index_entries() {
     // A unique value shared by two different keys is an error either way.
     let before = all_pairs(&db);
     let c = write(dir.path(), "c.csv", b"5,e,50\n6,f,50\n");
-    let m = import(&db, &dbdir, t, &[c], &o).unwrap_err().to_string();
+    let m = import(&db, t, &[c], &o).unwrap_err().to_string();
     assert!(
         m.contains("t_u_key") && m.contains("c.csv:1") && m.contains("c.csv:2"),
         "{m}"
     );
     let c = write(dir.path(), "c2.csv", b"7,g,10\n");
-    let m = import(&db, &dbdir, t, &[c], &o).unwrap_err().to_string();
+    let m = import(&db, t, &[c], &o).unwrap_err().to_string();
     assert!(
         m.contains("already in the table") && m.contains("c2.csv:1"),
         "{m}"

@@ -76,10 +76,10 @@ fn run(dir: &Path, base: &[Row], input: &[Row], opts: &ImportOptions) -> (Pairs,
     let db = Db::open_default(&dbdir).unwrap();
     if !base.is_empty() {
         let b = write(dir, "base.csv", &csv(base));
-        import(&db, &dbdir, t, &[b], &ImportOptions::default()).unwrap();
+        import(&db, t, &[b], &ImportOptions::default()).unwrap();
     }
     let i = write(dir, "input.csv", &csv(input));
-    let s = import(&db, &dbdir, t, &[i], opts).unwrap();
+    let s = import(&db, t, &[i], opts).unwrap();
     (all_pairs(&db), s)
 }
 
@@ -218,7 +218,7 @@ fn a_failed_unit_import_takes_back_a_new_table_and_keeps_an_old_ones_units() {
             ..ImportOptions::default()
         };
         let input = write(d.path(), "in.csv", &data);
-        let e = import(&db, &dbdir, t, std::slice::from_ref(&input), &opts)
+        let e = import(&db, t, std::slice::from_ref(&input), &opts)
             .unwrap_err()
             .to_string();
         let at = format!("in.csv:{bad_line}: column id");
@@ -226,9 +226,9 @@ fn a_failed_unit_import_takes_back_a_new_table_and_keeps_an_old_ones_units() {
         assert!(all_pairs(&db).is_empty(), "{}: rows left", mode.name());
         // Into a table with one row.
         let one = write(d.path(), "one.csv", b"1000,1,c1000,\"one\"\n");
-        import(&db, &dbdir, t, &[one], &ImportOptions::default()).unwrap();
+        import(&db, t, &[one], &ImportOptions::default()).unwrap();
         let before = all_pairs(&db);
-        import(&db, &dbdir, t, &[input], &opts).unwrap_err();
+        import(&db, t, &[input], &opts).unwrap_err();
         let after = all_pairs(&db);
         if mode == Mode::Pipeline {
             assert_eq!(after, before);
@@ -261,7 +261,7 @@ fn rows_of_a_killed_unit_import_are_deleted_by_the_next_new_table() {
     let mut rng = Rng(11);
     let rows: Vec<Row> = (0..20).map(|id| row(&mut rng, id, 1)).collect();
     let input = write(d.path(), "in.csv", &csv(&rows));
-    import(&db, &dbdir, t, &[input], &ImportOptions::default()).unwrap();
+    import(&db, t, &[input], &ImportOptions::default()).unwrap();
     let got = all_pairs(&db);
     let want = {
         let d2 = tempfile::tempdir().unwrap();

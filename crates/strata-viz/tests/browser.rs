@@ -122,7 +122,6 @@ fn import_items(db: &Db, dir: &Path) {
     };
     strata_import::import(
         db,
-        dir,
         table,
         &[strata_import::csv::input::Input::File(csv)],
         &opts,
@@ -582,7 +581,6 @@ fn tpcc_db(dir: &Path) {
         };
         strata_import::import(
             &db,
-            dir,
             table,
             &[strata_import::csv::input::Input::File(csv)],
             &opts,

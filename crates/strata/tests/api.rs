@@ -316,3 +316,26 @@ fn as_ref_keys_and_values() {
     assert_eq!(db.get([0u8, 255]).unwrap(), Some(b"vec".to_vec()));
     assert_eq!(db.get(String::from("x")).unwrap(), Some(b"1".to_vec()));
 }
+
+/// A tool's leftovers in the scratch directory survive a read-only open
+/// (which changes nothing) and are gone after the next read-write open;
+/// the database's own files are untouched.
+#[test]
+fn a_read_write_open_empties_the_scratch_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db");
+    let work = {
+        let db = Db::open_default(&path).unwrap();
+        db.put("k", "v").unwrap();
+        let work = db.scratch_dir().join("import-1-0");
+        std::fs::create_dir_all(work.join("nested")).unwrap();
+        std::fs::write(work.join("run-0"), b"sorted run").unwrap();
+        std::fs::write(work.join("nested").join("out.sst"), b"x").unwrap();
+        work
+    };
+    drop(Db::open_read_only(&path, Options::default()).unwrap());
+    assert!(work.join("run-0").exists(), "a read-only open removed it");
+    let db = Db::open_default(&path).unwrap();
+    assert!(!db.scratch_dir().exists(), "left after a read-write open");
+    assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
+}

@@ -6,6 +6,8 @@
 //! NNNNNN.log       write-ahead log
 //! NNNNNN.sst       table file
 //! LOCK             held while the database is open
+//! scratch/         tools' temporary files (the import's sort runs), made
+//!                  under the lock; emptied by every read-write open
 //! ```
 //! All numbered files share one counter, so a number names one file.
 
@@ -39,6 +41,11 @@ pub fn current(dir: &Path) -> PathBuf {
 
 pub fn lock(dir: &Path) -> PathBuf {
     dir.join("LOCK")
+}
+
+/// The scratch directory (see [`crate::Db::scratch_dir`]).
+pub fn scratch(dir: &Path) -> PathBuf {
+    dir.join("scratch")
 }
 
 pub fn temp(dir: &Path, n: u64) -> PathBuf {

@@ -934,6 +934,29 @@ impl Db {
         compact::wait_for_compactions(&self.inner)
     }
 
+    /// A directory inside the database's directory for a tool's temporary
+    /// files while it works on this database (the import keeps its sort
+    /// runs there). The database never reads it, and every read-write open
+    /// removes it with everything in it, so whatever a killed tool left
+    /// behind is gone at the latest at the next open. It is not created
+    /// here: a tool makes its own subdirectory with `create_dir_all`.
+    /// Only meaningful on the operating system's file system.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open_default(dir.path().join("db"))?;
+    /// let work = db.scratch_dir().join("my-tool-1");
+    /// std::fs::create_dir_all(&work)?;
+    /// std::fs::write(work.join("run-0"), b"sorted run")?;
+    /// drop(db);
+    /// let db = strata::Db::open_default(dir.path().join("db"))?;
+    /// assert!(!work.exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn scratch_dir(&self) -> std::path::PathBuf {
+        filenames::scratch(&self.inner.dir)
+    }
+
     /// The engine's figures now: the shape of the tree (per level), memory,
     /// and counters since this `Db` was opened.
     ///

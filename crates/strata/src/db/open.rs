@@ -276,6 +276,15 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         debt: AtomicU64::new(0),
         _lock: lock,
     });
+    if !read_only {
+        // Whatever a killed tool left in the scratch directory (the
+        // import's sort runs) goes now: nothing in it is part of the
+        // database, and no tool can be using it while we hold the lock.
+        match inner.vfs.remove_dir_all(&filenames::scratch(dir)) {
+            Ok(()) | Err(Error::NotSupported(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
     {
         let mut st = inner.state.lock();
         if !read_only {

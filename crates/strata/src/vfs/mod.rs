@@ -108,6 +108,16 @@ pub trait Vfs: Send + Sync {
     }
     /// Creates `dir` and its missing parents.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Removes `dir` and everything under it; a missing `dir` is not an
+    /// error. Only the operating system's file system implements it (the
+    /// scratch directory it serves is written by tools through `std::fs`);
+    /// by default it is [`Error::NotSupported`](crate::Error::NotSupported).
+    fn remove_dir_all(&self, dir: &Path) -> Result<()> {
+        Err(crate::Error::NotSupported(format!(
+            "removing the directory {} on this file system",
+            dir.display()
+        )))
+    }
     /// Names (not paths) of the entries in `dir`.
     fn list(&self, dir: &Path) -> Result<Vec<String>>;
     /// Makes the directory's entries durable.

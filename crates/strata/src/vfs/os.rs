@@ -155,6 +155,12 @@ impl Vfs for OsVfs {
     fn remove(&self, path: &Path) -> Result<()> {
         fs::remove_file(path).map_err(|e| Error::io(p(path), e))
     }
+    fn remove_dir_all(&self, dir: &Path) -> Result<()> {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(p(dir), e)),
+            _ => Ok(()),
+        }
+    }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         fs::rename(from, to).map_err(|e| Error::io(format!("{} -> {}", p(from), p(to)), e))
     }
