@@ -16,6 +16,9 @@ use strata_import::csv::input::Input;
 use strata_import::schema::Schema;
 use strata_import::value::{self, Value};
 use strata_import::{import, ImportOptions};
+use support::no_temp_dirs;
+
+mod support;
 
 const SCHEMA: &str = "CREATE TABLE items (
     id BIGINT PRIMARY KEY,
@@ -282,22 +285,6 @@ fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .collect();
     v.sort();
     v
-}
-
-/// Nothing is left in the database's scratch directory (where imports
-/// keep their temporary files) or beside it.
-fn no_temp_dirs(dir: &Path) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let n = e.unwrap().file_name().to_string_lossy().to_string();
-        assert!(!n.starts_with("import"), "left behind: {n}");
-    }
-    let left: Vec<String> = std::fs::read_dir(dir.join("scratch"))
-        .map(|rd| {
-            rd.map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(left.is_empty(), "left behind in scratch/: {left:?}");
 }
 
 fn edit_manifest(dir: &Path, f: impl FnOnce(&mut BundleManifest)) {

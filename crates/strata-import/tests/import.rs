@@ -13,25 +13,12 @@ use strata_import::schema::{ColumnType, Schema};
 use strata_import::table::TableReader;
 use strata_import::value::{self, Value};
 use strata_import::{import, Error, ImportOptions};
+use support::no_temp_dirs;
+
+mod support;
 
 fn all_pairs(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
     db.iter().collect::<Result<_, _>>().unwrap()
-}
-
-/// Nothing is left in the database's scratch directory (where imports
-/// keep their temporary files) or beside it.
-fn no_temp_dirs(dir: &Path) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let n = e.unwrap().file_name().to_string_lossy().to_string();
-        assert!(!n.starts_with("import"), "left behind: {n}");
-    }
-    let left: Vec<String> = std::fs::read_dir(dir.join("scratch"))
-        .map(|rd| {
-            rd.map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(left.is_empty(), "left behind in scratch/: {left:?}");
 }
 
 fn write(dir: &Path, name: &str, data: &[u8]) -> Input {
