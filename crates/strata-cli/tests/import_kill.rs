@@ -34,16 +34,25 @@ fn open_and_close(db: &Path) {
     assert_eq!(temp_dirs(db), 0, "temporary files left after the next open");
 }
 
-#[test]
-fn killed_imports_leave_the_table_absent_or_complete() {
-    let d = tempfile::tempdir().unwrap();
-    let schema = d.path().join("schema.sql");
+/// Writes the tests' schema (table `t` with an index on `v`, and a
+/// one-column table `marker`) and a one-row CSV for `marker` into `dir`.
+fn fixture(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let schema = dir.join("schema.sql");
     std::fs::write(
         &schema,
         "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT NOT NULL); CREATE INDEX t_v ON t (v);
          CREATE TABLE marker (x INT PRIMARY KEY);",
     )
     .unwrap();
+    let marker = dir.join("marker.csv");
+    std::fs::write(&marker, "1\n").unwrap();
+    (schema, marker)
+}
+
+#[test]
+fn killed_imports_leave_the_table_absent_or_complete() {
+    let d = tempfile::tempdir().unwrap();
+    let (schema, marker) = fixture(d.path());
     // Out of key order, so the import sorts and spills under 4 MiB.
     let rows = 150_000u64;
     let mut csv = String::new();
@@ -57,8 +66,6 @@ fn killed_imports_leave_the_table_absent_or_complete() {
     }
     let input = d.path().join("in.csv");
     std::fs::write(&input, csv).unwrap();
-    let marker = d.path().join("marker.csv");
-    std::fs::write(&marker, "1\n").unwrap();
     let import = |db: &Path| {
         Command::new(env!("CARGO_BIN_EXE_strata"))
             .args([
@@ -176,13 +183,7 @@ fn index_entries(db: &Path) -> u64 {
 /// outcome against the mode's promise (see the module documentation).
 fn kill_mode(mode: &str, seed: u64) {
     let d = tempfile::tempdir().unwrap();
-    let schema = d.path().join("schema.sql");
-    std::fs::write(
-        &schema,
-        "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT NOT NULL); CREATE INDEX t_v ON t (v);
-         CREATE TABLE marker (x INT PRIMARY KEY);",
-    )
-    .unwrap();
+    let (schema, marker) = fixture(d.path());
     let rows = 60_000u64;
     let batch = 1000u64;
     let input = d.path().join("in.csv");
@@ -190,8 +191,6 @@ fn kill_mode(mode: &str, seed: u64) {
     // The seed rows' ids follow the input's, so nothing collides.
     let seed_csv = d.path().join("seed.csv");
     std::fs::write(&seed_csv, scrambled_rows(seed, rows)).unwrap();
-    let marker = d.path().join("marker.csv");
-    std::fs::write(&marker, "1\n").unwrap();
     let args = |db: &Path, file: &Path, table: &str| -> Vec<String> {
         let mut a: Vec<String> = [
             "import",
