@@ -15,14 +15,13 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use strata::sstable::{SstOptions, SstWriter};
 use strata::vfs::Vfs;
-use strata::{Db, IngestOptions, Options};
-use support::{CreateGate, GatedVfs};
+use strata::{Db, Options};
+use support::{file_ingestion, ingestible_sst, CreateGate, GatedVfs};
 
 #[path = "support/gated_vfs.rs"]
 mod support;
@@ -96,36 +95,6 @@ fn open(vfs: &Arc<GateVfs>, memtable_size: usize) -> Db {
     .unwrap()
 }
 
-/// Writes an ingestible SST through the database's file system (ingestion
-/// reads the caller's files through it) with the given puts and range
-/// tombstones.
-fn sst(
-    vfs: &Arc<GateVfs>,
-    dir: &Path,
-    name: &str,
-    puts: &[&str],
-    tombstones: &[(&str, &str)],
-) -> PathBuf {
-    let p = dir.join(name);
-    let mut w = SstWriter::create_in(vfs.as_ref(), &p, SstOptions::for_ingestion()).unwrap();
-    for (a, b) in tombstones {
-        w.delete_range(a.as_bytes(), b.as_bytes()).unwrap();
-    }
-    for k in puts {
-        w.put(k.as_bytes(), format!("ingested {k}").as_bytes())
-            .unwrap();
-    }
-    w.finish().unwrap();
-    p
-}
-
-fn files() -> IngestOptions {
-    IngestOptions {
-        small_file_bytes: 0,
-        ..IngestOptions::default()
-    }
-}
-
 #[test]
 fn a_full_memtable_queue_does_not_block_an_ingestion() {
     let vfs = GateVfs::new();
@@ -149,10 +118,16 @@ fn a_full_memtable_queue_does_not_block_an_ingestion() {
     let (tx, rx) = std::sync::mpsc::channel();
     {
         let db = db.clone();
-        let p = sst(&vfs, dir.path(), "a.sst", &["k0001", "k0002", "k9999"], &[]);
+        let p = ingestible_sst(
+            vfs.as_ref(),
+            dir.path(),
+            "a.sst",
+            &["k0001", "k0002", "k9999"],
+            &[],
+        );
         std::thread::spawn(move || {
             let t = std::time::Instant::now();
-            let r = db.ingest(&[p], &files());
+            let r = db.ingest(&[p], &file_ingestion());
             // Reported, not asserted: timing belongs in benchmarks.
             eprintln!("ingestion over a full, held queue took {:?}", t.elapsed());
             let _ = tx.send(r);
@@ -187,20 +162,20 @@ fn a_running_compaction_does_not_force_a_file_into_l0() {
     let r = db
         .ingest(
             &[
-                sst(&vfs, dir.path(), "b.sst", &["b"], &[]),
-                sst(&vfs, dir.path(), "y.sst", &["y"], &[]),
+                ingestible_sst(vfs.as_ref(), dir.path(), "b.sst", &["b"], &[]),
+                ingestible_sst(vfs.as_ref(), dir.path(), "y.sst", &["y"], &[]),
             ],
-            &files(),
+            &file_ingestion(),
         )
         .unwrap();
     assert_eq!(r.levels, vec![Some(6), Some(6)]);
     let r = db
         .ingest(
             &[
-                sst(&vfs, dir.path(), "ac.sst", &["a", "c"], &[]),
-                sst(&vfs, dir.path(), "xz.sst", &["x", "z"], &[]),
+                ingestible_sst(vfs.as_ref(), dir.path(), "ac.sst", &["a", "c"], &[]),
+                ingestible_sst(vfs.as_ref(), dir.path(), "xz.sst", &["x", "z"], &[]),
             ],
-            &files(),
+            &file_ingestion(),
         )
         .unwrap();
     assert_eq!(r.levels, vec![Some(5), Some(5)]);
@@ -219,8 +194,14 @@ fn a_running_compaction_does_not_force_a_file_into_l0() {
     // range in L6: it goes to L5, not L0.
     let r = db
         .ingest(
-            &[sst(&vfs, dir.path(), "mn.sst", &["m", "n"], &[])],
-            &files(),
+            &[ingestible_sst(
+                vfs.as_ref(),
+                dir.path(),
+                "mn.sst",
+                &["m", "n"],
+                &[],
+            )],
+            &file_ingestion(),
         )
         .unwrap();
     assert_eq!(r.levels, vec![Some(5)], "just above the compaction's level");
@@ -243,24 +224,42 @@ fn touching_a_boundary_is_not_overlapping() {
     // [a, m) as a range tombstone with points before m: its end is exclusive.
     let r = db
         .ingest(
-            &[sst(&vfs, dir.path(), "am.sst", &["a", "c"], &[("a", "m")])],
-            &files(),
+            &[ingestible_sst(
+                vfs.as_ref(),
+                dir.path(),
+                "am.sst",
+                &["a", "c"],
+                &[("a", "m")],
+            )],
+            &file_ingestion(),
         )
         .unwrap();
     assert_eq!(r.levels, vec![Some(6)]);
     // Starts exactly at m: touches [a, m) but shares no key with it.
     let r = db
         .ingest(
-            &[sst(&vfs, dir.path(), "mq.sst", &["m", "q"], &[])],
-            &files(),
+            &[ingestible_sst(
+                vfs.as_ref(),
+                dir.path(),
+                "mq.sst",
+                &["m", "q"],
+                &[],
+            )],
+            &file_ingestion(),
         )
         .unwrap();
     assert_eq!(r.levels, vec![Some(6)], "touching is not overlapping");
     // Ends at a, which the first file holds: that does overlap.
     let r = db
         .ingest(
-            &[sst(&vfs, dir.path(), "0a.sst", &["0", "a"], &[])],
-            &files(),
+            &[ingestible_sst(
+                vfs.as_ref(),
+                dir.path(),
+                "0a.sst",
+                &["0", "a"],
+                &[],
+            )],
+            &file_ingestion(),
         )
         .unwrap();
     assert_eq!(r.levels, vec![Some(5)], "sharing key a overlaps");

@@ -13,14 +13,13 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use strata::sstable::{SstOptions, SstWriter};
 use strata::vfs::{FileSync, Vfs, WritableFile};
-use strata::{CompactionOptions, Db, IngestOptions, Options, Result};
-use support::{CreateGate, GatedVfs};
+use strata::{CompactionOptions, Db, Options, Result};
+use support::{file_ingestion, ingestible_sst, CreateGate, GatedVfs};
 
 #[path = "support/gated_vfs.rs"]
 mod support;
@@ -172,26 +171,6 @@ fn open(vfs: &Arc<GateVfs>) -> Arc<Db> {
     )
 }
 
-/// An ingestible SST with `keys`, written through the database's VFS.
-fn sst(vfs: &Arc<GateVfs>, name: &str, keys: &[String]) -> PathBuf {
-    let p = Path::new("/in").join(name);
-    vfs.create_dir_all(Path::new("/in")).unwrap();
-    let mut w = SstWriter::create_in(vfs.as_ref(), &p, SstOptions::for_ingestion()).unwrap();
-    for k in keys {
-        w.put(k.as_bytes(), format!("ingested {k}").as_bytes())
-            .unwrap();
-    }
-    w.finish().unwrap();
-    p
-}
-
-fn files() -> IngestOptions {
-    IngestOptions {
-        small_file_bytes: 0,
-        ..IngestOptions::default()
-    }
-}
-
 /// What holds the MANIFEST sync.
 #[derive(Clone, Copy, Debug)]
 enum Held {
@@ -235,15 +214,27 @@ fn ingest_while_held(held: Held) {
     };
     vfs.gate.wait_for_a_held_sync();
 
-    let into_tree = sst(&vfs, "tree.sst", &["m0001".into(), "m0002".into()]);
+    let into_tree = ingestible_sst(
+        vfs.as_ref(),
+        Path::new("/in"),
+        "tree.sst",
+        &["m0001", "m0002"],
+        &[],
+    );
     db.put("z0001", "in memory").unwrap();
-    let over_memory = sst(&vfs, "mem.sst", &["z0001".into(), "z0002".into()]);
+    let over_memory = ingestible_sst(
+        vfs.as_ref(),
+        Path::new("/in"),
+        "mem.sst",
+        &["z0001", "z0002"],
+        &[],
+    );
     let (tx, rx) = std::sync::mpsc::channel();
     {
         let db = db.clone();
         std::thread::spawn(move || {
-            let a = db.ingest(&[into_tree], &files());
-            let b = db.ingest(&[over_memory], &files());
+            let a = db.ingest(&[into_tree], &file_ingestion());
+            let b = db.ingest(&[over_memory], &file_ingestion());
             let _ = tx.send((a, b));
         });
     }

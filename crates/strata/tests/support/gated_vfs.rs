@@ -9,14 +9,52 @@
 //! Like the wrappers it replaces, it overrides every required `Vfs` method
 //! and leaves the provided ones (`copy`) to the trait, so a copy's
 //! creation passes the gate too.
+//!
+//! Also here: the ingestible files those tests make ([`ingestible_sst`])
+//! and the ingestion options that keep them files ([`file_ingestion`]).
 
 #![allow(dead_code)]
 
 use std::ops::Deref;
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
+use strata::sstable::{SstOptions, SstWriter};
 use strata::vfs::{MemVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
-use strata::Result;
+use strata::{IngestOptions, Result};
+
+/// An ingestible SST `dir/name`, written through `vfs` (the database's, so
+/// ingestion reads the caller's file through it), with the range
+/// tombstones and then the puts (`key` -> `ingested key`).
+pub fn ingestible_sst(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    name: &str,
+    puts: &[&str],
+    tombstones: &[(&str, &str)],
+) -> PathBuf {
+    vfs.create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    let mut w = SstWriter::create_in(vfs, &p, SstOptions::for_ingestion()).unwrap();
+    for (a, b) in tombstones {
+        w.delete_range(a.as_bytes(), b.as_bytes()).unwrap();
+    }
+    for k in puts {
+        w.put(k.as_bytes(), format!("ingested {k}").as_bytes())
+            .unwrap();
+    }
+    w.finish().unwrap();
+    p
+}
+
+/// Ingestion options under which every file stays a file (no small-file
+/// fallback to a write batch).
+pub fn file_ingestion() -> IngestOptions {
+    IngestOptions {
+        small_file_bytes: 0,
+        ..IngestOptions::default()
+    }
+}
 
 /// What a test does before a file is created (may block until it lets the
 /// creation go on).
