@@ -44,3 +44,16 @@
 pub mod commit;
 #[cfg(loom)]
 pub mod version_refs;
+
+/// Runs `model` (a loom model with a bug planted) and returns loom's
+/// failure message; panics if loom found no failing interleaving, so a
+/// planted-bug test fails when its model stops catching the bug.
+#[cfg(all(loom, test))]
+pub(crate) fn planted_failure(model: impl FnOnce()) -> String {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(model));
+    let e = r.expect_err("loom found no failing interleaving for the planted bug");
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}

@@ -512,12 +512,7 @@ mod tests {
     /// Runs the model with `bug` planted and returns loom's failure (the
     /// test fails if loom finds none).
     fn finds(scenario: Scenario, bug: Bug) -> String {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(scenario, bug)));
-        let e = r.expect_err("loom found no failing interleaving for the planted bug");
-        e.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default()
+        crate::planted_failure(|| check(scenario, bug))
     }
 
     #[test]
