@@ -74,13 +74,17 @@ impl CreateGate for Gate {
     }
 }
 
-/// Hears when writes stop, and what the engine looked like then.
+/// Hears when writes stop, and what the test saw then. It never calls
+/// back into the `Db` (the listener contract: events may be delivered
+/// while the engine holds its locks; a `metrics()` call here deadlocked
+/// against a flush recording its event), so the test reads the metrics
+/// itself once it sees the stop, while the held jobs keep the engine as
+/// it was.
 struct StallWatch {
-    db: Mutex<Option<std::sync::Weak<Db>>>,
     stalled: AtomicBool,
-    /// (cause, metrics at the stall, Puts acknowledged at the stall,
-    /// table creations held at the gate then)
-    seen: Mutex<Option<(String, Metrics, u64, usize)>>,
+    /// (cause, Puts acknowledged at the stall, table creations held at the
+    /// gate then)
+    seen: Mutex<Option<(String, u64, usize)>>,
     puts: Arc<AtomicU64>,
     gate: Arc<GateVfs>,
     /// Every stop's cause.
@@ -94,13 +98,9 @@ impl EventListener for StallWatch {
             if self.stalled.swap(true, Ordering::SeqCst) {
                 return;
             }
-            let db = self.db.lock().unwrap().as_ref().and_then(|w| w.upgrade());
-            if let Some(db) = db {
-                let m = db.metrics();
-                let n = self.puts.load(Ordering::SeqCst);
-                let held = self.gate.waiting.load(Ordering::SeqCst);
-                *self.seen.lock().unwrap() = Some((cause.clone(), m, n, held));
-            }
+            let n = self.puts.load(Ordering::SeqCst);
+            let held = self.gate.waiting.load(Ordering::SeqCst);
+            *self.seen.lock().unwrap() = Some((cause.clone(), n, held));
         }
     }
 }
@@ -112,7 +112,7 @@ const VALUE: usize = 100;
 /// Opens with a small memtable budget; `l0_stop` is the L0 depth at which
 /// writes stop.
 fn open(vfs: &Arc<GateVfs>, watch: &Arc<StallWatch>, l0_stop: usize) -> Arc<Db> {
-    let db = Arc::new(
+    Arc::new(
         Db::open(
             "/db",
             Options {
@@ -130,9 +130,7 @@ fn open(vfs: &Arc<GateVfs>, watch: &Arc<StallWatch>, l0_stop: usize) -> Arc<Db> 
             },
         )
         .unwrap(),
-    );
-    *watch.db.lock().unwrap() = Some(Arc::downgrade(&db));
-    db
+    )
 }
 
 /// Keys in scattered order, so flushed tables overlap and compactions
@@ -167,7 +165,6 @@ fn puts_continue_until_the_memtable_budget_is_exhausted_while_a_flush_is_held() 
     let vfs = GateVfs::new();
     let puts = Arc::new(AtomicU64::new(0));
     let watch = Arc::new(StallWatch {
-        db: Mutex::new(None),
         stalled: AtomicBool::new(false),
         seen: Mutex::new(None),
         puts: puts.clone(),
@@ -185,7 +182,10 @@ fn puts_continue_until_the_memtable_budget_is_exhausted_while_a_flush_is_held() 
     wait_for("the writer to stall", || {
         watch.seen.lock().unwrap().is_some()
     });
-    let (cause, m, at_stall, held) = watch.seen.lock().unwrap().take().unwrap();
+    let (cause, at_stall, held) = watch.seen.lock().unwrap().take().unwrap();
+    // The writer is stopped and every flush and compaction is held: the
+    // engine is as it was at the stop.
+    let m: Metrics = db.metrics();
     eprintln!(
         "{at_stall} puts when writes stopped; memtable {} bytes, {} queued, \
          {held} table creations held; waits {:?}",
@@ -242,7 +242,6 @@ fn flushes_and_puts_go_on_while_a_compaction_is_held() {
     let vfs = GateVfs::new();
     let puts = Arc::new(AtomicU64::new(0));
     let watch = Arc::new(StallWatch {
-        db: Mutex::new(None),
         stalled: AtomicBool::new(false),
         seen: Mutex::new(None),
         puts: puts.clone(),
