@@ -91,6 +91,20 @@ struct StallWatch {
     causes: Mutex<Vec<String>>,
 }
 
+impl StallWatch {
+    /// A watch that has seen no stop yet, reading the Puts counted in
+    /// `puts` and the creations held at `gate`.
+    fn new(puts: &Arc<AtomicU64>, gate: &Arc<GateVfs>) -> Arc<StallWatch> {
+        Arc::new(StallWatch {
+            stalled: AtomicBool::new(false),
+            seen: Mutex::new(None),
+            puts: puts.clone(),
+            gate: gate.clone(),
+            causes: Mutex::new(Vec::new()),
+        })
+    }
+}
+
 impl EventListener for StallWatch {
     fn on_event(&self, r: &EventRecord) {
         if let Event::WriteStallBegin { cause } = &r.event {
@@ -164,13 +178,7 @@ fn wait_for(what: &str, cond: impl Fn() -> bool) {
 fn puts_continue_until_the_memtable_budget_is_exhausted_while_a_flush_is_held() {
     let vfs = GateVfs::new();
     let puts = Arc::new(AtomicU64::new(0));
-    let watch = Arc::new(StallWatch {
-        stalled: AtomicBool::new(false),
-        seen: Mutex::new(None),
-        puts: puts.clone(),
-        gate: vfs.clone(),
-        causes: Mutex::new(Vec::new()),
-    });
+    let watch = StallWatch::new(&puts, &vfs);
     let db = open(&vfs, &watch, 24);
     vfs.shut(&["strata-flush", "strata-compact"]);
     let stop = Arc::new(AtomicBool::new(false));
@@ -241,13 +249,7 @@ fn puts_continue_until_the_memtable_budget_is_exhausted_while_a_flush_is_held() 
 fn flushes_and_puts_go_on_while_a_compaction_is_held() {
     let vfs = GateVfs::new();
     let puts = Arc::new(AtomicU64::new(0));
-    let watch = Arc::new(StallWatch {
-        stalled: AtomicBool::new(false),
-        seen: Mutex::new(None),
-        puts: puts.clone(),
-        gate: vfs.clone(),
-        causes: Mutex::new(Vec::new()),
-    });
+    let watch = StallWatch::new(&puts, &vfs);
     // L0 may grow as deep as it likes here: stopping on it is backpressure
     // by design, not a wait on the held compaction's I/O.
     let db = open(&vfs, &watch, 100_000);
