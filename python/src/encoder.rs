@@ -39,24 +39,14 @@ impl TableEncoder {
     /// The columns a row gives, in order (the hidden row id not included).
     #[getter]
     fn input_columns(&self) -> Vec<String> {
-        self.codec
-            .table
-            .input_columns()
-            .iter()
-            .map(|c| c.name.clone())
-            .collect()
+        crate::table::column_names(&self.codec.table)
     }
 
     /// The index names, primary (`"primary"`) first; an entry's index
     /// number is a position in this list.
     #[getter]
     fn index_names(&self) -> Vec<String> {
-        self.codec
-            .table
-            .indexes
-            .iter()
-            .map(|i| i.name.clone())
-            .collect()
+        crate::table::index_names(&self.codec.table)
     }
 
     /// The entries of `row` (one value per input column, or a dict by

@@ -450,23 +450,13 @@ impl PyTable {
     /// Column names, in order (the hidden row id left out).
     #[getter]
     fn columns(&self) -> Vec<String> {
-        self.codec
-            .table
-            .input_columns()
-            .iter()
-            .map(|c| c.name.clone())
-            .collect()
+        column_names(&self.codec.table)
     }
 
     /// Index names, the primary key first.
     #[getter]
     fn indexes(&self) -> Vec<String> {
-        self.codec
-            .table
-            .indexes
-            .iter()
-            .map(|i| i.name.clone())
-            .collect()
+        index_names(&self.codec.table)
     }
 
     /// The row whose primary key is `pk` (one value per key column), as a
@@ -701,4 +691,16 @@ pub fn decode_row<'py>(
         .decode_primary(key, value)
         .map_err(|m| InvalidArgument::new_err(format!("row does not decode: {m}")))?;
     py_row(py, &codec.table, &row, false)
+}
+
+/// The names of the columns a row gives, in order (a hidden row id left
+/// out): `Table.columns` and `TableEncoder.input_columns`.
+pub fn column_names(t: &strata_import::schema::Table) -> Vec<String> {
+    t.input_columns().iter().map(|c| c.name.clone()).collect()
+}
+
+/// The index names, the primary index first (an entry's index number is a
+/// position in this list): `Table.indexes` and `TableEncoder.index_names`.
+pub fn index_names(t: &strata_import::schema::Table) -> Vec<String> {
+    t.indexes.iter().map(|i| i.name.clone()).collect()
 }
