@@ -29,6 +29,9 @@ use strata::events::{Event, EventCollector, EventRecord};
 use strata::inspect::{self, ManifestHistory, Tree};
 use strata::sstable::{SstOptions, SstWriter};
 use strata::{CompactionOptions, Db, IngestOptions, Options};
+use support::dir_listing;
+
+mod support;
 
 const CHROMIUM: &[&str] = &["/usr/bin/chromium", "/usr/bin/chromium-browser"];
 
@@ -276,10 +279,10 @@ fn page_matches_the_manifest_step_by_step() {
     );
 
     let page = d.path().join("lsm.html");
-    let before = listing(&dir);
+    let before = dir_listing(&dir);
     std::fs::write(&page, strata_viz::render_page(&dir).unwrap()).unwrap();
     assert_eq!(
-        listing(&dir),
+        dir_listing(&dir),
         before,
         "rendering changed the database directory (names, sizes, mtimes or bytes)"
     );
@@ -472,25 +475,6 @@ fn page_matches_the_manifest_step_by_step() {
     screenshot(&tab, &shot);
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
     eprintln!("screenshot: {}", shot.display());
-}
-
-/// Names, sizes, modification times and contents of the directory.
-fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime, Vec<u8>)> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            let m = e.metadata().unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                m.len(),
-                m.modified().unwrap(),
-                std::fs::read(e.path()).unwrap_or_default(),
-            )
-        })
-        .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
 }
 
 /// The wide-file scenario of `crates/strata/tests/wide_file.rs` (a

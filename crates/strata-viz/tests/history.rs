@@ -13,12 +13,14 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
 use strata::events::{Event, EventCollector};
 use strata::inspect::{self, Tree};
 use strata::sstable::{SstOptions, SstWriter};
 use strata::{CompactionOptions, Db, IngestOptions, Options};
 use strata_viz::history::{self, StepKind};
+use support::dir_listing;
+
+mod support;
 
 type FileSet = BTreeSet<(usize, u64)>;
 
@@ -88,25 +90,6 @@ fn session(
     db.close().unwrap();
 }
 
-/// Names, sizes, modification times and contents of every file in `dir`.
-fn snapshot(dir: &Path) -> Vec<(String, u64, SystemTime, Vec<u8>)> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            let m = e.metadata().unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                m.len(),
-                m.modified().unwrap(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
-}
-
 #[test]
 fn every_open_is_in_the_history_with_the_right_trees() {
     let d = tempfile::tempdir().unwrap();
@@ -166,11 +149,11 @@ fn every_open_is_in_the_history_with_the_right_trees() {
         want.push(set_of(&t));
     }
 
-    let before = snapshot(&dir);
+    let before = dir_listing(&dir);
     let h = history::load(&dir).unwrap();
     let page = strata_viz::render_page(&dir).unwrap();
     assert_eq!(
-        snapshot(&dir),
+        dir_listing(&dir),
         before,
         "reading changed the database directory"
     );
