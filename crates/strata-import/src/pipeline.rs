@@ -579,7 +579,14 @@ impl Loader<'_> {
 
     /// Merges one set of sorters (primary first) into SSTs, resolving
     /// duplicates; returns the files of every index.
-    fn merge_unit(&mut self, sorters: Vec<IndexSorter>) -> Result<Vec<SstFile>> {
+    fn merge_unit(&mut self, mut sorters: Vec<IndexSorter>) -> Result<Vec<SstFile>> {
+        // Cut the files where the tree is cut: a unit that overlaps earlier
+        // data lands in L0, and each of its files then compacts into one
+        // Lbase file instead of all of them.
+        let splits = self.db.ingest_split_keys();
+        for s in &mut sorters {
+            s.set_split_keys(splits.clone());
+        }
         if self.opts.on_duplicate == OnDuplicate::Error {
             return self.merge_unit_parallel(sorters);
         }

@@ -4,8 +4,11 @@
 //! increasing (checked: an out-of-order key is an internal error, never a
 //! corrupt file). A file is cut once it reaches the target size, and only
 //! between two different user keys, so no key spans two files and the
-//! files of one stream never overlap (ingestion requires it). An entry is
-//! a put or a deletion (the stale index entry of a replaced row).
+//! files of one stream never overlap (ingestion requires it). With split
+//! keys (`Db::ingest_split_keys`), a file is also cut before the first key
+//! at or past each split, so each file overlaps as little of the tree as
+//! the engine can arrange. An entry is a put or a deletion (the stale index
+//! entry of a replaced row).
 //!
 //! [`Output`] is where a merge writes: a [`RollingSink`] (the pipeline
 //! and direct modes) or a write batch (the batch mode).
@@ -51,6 +54,10 @@ pub struct RollingSink {
     writer: Option<(SstWriter, PathBuf)>,
     last: Option<Vec<u8>>,
     files: Vec<SstFile>,
+    /// Keys before which a file is cut, increasing; `next_split` is the
+    /// first one not yet passed.
+    splits: Vec<Vec<u8>>,
+    next_split: usize,
     /// Entries written.
     pub kvs: u64,
     /// Uncompressed key and value bytes written.
@@ -67,9 +74,18 @@ impl RollingSink {
             writer: None,
             last: None,
             files: Vec::new(),
+            splits: Vec::new(),
+            next_split: 0,
             kvs: 0,
             bytes: 0,
         }
+    }
+
+    /// Cuts the files before the first key at or past each of `keys`
+    /// (increasing) too; set before the first entry.
+    pub fn set_split_keys(&mut self, keys: Vec<Vec<u8>>) {
+        self.splits = keys;
+        self.next_split = 0;
     }
 
     /// Adds an entry; keys must be strictly increasing.
@@ -91,8 +107,17 @@ impl RollingSink {
             .writer
             .as_ref()
             .is_some_and(|(w, _)| w.estimated_file_size() >= self.target);
+        let mut passed_split = false;
+        while self
+            .splits
+            .get(self.next_split)
+            .is_some_and(|k| key >= k.as_slice())
+        {
+            self.next_split += 1;
+            passed_split = true;
+        }
         // Keys are strictly increasing, so a cut here never splits a key.
-        if full {
+        if full || passed_split {
             self.cut()?;
         }
         if self.writer.is_none() {
@@ -136,5 +161,55 @@ impl RollingSink {
     pub fn finish(mut self) -> Result<Vec<SstFile>> {
         self.cut()?;
         Ok(self.files)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
+    use super::*;
+
+    /// The keys of each file written for `keys` with these splits.
+    fn files(keys: &[&str], splits: &[&str], target: u64) -> Vec<Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = RollingSink::new(dir.path(), "t", target);
+        sink.set_split_keys(splits.iter().map(|s| s.as_bytes().to_vec()).collect());
+        for k in keys {
+            sink.add(k.as_bytes(), b"v").unwrap();
+        }
+        let mut rest = keys.iter().map(|k| k.to_string());
+        let files = sink.finish().unwrap();
+        let out: Vec<Vec<String>> = files
+            .iter()
+            .map(|f| rest.by_ref().take(f.entries as usize).collect())
+            .collect();
+        assert!(out.iter().all(|f| !f.is_empty()), "no empty file");
+        assert_eq!(rest.next(), None, "every key written");
+        out
+    }
+
+    #[test]
+    fn files_are_cut_before_the_first_key_past_each_split() {
+        let keys = ["a", "b", "d", "f", "g", "k", "m"];
+        let big = u64::MAX;
+        assert_eq!(files(&keys, &[], big), [keys.to_vec()]);
+        // At a split key exactly, between keys, several splits between two
+        // keys (one cut), splits before the first key and after the last
+        // (none).
+        assert_eq!(
+            files(&keys, &["0", "b", "c", "e", "e1", "h", "z"], big),
+            [
+                vec!["a"],
+                vec!["b"],
+                vec!["d"],
+                vec!["f", "g"],
+                vec!["k", "m"]
+            ]
+        );
+        // The target size still cuts (every key, at a 1-byte target).
+        assert_eq!(
+            files(&keys[..3], &["b"], 1),
+            [vec!["a"], vec!["b"], vec!["d"]]
+        );
     }
 }

@@ -102,6 +102,8 @@ pub struct IndexSorter {
     pub streamed: bool,
     /// Equal keys are handed to `finish`'s callback instead of failing.
     keep_dups: bool,
+    /// Where `finish`'s output files are cut besides their target size.
+    split_keys: Vec<Vec<u8>>,
 }
 
 impl IndexSorter {
@@ -135,7 +137,15 @@ impl IndexSorter {
             spilled_bytes: 0,
             streamed: false,
             keep_dups,
+            split_keys: Vec::new(),
         }
+    }
+
+    /// Cuts `finish`'s output files before the first key at or past each
+    /// of `keys` too (`Db::ingest_split_keys`). What was streamed in order
+    /// is already written and keeps its cuts.
+    pub fn set_split_keys(&mut self, keys: Vec<Vec<u8>>) {
+        self.split_keys = keys;
     }
 
     /// Sorts the buffer into a run kept in memory whenever it holds
@@ -311,6 +321,7 @@ impl IndexSorter {
             &mut self.sink,
             RollingSink::new(&self.dir, &name, self.target_file),
         );
+        sink.set_split_keys(std::mem::take(&mut self.split_keys));
         self.merge_into(&mut sink, each)?;
         Ok(sink.finish()?)
     }

@@ -81,6 +81,35 @@ fn disjoint_files_go_to_the_lowest_free_level() {
 }
 
 #[test]
+fn split_keys_are_lbases_file_boundaries() {
+    for sublevels in [true, false] {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = opts();
+        o.compaction.l0_sublevels = sublevels;
+        let db = Db::open(d.path().join("db"), o).unwrap();
+        assert!(db.ingest_split_keys().is_empty(), "an empty tree");
+        let f = |n: &str, k: &[u8]| write_sst(&d.path().join(n), &[(k, b"v")]);
+        let files = [f("1.sst", b"c"), f("2.sst", b"f"), f("3.sst", b"k")];
+        let r = db.ingest(&files, &files_opts()).unwrap();
+        assert_eq!(r.levels, vec![Some(6); 3]);
+        let want: Vec<Vec<u8>> = if sublevels {
+            vec![b"f".to_vec(), b"k".to_vec()]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(db.ingest_split_keys(), want, "sublevels {sublevels}");
+        // Files overlapping L6 go to L0 (Lbase is L6) and move no split:
+        // L0's own split keys need far more bytes.
+        let kv = |k: &'static [u8]| (k, &b"w"[..]);
+        let g = write_sst(&d.path().join("4.sst"), &[kv(b"b"), kv(b"d")]);
+        let h = write_sst(&d.path().join("5.sst"), &[kv(b"j"), kv(b"l")]);
+        let r = db.ingest(&[g, h], &files_opts()).unwrap();
+        assert_eq!(r.levels, vec![Some(0), Some(0)]);
+        assert_eq!(db.ingest_split_keys(), want, "sublevels {sublevels}");
+    }
+}
+
+#[test]
 fn overlapping_memtable_takes_the_flushable_path_in_sequence_order() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("db");

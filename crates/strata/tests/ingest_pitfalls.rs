@@ -8,7 +8,8 @@
 //!   is let go.
 //! - RocksDB #13091: a file overlapping only a running compaction's output
 //!   range was forced into L0. Here it must land just above the level that
-//!   compaction writes.
+//!   compaction writes, when that level is below Lbase (ingested files skip
+//!   the empty levels above Lbase, as in RocksDB and Pebble).
 //! - CockroachDB #80589: a file that merely touches a neighbour's boundary
 //!   (an exclusive range-tombstone end) was treated as overlapping. Here it
 //!   must go to the same level as the neighbour.
@@ -20,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use strata::vfs::Vfs;
-use strata::{Db, Options};
+use strata::{CompactionOptions, Db, Options};
 use support::{file_ingestion, ingestible_sst, CreateGate, GatedVfs};
 
 #[path = "support/gated_vfs.rs"]
@@ -83,12 +84,17 @@ impl CreateGate for Gate {
 }
 
 fn open(vfs: &Arc<GateVfs>, memtable_size: usize) -> Db {
+    open_with(vfs, memtable_size, CompactionOptions::default())
+}
+
+fn open_with(vfs: &Arc<GateVfs>, memtable_size: usize, compaction: CompactionOptions) -> Db {
     Db::open(
         "/db",
         Options {
             vfs: Some(vfs.clone() as Arc<dyn Vfs>),
             memtable_size,
             max_immutable_memtables: 1,
+            compaction,
             ..Options::default()
         },
     )
@@ -156,14 +162,31 @@ fn a_full_memtable_queue_does_not_block_an_ingestion() {
 fn a_running_compaction_does_not_force_a_file_into_l0() {
     let vfs = GateVfs::new();
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(open(&vfs, 1 << 20));
-    // L6 gets [b] and [y]; then [a, c] and [x, z] overlap those and land in
-    // L5.
+    // Ingested files skip the empty levels above Lbase, so the level above
+    // the compaction's must be at or below Lbase: a small `base_level_bytes`
+    // and a thousand keys per L6 file put Lbase at L4 (L6 ~ 30 KB, L5's
+    // target ~ 7.5 KB, L4's ~ 1.9 KB), while the two small files that land
+    // in L5 stay under its target (no automatic compaction starts).
+    let db = Arc::new(open_with(
+        &vfs,
+        1 << 20,
+        CompactionOptions {
+            base_level_bytes: 1 << 10,
+            level_multiplier: 4,
+            ..CompactionOptions::default()
+        },
+    ));
+    let thousand = |p: &str| (0..1000).map(|i| format!("{p}{i:03}")).collect::<Vec<_>>();
+    let (bs, ys) = (thousand("b"), thousand("y"));
+    let bs: Vec<&str> = bs.iter().map(String::as_str).collect();
+    let ys: Vec<&str> = ys.iter().map(String::as_str).collect();
+    // L6 gets [b000, b999] and [y000, y999]; then [a, c] and [x, z] overlap
+    // those and land in L5.
     let r = db
         .ingest(
             &[
-                ingestible_sst(vfs.as_ref(), dir.path(), "b.sst", &["b"], &[]),
-                ingestible_sst(vfs.as_ref(), dir.path(), "y.sst", &["y"], &[]),
+                ingestible_sst(vfs.as_ref(), dir.path(), "b.sst", &bs, &[]),
+                ingestible_sst(vfs.as_ref(), dir.path(), "y.sst", &ys, &[]),
             ],
             &file_ingestion(),
         )
@@ -179,6 +202,9 @@ fn a_running_compaction_does_not_force_a_file_into_l0() {
         )
         .unwrap();
     assert_eq!(r.levels, vec![Some(5), Some(5)]);
+    let m = db.metrics();
+    assert!(m.levels[4].target_bytes > 0, "Lbase is L4 or above: {m:?}");
+    assert!(m.levels[5].score < 1.0, "L5 needs no compaction: {m:?}");
     // Compacting [a, z] from L5 into L6 writes that whole range in L6; the
     // gate holds it while it runs.
     vfs.set_shut(true);
@@ -207,7 +233,7 @@ fn a_running_compaction_does_not_force_a_file_into_l0() {
     assert_eq!(r.levels, vec![Some(5)], "just above the compaction's level");
     vfs.set_shut(false);
     compaction.join().unwrap().unwrap();
-    for k in ["a", "b", "c", "m", "n", "x", "y", "z"] {
+    for k in ["a", "b000", "b999", "c", "m", "n", "x", "y000", "y999", "z"] {
         assert_eq!(
             db.get(k.as_bytes()).unwrap(),
             Some(format!("ingested {k}").into_bytes()),
@@ -262,7 +288,10 @@ fn touching_a_boundary_is_not_overlapping() {
             &file_ingestion(),
         )
         .unwrap();
-    assert_eq!(r.levels, vec![Some(5)], "sharing key a overlaps");
+    // L6 is Lbase here, and ingested files skip the levels above Lbase:
+    // L0 is the only level left (tests in src/db/testdata/placement cover
+    // a higher Lbase).
+    assert_eq!(r.levels, vec![Some(0)], "sharing key a overlaps");
     assert_eq!(db.get(b"m").unwrap(), Some(b"ingested m".to_vec()));
     assert_eq!(db.get(b"a").unwrap(), Some(b"ingested a".to_vec()));
 }

@@ -24,7 +24,8 @@
 //! 3. **Place**: if no memtable or queued flushable overlaps the files, one
 //!    MANIFEST edit puts each file at the lowest level where nothing in the
 //!    levels above (or that level) overlaps it and no running compaction is
-//!    writing its range. Otherwise the files join the immutable queue as one
+//!    writing its range, skipping the empty levels between L0 and Lbase
+//!    (so a file that overlaps Lbase goes to L0: `place`). Otherwise the files join the immutable queue as one
 //!    *flushable* entry behind the memtable they overlap (which is moved to
 //!    the queue first, keeping its WAL): visible to reads at once, recorded
 //!    in the MANIFEST as queued, and placed at their own best level when the
@@ -474,13 +475,24 @@ fn link_or_copy(vfs: &dyn Vfs, src: &Path, dst: &Path, link: bool) -> Result<boo
     Ok(false)
 }
 
-/// The level a file goes to: the lowest level such that neither it nor any
-/// level above holds an overlapping file, and no running compaction writes
-/// its range there.
-pub(crate) fn place(v: &Version, f: &Prepared, running: &Running) -> usize {
-    let mut best = 0;
-    for l in 0..NUM_LEVELS {
-        let hit = v.files(l).iter().any(|g| {
+/// The level a file goes to: L0 if it overlaps a file there; otherwise the
+/// lowest level at or below `base` (Lbase, `compaction::picker`) such that
+/// neither it nor any level from `base` down to it holds an overlapping
+/// file and no running compaction writes its range there; L0 if even
+/// `base` is taken.
+///
+/// The levels between L0 and Lbase are skipped, as RocksDB and Pebble do:
+/// they are empty by the tree's shape, and a file put there makes the
+/// first non-empty level far larger than its target, so the next
+/// compaction rewrites a whole level below it for one file's worth of new
+/// data (W5 in docs/benchmarks.md measured write amplification 6.9 with
+/// the old rule and 3.9 with this one). An overlapping file goes to L0
+/// instead, where sublevels and flush splitting compact it into Lbase in
+/// narrow slices. The skipped levels are empty because `base` is never
+/// below the first non-empty level, so skipping cannot jump over data.
+pub(crate) fn place(v: &Version, f: &Prepared, running: &Running, base: usize) -> usize {
+    let hit = |l: usize| {
+        v.files(l).iter().any(|g| {
             overlaps(
                 &f.smallest_user,
                 &f.largest_user,
@@ -489,8 +501,18 @@ pub(crate) fn place(v: &Version, f: &Prepared, running: &Running) -> usize {
                 g.largest_user_key(),
                 g.largest_is_exclusive(),
             )
-        }) || running.writes_range(l, &f.smallest_user, &f.largest_user);
-        if hit {
+        }) || running.writes_range(l, &f.smallest_user, &f.largest_user)
+    };
+    debug_assert!(
+        (1..base).all(|l| v.files(l).is_empty()),
+        "levels above Lbase are empty"
+    );
+    if hit(0) {
+        return 0;
+    }
+    let mut best = 0;
+    for l in base.max(1)..NUM_LEVELS {
+        if hit(l) {
             break;
         }
         best = l;
@@ -498,17 +520,22 @@ pub(crate) fn place(v: &Version, f: &Prepared, running: &Running) -> usize {
     best
 }
 
-/// Places the files of one ingestion in order: each at the lowest level
-/// free of overlap with the version and with the files placed before it in
-/// this edit (a range-tombstone file and the data inside its range share a
-/// sequence number, so either may sit above the other, but never in one
-/// level).
-pub(crate) fn place_all(v: &Version, files: &[&Prepared], running: &Running) -> Vec<usize> {
+/// Places the files of one ingestion in order: each where [`place`] puts
+/// it, but free of overlap with the files placed before it in this edit too
+/// (a range-tombstone file and the data inside its range share a sequence
+/// number, so either may sit above the other, but never in one level
+/// below L0). A file that collides at Lbase goes to L0.
+pub(crate) fn place_all(
+    v: &Version,
+    files: &[&Prepared],
+    running: &Running,
+    base: usize,
+) -> Vec<usize> {
     let mut placed: Vec<(usize, &Prepared)> = Vec::new();
     let mut out = Vec::new();
     for &f in files {
-        let mut best = place(v, f, running);
-        for l in 1..=best {
+        let mut best = place(v, f, running, base);
+        for l in base.max(1)..=best {
             let hit = placed.iter().any(|(pl, p)| {
                 *pl == l
                     && overlaps(
@@ -521,7 +548,7 @@ pub(crate) fn place_all(v: &Version, files: &[&Prepared], running: &Running) -> 
                     )
             });
             if hit {
-                best = l - 1;
+                best = if l > base { l - 1 } else { 0 };
                 break;
             }
         }
@@ -529,6 +556,31 @@ pub(crate) fn place_all(v: &Version, files: &[&Prepared], running: &Running) -> 
         out.push(best);
     }
     out
+}
+
+/// Keys at which a bulk loader should cut the files of its next ingestion
+/// (`Db::ingest_split_keys`): the first key of every Lbase file but the
+/// first, and L0's flush split keys. A file cut there overlaps one Lbase
+/// file at most, so when it lands in L0 the L0 -> Lbase compaction that
+/// takes it is one Lbase file wide, not the whole level (W5 in
+/// docs/benchmarks.md). Empty with `l0_sublevels` off, which turns flush
+/// splitting off too: classic L0 takes whole files either way.
+pub(crate) fn split_keys(db: &DbInner, v: &Version) -> Vec<Vec<u8>> {
+    let o = &db.opts.compaction;
+    if !o.l0_sublevels {
+        return Vec::new();
+    }
+    let base = crate::compaction::picker::level_targets(v, o).base_level;
+    let mut keys: Vec<Vec<u8>> = v
+        .files(base)
+        .iter()
+        .skip(1)
+        .map(|f| f.smallest_user_key().to_vec())
+        .collect();
+    keys.extend(super::flush::l0_split_keys(db, v));
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 /// Whether an excise of `[a, b)` with these files must bring its
@@ -606,7 +658,9 @@ pub(crate) fn placement(
         .iter()
         .filter(|f| excised.is_none() || !f.excise_tombstone)
         .collect();
-    let levels = place_all(cut.as_ref().unwrap_or(v), &to_place, running);
+    let target = cut.as_ref().unwrap_or(v);
+    let base = crate::compaction::picker::level_targets(target, &db.opts.compaction).base_level;
+    let levels = place_all(target, &to_place, running, base);
     let mut data_levels = Vec::new();
     for (f, &l) in to_place.iter().zip(&levels) {
         db.stats.record_ingested_file(l, f.size);

@@ -34,6 +34,8 @@ mod level_iter;
 mod marker;
 mod open;
 mod output;
+#[cfg(test)]
+mod placement_data;
 mod read;
 mod recovery_checks;
 pub mod repair;
@@ -932,6 +934,43 @@ impl Db {
         }
         flush::wait_for_flushes(&self.inner)?;
         compact::wait_for_compactions(&self.inner)
+    }
+
+    /// Keys at which a bulk loader should cut the SST files it is about to
+    /// ingest, in increasing order: where the bottom of the tree that L0
+    /// compacts into (Lbase) is cut into files, and where L0's sublevels
+    /// split flushes. A file cut at these keys overlaps at most one Lbase
+    /// file, so when it overlaps existing data and lands in L0, the
+    /// compaction that moves it down rewrites one Lbase file rather than
+    /// the whole level (CockroachDB's imports got the same effect from
+    /// writing one SST per range). Cutting is optional; the keys are a
+    /// hint that ages as the tree changes, so ask again before each
+    /// ingestion. Empty with `CompactionOptions::l0_sublevels` off, and
+    /// while Lbase has fewer than two files.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open_default(dir.path().join("db"))?;
+    /// let splits = db.ingest_split_keys();
+    /// assert!(splits.is_empty(), "an empty tree has nothing to align with");
+    /// // A writer of sorted keys starts a new file at the first key at or
+    /// // past the next split key.
+    /// let mut next = splits.iter().peekable();
+    /// let mut file_of_key = Vec::new();
+    /// let mut file = 0;
+    /// for key in [&b"a"[..], b"b", b"c"] {
+    ///     if next.next_if(|s| key >= s.as_slice()).is_some() {
+    ///         while next.next_if(|s| key >= s.as_slice()).is_some() {}
+    ///         file += 1;
+    ///     }
+    ///     file_of_key.push(file);
+    /// }
+    /// assert_eq!(file_of_key, [0, 0, 0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ingest_split_keys(&self) -> Vec<Vec<u8>> {
+        let v = self.inner.super_version().version.clone();
+        ingest::split_keys(&self.inner, &v)
     }
 
     /// A directory inside the database's directory for a tool's temporary
