@@ -1,6 +1,6 @@
 """The GIL is released during long operations: a lazy table scan, a
-key-value scan, an import, an ingestion and a compaction each let another
-Python thread run while the engine works.
+table count, a key-value scan, an import, an ingestion and a compaction
+each let another Python thread run while the engine works.
 
 How the tests can fail: `progress_while` raises the interpreter's switch
 interval to 1,000 s for its duration, so the interpreter never takes the
@@ -100,6 +100,16 @@ def test_table_scan_releases_the_gil(table, index):
         assert n == ROWS
 
     assert progress_while(drain, prepare) > 0, "no other thread ran during any of the scans"
+
+
+@pytest.mark.parametrize("index", [None, "s_i"])
+def test_table_count_releases_the_gil(table, index):
+    """`Table.count` reads every entry of an index with the GIL released."""
+
+    def work():
+        assert table.count(index) == ROWS
+
+    assert progress_while(work) > 0
 
 
 def test_key_value_scan_releases_the_gil(db):
