@@ -203,30 +203,6 @@ def test_snapshot_isolation_under_concurrent_writes(db):
     assert len(seen_rounds) > 1, "the writer thread never ran while snapshots were read"
 
 
-def test_gil_released_during_scan(db):
-    """A long scan in one thread lets another Python thread run."""
-    b = strata.WriteBatch()
-    for i in range(200_000):
-        b.put(b"%08d" % i, b"")
-    db.write(b)
-    ticks = [0]
-    done = threading.Event()
-
-    def ticker():
-        while not done.is_set():
-            ticks[0] += 1
-
-    t = threading.Thread(target=ticker)
-    t.start()
-    try:
-        n = sum(1 for _ in db.keys())
-    finally:
-        done.set()
-        t.join()
-    assert n == 200_000
-    assert ticks[0] > 0
-
-
 def test_close_with_live_iterators_and_snapshots(db_path):
     db = strata.DB(db_path)
     for i in range(3000):
