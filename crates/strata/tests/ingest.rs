@@ -99,7 +99,7 @@ fn split_keys_are_lbases_file_boundaries() {
         };
         assert_eq!(db.ingest_split_keys(), want, "sublevels {sublevels}");
         // Files overlapping L6 go to L0 (Lbase is L6) and move no split:
-        // L0's own split keys need far more bytes.
+        // the splits are Lbase's boundaries only.
         let kv = |k: &'static [u8]| (k, &b"w"[..]);
         let g = write_sst(&d.path().join("4.sst"), &[kv(b"b"), kv(b"d")]);
         let h = write_sst(&d.path().join("5.sst"), &[kv(b"j"), kv(b"l")]);

@@ -937,9 +937,8 @@ impl Db {
     }
 
     /// Keys at which a bulk loader should cut the SST files it is about to
-    /// ingest, in increasing order: where the bottom of the tree that L0
-    /// compacts into (Lbase) is cut into files, and where L0's sublevels
-    /// split flushes. A file cut at these keys overlaps at most one Lbase
+    /// ingest, in increasing order: where the level that L0 compacts into
+    /// (Lbase) is cut into files. A file cut at these keys overlaps at most one Lbase
     /// file, so when it overlaps existing data and lands in L0, the
     /// compaction that moves it down rewrites one Lbase file rather than
     /// the whole level (CockroachDB's imports got the same effect from
