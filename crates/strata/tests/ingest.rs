@@ -109,6 +109,51 @@ fn split_keys_are_lbases_file_boundaries() {
     }
 }
 
+/// L0 -> Lbase compactions cut their outputs where the Lbase files they
+/// replace began, so the split keys a bulk loader cut its last files at
+/// still hold for its next ones.
+#[test]
+fn an_l0_compaction_keeps_lbases_boundaries() {
+    for sublevels in [true, false] {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = opts();
+        o.compaction.l0_sublevels = sublevels;
+        let db = Db::open(d.path().join("db"), o).unwrap();
+        let kv = |k: &'static [u8]| (k, &b"v"[..]);
+        let l6 = [
+            write_sst(&d.path().join("1.sst"), &[kv(b"c"), kv(b"d")]),
+            write_sst(&d.path().join("2.sst"), &[kv(b"f"), kv(b"g")]),
+            write_sst(&d.path().join("3.sst"), &[kv(b"k"), kv(b"m")]),
+        ];
+        assert_eq!(
+            db.ingest(&l6, &files_opts()).unwrap().levels,
+            vec![Some(6); 3]
+        );
+        let wide = write_sst(
+            &d.path().join("4.sst"),
+            &[kv(b"b"), kv(b"e"), kv(b"h"), kv(b"z")],
+        );
+        assert_eq!(
+            db.ingest(&[wide], &files_opts()).unwrap().levels,
+            vec![Some(0)]
+        );
+        db.compact_range(None, None).unwrap();
+        let starts: Vec<Vec<u8>> = db
+            .files()
+            .into_iter()
+            .map(|(l, f)| {
+                assert_eq!(l, 6, "all in L6");
+                strata::key::user_key(&f.smallest).to_vec()
+            })
+            .collect();
+        if sublevels {
+            assert_eq!(starts, [&b"b"[..], b"f", b"k"], "cut where L6 was cut");
+        } else {
+            assert_eq!(starts, [&b"b"[..]], "one small output");
+        }
+    }
+}
+
 #[test]
 fn overlapping_memtable_takes_the_flushable_path_in_sequence_order() {
     let d = tempfile::tempdir().unwrap();

@@ -272,8 +272,19 @@ fn write_outputs(db: &DbInner, c: &Compaction, job: u64) -> Result<Vec<crate::ve
         grandparents: c.grandparents.clone(),
         // Intra-L0 outputs are cut at the sublevel split keys, like flushes,
         // so they do not become the wide files the split keys prevent.
+        // L0 -> Lbase outputs are cut where the Lbase files they replace
+        // began, too: bulk loaders cut their files at Lbase's boundaries
+        // (`Db::ingest_split_keys`), and boundaries that stay put keep the
+        // next load's L0 files aligned with the last one's, so each L0 pick
+        // stays one slice of the key space (W5, docs/benchmarks.md).
         split_keys: if c.output_level == 0 {
             super::flush::l0_split_keys(db, &db.super_version().version)
+        } else if c.start_level == 0 && db.opts.compaction.l0_sublevels {
+            c.output_inputs
+                .iter()
+                .skip(1)
+                .map(|f| f.smallest_user_key().to_vec())
+                .collect()
         } else {
             Vec::new()
         },
