@@ -28,7 +28,7 @@
 //! the file system it was taken from, so a database still running on the
 //! old one cannot change it.
 
-use super::{RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use super::{FileSync, RandomAccessFile, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -419,32 +419,60 @@ impl WritableFile for FaultWritable {
         Ok(())
     }
     fn sync(&mut self) -> Result<()> {
-        let mut st = self.st.lock();
-        if let Verdict::Fail(kind, _) = st.check(Op::Sync, &self.path) {
-            return Err(io_err(&self.path, kind, "fsync"));
-        }
-        let latency = st.sync_latency;
-        if !latency.is_zero() {
-            // Bytes appended while the sync runs are not covered by it.
-            let len = self.ino.lock().data.len();
-            drop(st);
-            std::thread::sleep(latency);
-            st = self.st.lock();
-            if st.dead {
-                // The power was cut before the sync completed.
-                return Err(io_err(&self.path, FaultKind::Eio, "fsync"));
-            }
-            let mut i = self.ino.lock();
-            i.synced = i.synced.max(len);
-            return Ok(());
-        }
-        let mut i = self.ino.lock();
-        i.synced = i.data.len();
-        Ok(())
+        sync_inode(&self.st, &self.ino, &self.path)
     }
     fn len(&self) -> u64 {
         self.len
     }
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        Some(Arc::new(FaultSync {
+            st: Arc::clone(&self.st),
+            ino: Arc::clone(&self.ino),
+            path: self.path.clone(),
+        }))
+    }
+}
+
+/// [`FileSync`] of a [`FaultWritable`]: the same fsync (counted, faulted
+/// and cut as `Op::Sync`), run without the writer's borrow, so the
+/// MANIFEST's fsync happens outside its write lock here as on the OS file
+/// system and injected faults and power cuts hit that path.
+struct FaultSync {
+    st: Arc<Mutex<State>>,
+    ino: Ino,
+    path: PathBuf,
+}
+
+impl FileSync for FaultSync {
+    fn sync(&self) -> Result<()> {
+        sync_inode(&self.st, &self.ino, &self.path)
+    }
+}
+
+/// One fsync of `ino`: counts an `Op::Sync` (which may fail it or cut the
+/// power), then makes durable the bytes appended before it started (with a
+/// sync latency, bytes appended while it runs are not covered).
+fn sync_inode(state: &Mutex<State>, ino: &Ino, path: &Path) -> Result<()> {
+    let mut st = state.lock();
+    if let Verdict::Fail(kind, _) = st.check(Op::Sync, path) {
+        return Err(io_err(path, kind, "fsync"));
+    }
+    let len = ino.lock().data.len();
+    let latency = st.sync_latency;
+    if !latency.is_zero() {
+        drop(st);
+        std::thread::sleep(latency);
+        st = state.lock();
+        if st.dead {
+            // The power was cut before the sync completed.
+            return Err(io_err(path, FaultKind::Eio, "fsync"));
+        }
+    }
+    let mut i = ino.lock();
+    i.synced = i.synced.max(len);
+    drop(i);
+    drop(st);
+    Ok(())
 }
 
 struct FaultRandom {
@@ -838,5 +866,38 @@ mod tests {
         // The image is a working file system of its own.
         write(&img, "/db/c", b"c", true);
         assert!(img.exists(Path::new("/db/c")));
+    }
+
+    #[test]
+    fn sync_handle_is_an_fsync_faulted_and_cut_like_one() {
+        let vfs = FaultVfs::new();
+        let mut f = write(&vfs, "/db/m", b"one", false);
+        vfs.sync_dir(Path::new("/db")).unwrap();
+        let h = f
+            .sync_handle()
+            .expect("the fault vfs hands out sync handles");
+        f.append(b" two").unwrap();
+        let before = vfs.count(Op::Sync);
+        h.sync().unwrap();
+        assert_eq!(vfs.count(Op::Sync), before + 1, "counted as a sync");
+        f.append(b" three").unwrap();
+        assert_eq!(
+            read_all(&vfs.crash_clone(), Path::new("/db/m")).unwrap(),
+            b"one two"
+        );
+
+        vfs.inject(Fault::eio(Op::Sync, 1));
+        assert!(h.sync().is_err(), "an injected fsync fault hits the handle");
+        assert_eq!(vfs.fired()[0].path, Path::new("/db/m"));
+        assert_eq!(
+            read_all(&vfs.crash_clone(), Path::new("/db/m")).unwrap(),
+            b"one two"
+        );
+        vfs.clear_fault();
+
+        vfs.cut_power_after(0);
+        assert!(h.sync().is_err(), "the power is cut as the handle syncs");
+        let img = vfs.crash_image().expect("image");
+        assert_eq!(read_all(&img, Path::new("/db/m")).unwrap(), b"one two");
     }
 }
