@@ -43,7 +43,67 @@
 #[cfg(loom)]
 pub mod commit;
 #[cfg(loom)]
+pub mod manifest_log;
+#[cfg(loom)]
+pub mod stall;
+#[cfg(loom)]
 pub mod version_refs;
+
+/// Runs `model` under loom, exploring every interleaving within the
+/// preemption bound (`LOOM_MAX_PREEMPTIONS`, default 3 here), and prints
+/// how many it explored.
+#[cfg(all(loom, test))]
+pub(crate) fn explore(model: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let n = std::sync::Arc::clone(&runs);
+    b.check(move || {
+        n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        model()
+    });
+    eprintln!(
+        "loom: {} interleavings explored",
+        runs.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+/// Runs the ignored test `name` (a model with a bug planted that can
+/// make a thread wait forever) in a child process, the test binary itself,
+/// and returns its output; panics unless the child failed. (loom aborts the
+/// process on a deadlock: its cleanup panics while unwinding.)
+#[cfg(all(loom, test))]
+pub(crate) fn planted_in_child(name: &str) -> String {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([
+            "--ignored",
+            "--exact",
+            name,
+            "--test-threads",
+            "1",
+            "--nocapture",
+        ])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("running the test binary");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("running 1 test"),
+        "no test named {name}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "loom found no failure: {err}");
+    err
+}
+
+/// [`planted_in_child`], and loom must have reported a deadlock.
+#[cfg(all(loom, test))]
+pub(crate) fn planted_deadlock(name: &str) {
+    let err = planted_in_child(name);
+    assert!(err.contains("deadlock; threads"), "{err}");
+}
 
 /// Runs `model` (a loom model with a bug planted) and returns loom's
 /// failure message; panics if loom found no failing interleaving, so a
