@@ -44,6 +44,10 @@
 //!   taken with neither `io` nor `pending` held. `sync` never
 //!   takes the state lock; a MANIFEST switch (`VersionSet`, rare: every
 //!   `MAX_MANIFEST_BYTES`) holds both.
+//!
+//! `push`, `sync`, `poison` and `switch_to` (with `VersionSet`'s
+//! `write_new_manifest`) are mirrored step by step by a loom model,
+//! `crates/strata-loom/src/manifest_log.rs`: change it with them.
 
 use crate::error::{Error, Result};
 use crate::vfs::WritableFile;
