@@ -358,15 +358,16 @@ mod tests {
         check(&[1, 1, 1], false, Bug::None);
     }
 
-    /// Three writers and a reader: about 175,000 interleavings at the
-    /// default bound (half a minute), so only with STRATA_LONG=1.
+    /// Three writers and a reader: about 175,000 interleavings at bound 3
+    /// (half a minute), so only with STRATA_LONG=1, and at bound 3 even
+    /// then (the other models go to bound 4 with it).
     #[test]
     fn three_writers_and_a_reader() {
         if std::env::var_os("STRATA_LONG").is_none() {
             eprintln!("three_writers_and_a_reader: set STRATA_LONG=1 to run it");
             return;
         }
-        check(&[1, 1, 1], true, Bug::None);
+        crate::explore_within(3, || run(&[1, 1, 1], true, Bug::None));
     }
 
     #[test]

@@ -67,13 +67,21 @@ pub mod version_refs;
 pub mod wal_rotation;
 
 /// Runs `model` under loom, exploring every interleaving within the
-/// preemption bound (`LOOM_MAX_PREEMPTIONS`, default 3 here), and prints
-/// how many it explored.
+/// preemption bound (`LOOM_MAX_PREEMPTIONS`; else 3, or 4 with
+/// `STRATA_LONG`), and prints how many it explored.
 #[cfg(all(loom, test))]
 pub(crate) fn explore(model: impl Fn() + Sync + Send + 'static) {
+    let long = std::env::var_os("STRATA_LONG").is_some();
+    explore_within(if long { 4 } else { 3 }, model);
+}
+
+/// [`explore`] with a default preemption bound of `bound`
+/// (`LOOM_MAX_PREEMPTIONS` still overrides it).
+#[cfg(all(loom, test))]
+pub(crate) fn explore_within(bound: usize, model: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
+        b.preemption_bound = Some(bound);
     }
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let n = std::sync::Arc::clone(&runs);
