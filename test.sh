@@ -67,10 +67,11 @@ summary=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^pass
 echo "$summary"
 [ "$status" = 0 ] || exit "$status"
 
-# loom models of the commit pipeline and of version reference counting
-# (crates/strata-loom; empty without --cfg loom). Their own target
-# directory, so the changed RUSTFLAGS rebuild nothing else. A few seconds
-# once built; STRATA_LONG=1 adds a model of about 175,000 interleavings.
+# loom models of the commit pipeline, version reference counting, write
+# stalls, the MANIFEST log and WAL rotation (crates/strata-loom; empty
+# without --cfg loom). Their own target directory, so the changed RUSTFLAGS
+# rebuild nothing else. About 15-25 s once built; STRATA_LONG=1 adds a
+# model of about 175,000 interleavings.
 echo "== loom models (crates/strata-loom)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo clippy --release -p strata-loom --all-targets -- -D warnings

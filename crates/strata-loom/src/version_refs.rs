@@ -490,23 +490,8 @@ pub fn run(scenario: Scenario, bug: Bug) {
 mod tests {
     use super::*;
 
-    /// Runs the model under loom within the preemption bound
-    /// (LOOM_MAX_PREEMPTIONS, default 3 here).
     fn check(scenario: Scenario, bug: Bug) {
-        let mut b = loom::model::Builder::new();
-        if b.preemption_bound.is_none() {
-            b.preemption_bound = Some(3);
-        }
-        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let n = std::sync::Arc::clone(&runs);
-        b.check(move || {
-            n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            run(scenario, bug)
-        });
-        eprintln!(
-            "loom: {} interleavings explored",
-            runs.load(std::sync::atomic::Ordering::Relaxed)
-        );
+        crate::explore(move || run(scenario, bug));
     }
 
     /// Runs the model with `bug` planted and returns loom's failure (the

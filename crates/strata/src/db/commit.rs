@@ -38,7 +38,12 @@
 //! The queue, the leader/follower hand-off and the publication order are
 //! checked by a loom model, `crates/strata-loom/src/commit.rs`, which
 //! mirrors `commit`, `lead` and `write_group` step by step: change it with
-//! them.
+//! them. Likewise `crates/strata-loom/src/stall.rs` mirrors `make_room`,
+//! `rotate_now` and `notify_room` (stops for queue room and L0 depth,
+//! woken by flush and compaction or a background error), and
+//! `crates/strata-loom/src/wal_rotation.rs` mirrors `rotate_now`'s
+//! retired WAL, `write_out`, `finish_retired`, `sync_retired` and
+//! `flush_wal`.
 
 use super::wal_buffer::Wal;
 use super::write_wait::WaitCause;

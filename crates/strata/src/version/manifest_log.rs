@@ -39,6 +39,10 @@
 //! - Lock order: the state lock, then `io`, then `pending`. `sync` never
 //!   takes the state lock; a MANIFEST switch (`VersionSet`, rare: every
 //!   `MAX_MANIFEST_BYTES`) holds both.
+//!
+//! `push`, `sync`, `poison` and `switch_to` (with `VersionSet`'s
+//! `write_new_manifest`) are mirrored step by step by a loom model,
+//! `crates/strata-loom/src/manifest_log.rs`: change it with them.
 
 use crate::error::{Error, Result};
 use crate::vfs::WritableFile;
@@ -212,6 +216,13 @@ impl ManifestLog {
                 }
             }
         };
+        // Known race (loom model `crates/strata-loom/src/manifest_log.rs`,
+        // `known_race_*`): Linux reports a failed write-back once per open
+        // file description, and the handle is a `dup`, so a second job's
+        // fsync just after a failed one can succeed, and its `check` below
+        // run before the failed job's `poison`. Serialising the fsyncs
+        // closes it but makes an ingestion wait for a flush's fsync
+        // (`tests/manifest_lock.rs`); see docs/reliability.md.
         if let Err(e) = handle.sync() {
             self.poison(e.clone());
             return Err(e);

@@ -331,6 +331,8 @@ impl VersionSet {
     /// Starts a new MANIFEST holding a snapshot of the current state and
     /// points CURRENT at it. Called under the state lock: nothing is
     /// framed meanwhile, so the snapshot holds every record framed so far.
+    /// (Mirrored, with `ManifestLog::switch_to`, by the loom model
+    /// `crates/strata-loom/src/manifest_log.rs`.)
     fn write_new_manifest(&mut self) -> Result<()> {
         let number = self.new_file_number();
         let path = filenames::manifest(&self.dir, number);

@@ -16,7 +16,11 @@
 //! - **Faults**: [`FaultVfs::inject`] fails the Nth call of one operation
 //!   kind (counted since the fault was armed) with EIO or ENOSPC, once or
 //!   for every later call too; a failed write can first let a prefix of its
-//!   bytes through (a torn write).
+//!   bytes through (a torn write). A failed fsync loses the file's unsynced
+//!   bytes for good, as on Linux (the pages whose write-back failed are
+//!   marked clean, and the error is reported once): they stay readable
+//!   until the crash, a later fsync succeeds, and a crash image still cuts
+//!   the file where they begin.
 //! - **Power cut at a chosen point**: [`FaultVfs::cut_power_after`] takes the
 //!   crash image at the instant the Nth mutating call starts (atomically with
 //!   respect to every other call) and fails every call after it, as a dead
@@ -28,7 +32,7 @@
 //! the file system it was taken from, so a database still running on the
 //! old one cannot change it.
 
-use super::{RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use super::{FileSync, RandomAccessFile, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -134,6 +138,17 @@ pub struct Fired {
 struct Inode {
     data: Vec<u8>,
     synced: usize,
+    /// A failed fsync lost the bytes from here on: they never reach the
+    /// disk, even after a later fsync succeeds (see the module docs).
+    lost_from: Option<usize>,
+}
+
+impl Inode {
+    /// How many bytes a crash now keeps at least (`synced`, cut at lost
+    /// write-back).
+    fn durable(&self) -> usize {
+        self.synced.min(self.lost_from.unwrap_or(usize::MAX))
+    }
 }
 
 type Ino = Arc<Mutex<Inode>>;
@@ -246,9 +261,12 @@ impl State {
                 .entry(Arc::as_ptr(ino))
                 .or_insert_with(|| {
                     let i = ino.lock();
-                    let mut n = i.synced;
+                    let mut n = i.durable();
                     if let Some(rng) = keep.as_deref_mut() {
-                        let tail = (i.data.len() - i.synced) as u64;
+                        // Pages written back before the cut: a prefix of
+                        // the unsynced tail, never past lost bytes.
+                        let end = i.lost_from.unwrap_or(i.data.len()).max(n);
+                        let tail = (end - n) as u64;
                         if tail > 0 {
                             n += (next_rand(rng) % (tail + 1)) as usize;
                         }
@@ -256,6 +274,7 @@ impl State {
                     Arc::new(Mutex::new(Inode {
                         data: i.data[..n].to_vec(),
                         synced: n,
+                        lost_from: None,
                     }))
                 })
                 .clone();
@@ -360,7 +379,7 @@ impl FaultVfs {
         match (st.live.get(path), st.durable.get(path)) {
             (Some(a), Some(b)) if Arc::ptr_eq(a, b) => {
                 let i = a.lock();
-                i.synced == i.data.len()
+                i.durable() == i.data.len()
             }
             _ => false,
         }
@@ -419,32 +438,67 @@ impl WritableFile for FaultWritable {
         Ok(())
     }
     fn sync(&mut self) -> Result<()> {
-        let mut st = self.st.lock();
-        if let Verdict::Fail(kind, _) = st.check(Op::Sync, &self.path) {
-            return Err(io_err(&self.path, kind, "fsync"));
-        }
-        let latency = st.sync_latency;
-        if !latency.is_zero() {
-            // Bytes appended while the sync runs are not covered by it.
-            let len = self.ino.lock().data.len();
-            drop(st);
-            std::thread::sleep(latency);
-            st = self.st.lock();
-            if st.dead {
-                // The power was cut before the sync completed.
-                return Err(io_err(&self.path, FaultKind::Eio, "fsync"));
-            }
-            let mut i = self.ino.lock();
-            i.synced = i.synced.max(len);
-            return Ok(());
-        }
-        let mut i = self.ino.lock();
-        i.synced = i.data.len();
-        Ok(())
+        sync_inode(&self.st, &self.ino, &self.path)
     }
     fn len(&self) -> u64 {
         self.len
     }
+    fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
+        Some(Arc::new(FaultSync {
+            st: Arc::clone(&self.st),
+            ino: Arc::clone(&self.ino),
+            path: self.path.clone(),
+        }))
+    }
+}
+
+/// [`FileSync`] of a [`FaultWritable`]: the same fsync (counted, faulted
+/// and cut as `Op::Sync`), run without the writer's borrow, so the
+/// MANIFEST's fsync happens outside its write lock here as on the OS file
+/// system and injected faults and power cuts hit that path.
+struct FaultSync {
+    st: Arc<Mutex<State>>,
+    ino: Ino,
+    path: PathBuf,
+}
+
+impl FileSync for FaultSync {
+    fn sync(&self) -> Result<()> {
+        sync_inode(&self.st, &self.ino, &self.path)
+    }
+}
+
+/// One fsync of `ino`: counts an `Op::Sync` (which may fail it or cut the
+/// power), then makes durable the bytes appended before it started (with a
+/// sync latency, bytes appended while it runs are not covered).
+fn sync_inode(state: &Mutex<State>, ino: &Ino, path: &Path) -> Result<()> {
+    let mut st = state.lock();
+    if let Verdict::Fail(kind, _) = st.check(Op::Sync, path) {
+        if !st.dead {
+            // Linux marks the pages whose write-back failed clean: their
+            // bytes never reach the disk, and the next fsync succeeds.
+            let mut i = ino.lock();
+            let from = i.synced;
+            i.lost_from = Some(i.lost_from.map_or(from, |l| l.min(from)));
+        }
+        return Err(io_err(path, kind, "fsync"));
+    }
+    let len = ino.lock().data.len();
+    let latency = st.sync_latency;
+    if !latency.is_zero() {
+        drop(st);
+        std::thread::sleep(latency);
+        st = state.lock();
+        if st.dead {
+            // The power was cut before the sync completed.
+            return Err(io_err(path, FaultKind::Eio, "fsync"));
+        }
+    }
+    let mut i = ino.lock();
+    i.synced = i.synced.max(len);
+    drop(i);
+    drop(st);
+    Ok(())
 }
 
 struct FaultRandom {
@@ -838,5 +892,50 @@ mod tests {
         // The image is a working file system of its own.
         write(&img, "/db/c", b"c", true);
         assert!(img.exists(Path::new("/db/c")));
+    }
+
+    #[test]
+    fn sync_handle_is_an_fsync_faulted_and_cut_like_one() {
+        let vfs = FaultVfs::new();
+        let mut f = write(&vfs, "/db/m", b"one", false);
+        vfs.sync_dir(Path::new("/db")).unwrap();
+        let h = f
+            .sync_handle()
+            .expect("the fault vfs hands out sync handles");
+        f.append(b" two").unwrap();
+        let before = vfs.count(Op::Sync);
+        h.sync().unwrap();
+        assert_eq!(vfs.count(Op::Sync), before + 1, "counted as a sync");
+        f.append(b" three").unwrap();
+        assert_eq!(
+            read_all(&vfs.crash_clone(), Path::new("/db/m")).unwrap(),
+            b"one two"
+        );
+
+        vfs.inject(Fault::eio(Op::Sync, 1));
+        assert!(h.sync().is_err(), "an injected fsync fault hits the handle");
+        assert_eq!(vfs.fired()[0].path, Path::new("/db/m"));
+        vfs.clear_fault();
+        // The failed fsync lost " three": a later one succeeds, and the
+        // bytes stay readable, but they never become durable.
+        h.sync().unwrap();
+        assert_eq!(
+            read_all(&vfs, Path::new("/db/m")).unwrap(),
+            b"one two three"
+        );
+        assert_eq!(
+            read_all(&vfs.crash_clone(), Path::new("/db/m")).unwrap(),
+            b"one two"
+        );
+        assert!(!vfs.is_durable(Path::new("/db/m")));
+        for seed in 0..16 {
+            let c = vfs.crash_clone_keeping(seed);
+            assert_eq!(read_all(&c, Path::new("/db/m")).unwrap(), b"one two");
+        }
+
+        vfs.cut_power_after(0);
+        assert!(h.sync().is_err(), "the power is cut as the handle syncs");
+        let img = vfs.crash_image().expect("image");
+        assert_eq!(read_all(&img, Path::new("/db/m")).unwrap(), b"one two");
     }
 }
