@@ -36,6 +36,7 @@
 //! a distinct range and all of them together are `1..=total`; no writer
 //! waits forever (loom reports a deadlock).
 
+use crate::lock;
 use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
@@ -264,14 +265,6 @@ fn wake_front(q: &Queue) {
     if let Some(next) = q.writers.front() {
         next.turn.store(true, Ordering::Release);
         next.cv.notify_one();
-    }
-}
-
-/// Locks `m` (a panic in another model thread already fails the run).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 

@@ -66,6 +66,15 @@ pub mod version_refs;
 #[cfg(loom)]
 pub mod wal_rotation;
 
+/// Locks `m` (a panic in another model thread already fails the run).
+#[cfg(loom)]
+pub(crate) fn lock<T>(m: &loom::sync::Mutex<T>) -> loom::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
 /// Runs `model` under loom, exploring every interleaving within the
 /// preemption bound (`LOOM_MAX_PREEMPTIONS`; else 3, or 4 with
 /// `STRATA_LONG`), and prints how many it explored.

@@ -58,8 +58,9 @@
 //! failed fsync poisons the log (that job does not hold `io`); harmless,
 //! as nothing after lost bytes is ever claimed durable or recovered.
 
+use crate::lock;
 use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use loom::sync::{Arc, Mutex, MutexGuard};
+use loom::sync::{Arc, Mutex};
 
 /// A deliberate mistake planted in the model (`None`: the real code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,14 +344,6 @@ impl Log {
                 "nothing unsynced, yet recovery ends at record {recovered} of {framed}"
             );
         }
-    }
-}
-
-/// Locks `m` (a panic in another model thread already fails the run).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 

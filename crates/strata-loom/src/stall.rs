@@ -49,6 +49,7 @@
 //! needs room stops). An early version of this model asserted it and loom
 //! found that schedule at once.
 
+use crate::lock;
 use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use loom::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
@@ -342,14 +343,6 @@ impl Db {
 /// `Condvar::wait_for` (loom's never times out).
 fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
     match cv.wait(g) {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
-
-/// Locks `m` (a panic in another model thread already fails the run).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     }

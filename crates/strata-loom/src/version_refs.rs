@@ -64,6 +64,7 @@
 //! version's tables (none missing, none leaked), and the synced MANIFEST
 //! recovers the current version.
 
+use crate::lock;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::{Mutex, MutexGuard, RwLock};
 use std::collections::{BTreeSet, HashSet};
@@ -444,14 +445,6 @@ impl Db {
             st.current.files,
             "the synced MANIFEST does not recover the current version"
         );
-    }
-}
-
-/// Locks `m` (a panic in another model thread already fails the run).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 

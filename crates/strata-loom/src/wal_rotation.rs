@@ -46,8 +46,9 @@
 //! `finish_retired` runs under `io`, so no other finisher can act on the
 //! early clear). The engine keeps the stricter order anyway.
 
+use crate::lock;
 use loom::sync::atomic::{AtomicBool, Ordering};
-use loom::sync::{Arc, Mutex, MutexGuard};
+use loom::sync::{Arc, Mutex};
 
 /// A deliberate mistake planted in the model (`None`: the real code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,14 +256,6 @@ impl Pipeline {
                 "a synced write of record {seq} returned with only {durable:?} durable"
             ));
         }
-    }
-}
-
-/// Locks `m` (a panic in another model thread already fails the run).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 
