@@ -1,9 +1,8 @@
 //! Data-driven tests of `L0Sublevels`: every `tests/data/sublevels/*.txt`
 //! is a script of commands with their expected output.
 //!
-//! A case is a command line, optional input lines, a `----` line, and the
-//! expected output up to the next blank line. Lines starting with `#`
-//! between cases are comments. Commands:
+//! The file format is `strata::util::datadriven`'s (`STRATA_REWRITE=1`
+//! writes the actual output back). Commands:
 //!
 //! - `define [split-bytes=N]` with one file per input line,
 //!   `number: lo.KIND.seq-hi.KIND.seq [size=N] [seqs=A-B]` (KIND is SET,
@@ -246,61 +245,21 @@ fn run(st: &mut State, cmd: &str, input: &[&str]) -> Result<String, String> {
     })
 }
 
-fn run_file(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).expect("read test data");
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let name = name.unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    let mut st = State {
-        files: Vec::new(),
-        split_bytes: 0,
-        compacting: HashSet::new(),
-        lbase_ranges: Vec::new(),
-        s: L0Sublevels::new(&[], 0),
-    };
-    let mut failures = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i].trim_end();
-        if line.is_empty() || line.starts_with('#') {
-            i += 1;
-            continue;
-        }
-        let cmd_line = i + 1;
-        let cmd = line;
-        i += 1;
-        let mut input = Vec::new();
-        while i < lines.len() && lines[i].trim_end() != "----" {
-            input.push(lines[i].trim());
-            i += 1;
-        }
-        i += 1; // the separator
-        let mut expected = String::new();
-        while i < lines.len() && !lines[i].trim_end().is_empty() {
-            expected.push_str(lines[i].trim_end());
-            expected.push('\n');
-            i += 1;
-        }
-        let actual = run(&mut st, cmd, &input).unwrap_or_else(|e| format!("error: {e}\n"));
-        if actual != expected {
-            failures.push(format!(
-                "{name}:{cmd_line}: {cmd}\n--- expected\n{expected}--- actual\n{actual}"
-            ));
-        }
-    }
-    failures
-}
-
 #[test]
 fn sublevels_data_driven() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sublevels");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .expect("test data directory")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no test data in {}", dir.display());
-    let failures: Vec<String> = paths.iter().flat_map(|p| run_file(p)).collect();
+    let failures = strata::util::datadriven::check_dir(&dir, || {
+        let mut st = State {
+            files: Vec::new(),
+            split_bytes: 0,
+            compacting: HashSet::new(),
+            lbase_ranges: Vec::new(),
+            s: L0Sublevels::new(&[], 0),
+        };
+        move |cmd: &str, input: &[&str]| {
+            run(&mut st, cmd, input).unwrap_or_else(|e| format!("error: {e}\n"))
+        }
+    })
+    .unwrap();
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }

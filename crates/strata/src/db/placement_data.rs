@@ -4,9 +4,7 @@
 //! output. Run with `STRATA_REWRITE=1` to write the actual output back into
 //! the files (then read the diff before committing it).
 //!
-//! A case is a command line, optional input lines, a `----` line, and the
-//! expected output up to the next blank line; `#` lines between cases are
-//! comments. Commands:
+//! The file format is `util::datadriven`'s. Commands:
 //!
 //! - `define [base-level-bytes=N] [multiplier=N]`: the version, one level
 //!   per input line, `L<n>: lo-hi[)] [size=N] ...` (a `)` after `hi` makes
@@ -169,79 +167,20 @@ fn run(st: &mut State, cmd: &str, input: &[&str]) -> Result<String, String> {
     })
 }
 
-/// Runs one script; returns its failures and the rewritten text.
-fn run_file(path: &Path) -> (Vec<String>, String) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let lines: Vec<&str> = text.lines().collect();
-    let mut st = State {
-        v: Version::new(),
-        opts: CompactionOptions::default(),
-        running: Running::default(),
-        next_number: 0,
-    };
-    let mut failures = Vec::new();
-    let mut rewritten = String::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i].trim_end();
-        if line.is_empty() || line.starts_with('#') {
-            rewritten.push_str(line);
-            rewritten.push('\n');
-            i += 1;
-            continue;
-        }
-        let cmd_line = i + 1;
-        i += 1;
-        let mut input = Vec::new();
-        while i < lines.len() && lines[i].trim_end() != "----" {
-            input.push(lines[i].trim());
-            i += 1;
-        }
-        i += 1; // the separator
-        let mut expected = String::new();
-        while i < lines.len() && !lines[i].trim_end().is_empty() {
-            expected.push_str(lines[i].trim_end());
-            expected.push('\n');
-            i += 1;
-        }
-        let actual = run(&mut st, line, &input).unwrap_or_else(|e| format!("error: {e}\n"));
-        rewritten.push_str(line);
-        rewritten.push('\n');
-        for l in &input {
-            rewritten.push_str(l);
-            rewritten.push('\n');
-        }
-        rewritten.push_str("----\n");
-        rewritten.push_str(&actual);
-        if actual != expected {
-            failures.push(format!(
-                "{name}:{cmd_line}: {line}\n--- expected\n{expected}--- actual\n{actual}"
-            ));
-        }
-    }
-    (failures, rewritten)
-}
-
 #[test]
 fn placement_data_driven() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/db/testdata/placement");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no test data in {}", dir.display());
-    let rewrite = std::env::var_os("STRATA_REWRITE").is_some();
-    let mut failures = Vec::new();
-    for p in &paths {
-        let (f, text) = run_file(p);
-        if rewrite {
-            std::fs::write(p, text).unwrap();
-        } else {
-            failures.extend(f);
+    let failures = crate::util::datadriven::check_dir(&dir, || {
+        let mut st = State {
+            v: Version::new(),
+            opts: CompactionOptions::default(),
+            running: Running::default(),
+            next_number: 0,
+        };
+        move |cmd: &str, input: &[&str]| {
+            run(&mut st, cmd, input).unwrap_or_else(|e| format!("error: {e}\n"))
         }
-    }
+    })
+    .unwrap();
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }

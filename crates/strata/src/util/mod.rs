@@ -3,5 +3,7 @@
 
 pub mod checksum;
 pub mod coding;
+#[doc(hidden)]
+pub mod datadriven;
 pub mod hex;
 pub mod xxph3;
