@@ -24,6 +24,7 @@
 //! a directory left by a killed import is removed by the next read-write
 //! open of the database, which empties the scratch directory.
 
+use crate::batch::EntryBatch;
 use crate::budget::Budget;
 use crate::catalog::{self, CatalogEntry};
 use crate::chunk::{Chunk, Splitter};
@@ -31,7 +32,6 @@ use crate::codec::TableCodec;
 use crate::csv::dialect::{Dialect, Header};
 use crate::csv::input::Input;
 use crate::error::{Error, Result, RowSource};
-use crate::parse::Entry;
 use crate::parse::{parse_chunk, BadRow, Layout, Parsed, Src};
 use crate::resolve::Resolver;
 use crate::schema::Table;
@@ -427,15 +427,32 @@ impl Loader<'_> {
         }
     }
 
+    /// Whether the sorters make in-memory runs (only when the budget holds
+    /// many of them: a spill writes each as its own run file, and the
+    /// merge reads every run file through its own buffer).
+    fn mem_runs(&self) -> bool {
+        self.budget.sort / self.codec.table.indexes.len().max(1) >= 16 * MEM_RUN_AT
+    }
+
+    /// Buffered bytes (all indexes) at which the buffers spill: the sort
+    /// share, less room for the copy each index makes while it turns
+    /// buffered entries into an in-memory run (both are held until the
+    /// run is done).
+    fn sort_limit(&self) -> usize {
+        let nidx = self.codec.table.indexes.len();
+        if self.mem_runs() {
+            self.budget.sort.saturating_sub(nidx * MEM_RUN_AT)
+        } else {
+            self.budget.sort
+        }
+    }
+
     /// Fresh sorters, one per index, under `<tmp>/u<unit>-ix<i>`.
     fn new_sorters(&self) -> Vec<IndexSorter> {
         let pipeline = self.opts.mode == Mode::Pipeline;
         let keep_dups = Resolver::keeps_dups(self.opts.on_duplicate);
         let nidx = self.codec.table.indexes.len();
-        // In-memory runs only when the budget holds many of them: a spill
-        // writes each as its own run file, and the merge reads every run
-        // file through its own buffer.
-        let mem_run_at = if self.budget.sort / nidx.max(1) >= 16 * MEM_RUN_AT {
+        let mem_run_at = if self.mem_runs() {
             MEM_RUN_AT
         } else {
             usize::MAX
@@ -450,6 +467,8 @@ impl Loader<'_> {
                     keep_dups,
                 )
                 .with_mem_run_at(mem_run_at)
+                .with_writer_cap(self.budget.writer_cap)
+                .with_merge_memory(self.budget.chunks / nidx.max(1))
             })
             .collect()
     }
@@ -788,7 +807,7 @@ impl Loader<'_> {
                 _ => usize::MAX,
             };
             let now = rows.min(room);
-            let rest: Vec<Vec<Entry>> = if now < rows {
+            let rest: Vec<EntryBatch> = if now < rows {
                 entries.iter_mut().map(|e| e.split_off(now)).collect()
             } else {
                 Vec::new()
@@ -800,7 +819,7 @@ impl Loader<'_> {
             rows -= now;
             let used: usize = self.sorters.iter().map(|s| s.buf_bytes).sum();
             self.summary.peak_buffer_bytes = self.summary.peak_buffer_bytes.max(used);
-            let full = used > self.budget.sort || (now == room && room > 0);
+            let full = used > self.sort_limit() || (now == room && room > 0);
             if full {
                 if opts.mode == Mode::Pipeline {
                     for i in 0..self.sorters.len() {
