@@ -92,7 +92,7 @@ impl Budget {
         let chunks = in_flight * PARSED_EXPANSION * chunk_size;
         let indexes = indexes.max(1);
         let writer_cap = (total / 8 / indexes)
-            .min((target_file / 16).min(usize::MAX as u64) as usize)
+            .min((target_file / 4).min(usize::MAX as u64) as usize)
             .max(MIN_WRITER);
         let writers = indexes * (writer_cap + SPILL_WRITE_BUFFER);
         let sort = total.saturating_sub(chunks + writers).max(total / 4);

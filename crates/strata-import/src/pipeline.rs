@@ -737,6 +737,27 @@ impl Loader<'_> {
         }
     }
 
+    /// Spills every index's buffer, each on its own thread: sorting and
+    /// writing one index's run does not depend on another's, and the
+    /// calling thread (which feeds the sorters) waits for the spills
+    /// anyway, so the indexes' sorts use every core instead of one.
+    /// Errors are reported for the lowest index first.
+    fn spill_all(&mut self) -> Result<()> {
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .sorters
+                .iter_mut()
+                .map(|sorter| s.spawn(move || sorter.spill()))
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        for (i, r) in results.into_iter().enumerate() {
+            r.map_err(|_| Error::invalid("internal: an index spill thread panicked"))?
+                .map_err(|e| self.sort_err(e, i))?;
+        }
+        Ok(())
+    }
+
     /// Results in input order into the sorters.
     fn collect(&mut self, rx: Receiver<Msg>, tokens: Receiver<()>) -> Result<()> {
         let mut pending: BTreeMap<u64, Parsed> = BTreeMap::new();
@@ -822,9 +843,7 @@ impl Loader<'_> {
             let full = used > self.sort_limit() || (now == room && room > 0);
             if full {
                 if opts.mode == Mode::Pipeline {
-                    for i in 0..self.sorters.len() {
-                        self.sorters[i].spill().map_err(|e| self.sort_err(e, i))?;
-                    }
+                    self.spill_all()?;
                 } else {
                     let fresh = self.new_sorters();
                     let sorters = std::mem::replace(&mut self.sorters, fresh);
