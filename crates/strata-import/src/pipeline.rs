@@ -737,23 +737,47 @@ impl Loader<'_> {
         }
     }
 
-    /// Spills every index's buffer, each on its own thread: sorting and
-    /// writing one index's run does not depend on another's, and the
-    /// calling thread (which feeds the sorters) waits for the spills
-    /// anyway, so the indexes' sorts use every core instead of one.
+    /// Runs `work` on every sorter that `due` picks, each on its own
+    /// thread when more than one is picked: spilling, streaming or sorting
+    /// one index's buffer does not depend on another's, and the calling
+    /// thread (which feeds the sorters) waits for that work anyway, so the
+    /// indexes' sorts and SST writes use every core instead of one.
     /// Errors are reported for the lowest index first.
-    fn spill_all(&mut self) -> Result<()> {
-        let results: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .sorters
-                .iter_mut()
-                .map(|sorter| s.spawn(move || sorter.spill()))
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect()
-        });
-        for (i, r) in results.into_iter().enumerate() {
-            r.map_err(|_| Error::invalid("internal: an index spill thread panicked"))?
-                .map_err(|e| self.sort_err(e, i))?;
+    fn on_each(
+        &mut self,
+        due: fn(&IndexSorter) -> bool,
+        work: fn(&mut IndexSorter) -> std::result::Result<(), SortError>,
+    ) -> Result<()> {
+        let picked = self.sorters.iter().filter(|s| due(s)).count();
+        let results: Vec<(usize, std::result::Result<(), SortError>)> = if picked <= 1 {
+            let mut out = Vec::new();
+            for (i, s) in self.sorters.iter_mut().enumerate() {
+                if due(s) {
+                    out.push((i, work(s)));
+                }
+            }
+            out
+        } else {
+            let joined: Vec<_> = std::thread::scope(|sc| {
+                let handles: Vec<_> = self
+                    .sorters
+                    .iter_mut()
+                    .enumerate()
+                    .filter(|(_, s)| due(s))
+                    .map(|(i, s)| (i, sc.spawn(move || work(s))))
+                    .collect();
+                handles.into_iter().map(|(i, h)| (i, h.join())).collect()
+            });
+            let mut out = Vec::new();
+            for (i, r) in joined {
+                let r =
+                    r.map_err(|_| Error::invalid("internal: an index's sort thread panicked"))?;
+                out.push((i, r));
+            }
+            out
+        };
+        for (i, r) in results {
+            r.map_err(|e| self.sort_err(e, i))?;
         }
         Ok(())
     }
@@ -834,8 +858,11 @@ impl Loader<'_> {
                 Vec::new()
             };
             for (i, e) in std::mem::take(&mut entries).into_iter().enumerate() {
-                self.sorters[i].push(e).map_err(|e| self.sort_err(e, i))?;
+                self.sorters[i]
+                    .push_only(e)
+                    .map_err(|e| self.sort_err(e, i))?;
             }
+            self.on_each(IndexSorter::upkeep_due, IndexSorter::upkeep)?;
             self.unit_rows += now;
             rows -= now;
             let used: usize = self.sorters.iter().map(|s| s.buf_bytes).sum();
@@ -843,7 +870,7 @@ impl Loader<'_> {
             let full = used > self.sort_limit() || (now == room && room > 0);
             if full {
                 if opts.mode == Mode::Pipeline {
-                    self.spill_all()?;
+                    self.on_each(|_| true, IndexSorter::spill)?;
                 } else {
                     let fresh = self.new_sorters();
                     let sorters = std::mem::replace(&mut self.sorters, fresh);

@@ -186,8 +186,17 @@ impl IndexSorter {
         self.in_order
     }
 
-    /// Adds one chunk's entries (in input order).
+    /// Adds one chunk's entries (in input order), then does the buffer's
+    /// upkeep if it is due ([`Self::upkeep`]).
     pub fn push(&mut self, batch: EntryBatch) -> std::result::Result<(), SortError> {
+        self.push_only(batch)?;
+        self.upkeep()
+    }
+
+    /// Adds one chunk's entries (in input order) and nothing else: the
+    /// caller runs [`Self::upkeep`] when [`Self::upkeep_due`] (the
+    /// pipeline runs the indexes' upkeep in parallel).
+    pub fn push_only(&mut self, batch: EntryBatch) -> std::result::Result<(), SortError> {
         if self.in_order && !batch.is_empty() {
             let mut broke = false;
             let mut prev = self.last.as_ref().map(|(k, s)| (k.as_slice(), *s));
@@ -222,6 +231,22 @@ impl IndexSorter {
         }
         self.buf_bytes += batch.charge();
         self.buf.push(batch);
+        Ok(())
+    }
+
+    /// Whether [`Self::upkeep`] has work: a buffer in key order big enough
+    /// to stream, or one out of order big enough for an in-memory run.
+    pub fn upkeep_due(&self) -> bool {
+        if self.in_order {
+            self.buf_bytes >= STREAM_AT
+        } else {
+            self.buf_bytes - self.mem_run_bytes >= self.mem_run_at
+        }
+    }
+
+    /// Streams a big enough buffer in key order to the output, or sorts
+    /// a big enough one out of order into an in-memory run.
+    pub fn upkeep(&mut self) -> std::result::Result<(), SortError> {
         if self.in_order && self.buf_bytes >= STREAM_AT {
             // In key order: straight to the output now, not when the
             // whole budget fills (less memory, and no big write at the
@@ -409,18 +434,21 @@ impl IndexSorter {
         }
         sources.push(Source::Mem(order.into_iter(), buf));
         let mut heap = BinaryHeap::new();
+        // Entries written are reused for the next ones read (their key
+        // and value buffers keep their capacity): no allocation per entry.
+        let mut spare: Vec<Entry> = Vec::new();
         for (i, s) in sources.iter_mut().enumerate() {
-            if let Some(e) = s.next()? {
+            if let Some(e) = s.next(&mut spare)? {
                 heap.push(HeapItem(e, i));
             }
         }
         while let Some(HeapItem(e, i)) = heap.pop() {
-            if let Some(n) = sources[i].next()? {
+            if let Some(n) = sources[i].next(&mut spare)? {
                 heap.push(HeapItem(n, i));
             }
             if group.first().is_some_and(|g| g.key != e.key) {
                 write_group(out, &group, each(&group)?)?;
-                group.clear();
+                spare.append(&mut group);
             }
             if let (Some(first), false) = (group.first(), self.keep_dups) {
                 return Err(SortError::Dup(Dup {
@@ -464,18 +492,23 @@ fn encode_run_entry(rec: &mut Vec<u8>, b: &EntryBatch, i: usize) {
 
 /// Reads one entry in the run format from `r` (`path` names it in
 /// errors); `None` at its end.
-fn read_run_entry(r: &mut impl Read, path: &Path) -> Result<Option<Entry>> {
+fn read_run_entry(r: &mut impl Read, path: &Path, spare: &mut Vec<Entry>) -> Result<Option<Entry>> {
     let corrupt = |m: &str| Error::invalid(format!("{}: {m}", path.display()));
     let Some(klen) = read_varint(r).map_err(|e| Error::io(path, e))? else {
         return Ok(None);
     };
-    let mut key = vec![0; klen as usize];
+    let Entry {
+        mut key, mut value, ..
+    } = reuse(spare);
+    key.clear();
+    key.resize(klen as usize, 0);
     r.read_exact(&mut key).map_err(|e| Error::io(path, e))?;
     let vlen = read_varint(r)
         .map_err(|e| Error::io(path, e))?
         .ok_or_else(|| corrupt("run ends inside an entry"))?;
     let delete = vlen & 1 == 1;
-    let mut value = vec![0; (vlen >> 1) as usize];
+    value.clear();
+    value.resize((vlen >> 1) as usize, 0);
     r.read_exact(&mut value).map_err(|e| Error::io(path, e))?;
     let file = read_varint(r)
         .map_err(|e| Error::io(path, e))?
@@ -492,6 +525,16 @@ fn read_run_entry(r: &mut impl Read, path: &Path) -> Result<Option<Entry>> {
         },
         delete,
     }))
+}
+
+/// An entry from the merge's spares (or a new one) to fill.
+fn reuse(spare: &mut Vec<Entry>) -> Entry {
+    spare.pop().unwrap_or_else(|| Entry {
+        key: Vec::new(),
+        value: Vec::new(),
+        src: Src { file: 0, line: 0 },
+        delete: false,
+    })
 }
 
 /// Bytes of read buffer per spilled run during the merge.
@@ -625,13 +668,22 @@ enum Source {
 }
 
 impl Source {
-    fn next(&mut self) -> Result<Option<Entry>> {
+    /// The next entry, filled into one of `spare` when there is one.
+    fn next(&mut self, spare: &mut Vec<Entry>) -> Result<Option<Entry>> {
         match self {
-            Source::Mem(it, buf) => {
-                Ok(it.next().map(|(_, b, i)| buf[b as usize].entry(i as usize)))
-            }
-            Source::MemRun(r) => read_run_entry(r, Path::new("(sorted run in memory)")),
-            Source::Run { r, path } => read_run_entry(r, path),
+            Source::Mem(it, buf) => Ok(it.next().map(|(_, b, i)| {
+                let (batch, i) = (&buf[b as usize], i as usize);
+                let mut e = reuse(spare);
+                e.key.clear();
+                e.key.extend_from_slice(batch.key(i));
+                e.value.clear();
+                e.value.extend_from_slice(batch.value(i));
+                let s = &batch.slots()[i];
+                (e.src, e.delete) = (s.src, s.delete);
+                e
+            })),
+            Source::MemRun(r) => read_run_entry(r, Path::new("(sorted run in memory)"), spare),
+            Source::Run { r, path } => read_run_entry(r, path, spare),
             Source::Sst {
                 files,
                 reader,
@@ -681,11 +733,15 @@ impl Source {
 
 /// A varint from a stream; `None` at a clean end.
 fn read_varint(r: &mut impl Read) -> std::io::Result<Option<u128>> {
-    let mut bytes = Vec::with_capacity(4);
+    // At most 19 bytes hold a u128 (7 bits each); a longer one is
+    // corrupt, which `get_varint` reports. No allocation: this runs four
+    // times per entry in the merge.
+    let mut bytes = [0u8; 20];
+    let mut n = 0;
     loop {
         let mut b = [0u8];
         if r.read(&mut b)? == 0 {
-            if bytes.is_empty() {
+            if n == 0 {
                 return Ok(None);
             }
             return Err(std::io::Error::new(
@@ -693,12 +749,13 @@ fn read_varint(r: &mut impl Read) -> std::io::Result<Option<u128>> {
                 "varint cut short",
             ));
         }
-        bytes.push(b[0]);
-        if b[0] < 0x80 {
+        bytes[n] = b[0];
+        n += 1;
+        if b[0] < 0x80 || n == bytes.len() {
             break;
         }
     }
-    get_varint(&mut bytes.as_slice())
+    get_varint(&mut &bytes[..n])
         .map(Some)
         .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))
 }
