@@ -8,9 +8,12 @@
 //!   per worker, the parsed-results queue and the chunks waiting to be
 //!   taken in input order, each held as its raw bytes and then as encoded
 //!   entries. There are at most `1 + 4 × threads` of them
-//!   ([`Budget::chunks_in_flight`]); the chunk size is chosen so they take
-//!   at most a quarter of the budget, counting [`PARSED_EXPANSION`] times
-//!   the raw bytes for each (raw bytes plus the entries made from them).
+//!   ([`Budget::chunks_in_flight`]), plus [`RECYCLED_CHUNKS`] parsed
+//!   chunks' buffers waiting to be read into again; the chunk size is
+//!   chosen so they take at most a quarter of the budget, counting
+//!   [`PARSED_EXPANSION`] times the raw bytes for each chunk in flight (raw
+//!   bytes plus the entries made from them), once for each recycled
+//!   buffer, and the reader's [`READ_SLACK`] in every buffer.
 //! - **writers**: per index, one open SST writer, whose filter hashes and
 //!   index grow with the file: the file is cut when they reach
 //!   [`Budget::writer_cap`] (`sink::writer_memory`), so that is a bound,
@@ -32,6 +35,14 @@
 /// stock table with its two indexes: about 1.6 for the entries; rounded
 /// up).
 pub const PARSED_EXPANSION: usize = 3;
+
+/// Parsed chunks' buffers held for the reader to reuse: up to two in the
+/// queue back to it and one in its splitter (`chunk::Splitter::recycle`).
+pub const RECYCLED_CHUNKS: usize = 3;
+
+/// Bytes a chunk buffer holds beyond the chunk size (the reader reads up
+/// to 64 KiB past its target, `chunk::Splitter`).
+pub const READ_SLACK: usize = 64 << 10;
 
 /// Write buffer of a spill run.
 pub const SPILL_WRITE_BUFFER: usize = 256 << 10;
@@ -87,9 +98,11 @@ impl Budget {
         let threads = threads.max(1);
         let queue_depth = threads;
         let in_flight = Self::chunks_in_flight(threads);
-        let fit = total / 4 / (in_flight * PARSED_EXPANSION);
+        let copies = in_flight * PARSED_EXPANSION + RECYCLED_CHUNKS;
+        let slack = (in_flight + RECYCLED_CHUNKS) * READ_SLACK;
+        let fit = (total / 4).saturating_sub(slack) / copies;
         let chunk_size = max_chunk.min(fit.max(MIN_CHUNK)).max(1);
-        let chunks = in_flight * PARSED_EXPANSION * chunk_size;
+        let chunks = copies * chunk_size + slack;
         let indexes = indexes.max(1);
         let writer_cap = (total / 8 / indexes)
             .min((target_file / 4).min(usize::MAX as u64) as usize)

@@ -497,6 +497,10 @@ impl Loader<'_> {
             // is never more than the budget's chunks ahead of the sorters,
             // however slow one worker is (results wait in input order).
             let (tok_tx, tok_rx) = sync_channel::<()>(Budget::chunks_in_flight(threads) - 1);
+            // Parsed chunks' buffers back to the reader (see
+            // `Splitter::recycle`); a full queue drops them.
+            let (recycle_tx, recycle_rx) =
+                sync_channel::<Vec<u8>>(crate::budget::RECYCLED_CHUNKS - 1);
             {
                 let res_tx = res_tx.clone();
                 let dialect = opts.dialect.clone();
@@ -504,9 +508,13 @@ impl Loader<'_> {
                 let inputs = inputs.to_vec();
                 let chunk_size = budget.chunk_size;
                 s.spawn(move || {
-                    read_inputs(
-                        &inputs, &dialect, &codec, chunk_size, chunk_tx, res_tx, tok_tx,
-                    )
+                    let ch = ReaderChannels {
+                        chunks: chunk_tx,
+                        results: res_tx,
+                        tokens: tok_tx,
+                        recycled: recycle_rx,
+                    };
+                    read_inputs(&inputs, &dialect, &codec, chunk_size, ch)
                 });
             }
             for _ in 0..threads {
@@ -514,6 +522,7 @@ impl Loader<'_> {
                 let tx = res_tx.clone();
                 let codec = Arc::clone(codec);
                 let dialect = opts.dialect.clone();
+                let recycle = recycle_tx.clone();
                 s.spawn(move || loop {
                     let next = rx.lock().map(|r| r.recv());
                     let Ok(Ok((chunk, columns))) = next else {
@@ -526,6 +535,7 @@ impl Loader<'_> {
                         rowid_base,
                     };
                     let parsed = parse_chunk(&chunk, &layout);
+                    let _ = recycle.try_send(chunk.data);
                     if tx.send(Msg::Parsed(chunk.seq, parsed)).is_err() {
                         return;
                     }
@@ -533,6 +543,7 @@ impl Loader<'_> {
             }
             drop(res_tx);
             drop(chunk_rx);
+            drop(recycle_tx);
             self.collect(res_rx, tok_rx)
         })?;
         self.rejects.finish()?;
@@ -933,6 +944,18 @@ fn last_rowid(db: &Db, codec: &TableCodec) -> Result<i64> {
     }
 }
 
+/// The reader thread's channels.
+struct ReaderChannels {
+    /// Chunks to the workers, with each file's field-to-column mapping.
+    chunks: std::sync::mpsc::SyncSender<(Chunk, Arc<Vec<usize>>)>,
+    /// Read errors and the end, to the collecting thread.
+    results: std::sync::mpsc::SyncSender<Msg>,
+    /// One token per chunk in flight (see `Loader::run`).
+    tokens: std::sync::mpsc::SyncSender<()>,
+    /// Parsed chunks' buffers, to read into again.
+    recycled: Receiver<Vec<u8>>,
+}
+
 /// The reader thread: chunks of every input, in order, with each file's
 /// field-to-column mapping.
 fn read_inputs(
@@ -940,10 +963,14 @@ fn read_inputs(
     dialect: &Dialect,
     codec: &TableCodec,
     chunk_size: usize,
-    chunk_tx: std::sync::mpsc::SyncSender<(Chunk, Arc<Vec<usize>>)>,
-    res_tx: std::sync::mpsc::SyncSender<Msg>,
-    tokens: std::sync::mpsc::SyncSender<()>,
+    ch: ReaderChannels,
 ) {
+    let ReaderChannels {
+        chunks: chunk_tx,
+        results: res_tx,
+        tokens,
+        recycled,
+    } = ch;
     let mut seq = 0u64;
     let mut offset = 0u64;
     let mut bytes = 0u64;
@@ -956,6 +983,9 @@ fn read_inputs(
             let mut columns = Arc::clone(&identity);
             let mut first = true;
             loop {
+                if let Ok(buf) = recycled.try_recv() {
+                    sp.recycle(buf);
+                }
                 let next = sp.next_chunk()?;
                 if first && dialect.header == Header::Match {
                     columns = Arc::new(match_header(table, sp.header(), &input.name())?);
