@@ -8,22 +8,27 @@
 //!   per worker, the parsed-results queue and the chunks waiting to be
 //!   taken in input order, each held as its raw bytes and then as encoded
 //!   entries. There are at most `1 + 4 × threads` of them
-//!   ([`Budget::chunks_in_flight`]); the chunk size is chosen so they take at most a
-//!   quarter of the budget, counting [`PARSED_EXPANSION`] times the raw
-//!   bytes for each (raw bytes plus the entries made from them).
-//! - **writers**: per index, one open SST writer (its pending index and
-//!   filter grow with the file: about 1/32 of the target file size) and
-//!   one spill-run write buffer ([`SPILL_WRITE_BUFFER`]).
+//!   ([`Budget::chunks_in_flight`]), plus [`RECYCLED_CHUNKS`] parsed
+//!   chunks' buffers waiting to be read into again; the chunk size is
+//!   chosen so they take at most a quarter of the budget, counting
+//!   [`PARSED_EXPANSION`] times the raw bytes for each chunk in flight (raw
+//!   bytes plus the entries made from them), once for each recycled
+//!   buffer, and the reader's [`READ_SLACK`] in every buffer.
+//! - **writers**: per index, one open SST writer, whose filter hashes and
+//!   index grow with the file: the file is cut when they reach
+//!   [`Budget::writer_cap`] (`sink::writer_memory`), so that is a bound,
+//!   and one spill-run write buffer ([`SPILL_WRITE_BUFFER`]).
 //! - **sort buffers**: the rest, but never less than a quarter of the
 //!   budget (with a budget too small for the fixed parts, the sort buffers
 //!   keep a quarter and the fixed parts go over; budgets from a few MiB up
-//!   are not affected).
+//!   are not affected). Each chunk's entries are charged at what their
+//!   arena holds plus the sort's pair per entry (`batch::EntryBatch::charge`),
+//!   so sorting a full buffer allocates nothing uncounted.
 //!
-//! The merge reads each spilled run through a
-//! [`crate::sort::RUN_READ_BUFFER`]-sized buffer while the last buffer of that index is
-//! still held; with the sort budget at most 3/4 of the total and runs of at
-//! least that budget's size, the readers stay inside the writers' and
-//! chunks' share for inputs up to about 100 times the budget.
+//! The merge runs after the last chunk is taken, so it reads the spilled
+//! runs through buffers that share the chunks' quarter between them
+//! (`sort::IndexSorter::with_merge_memory`), while the last buffer of each
+//! index stays inside the sort share and the writers inside theirs.
 
 /// Bytes a chunk holds at its peak over its raw bytes: the raw bytes plus
 /// the entries made from them (estimated from the entry sizes of the TPC-C
@@ -31,8 +36,19 @@
 /// up).
 pub const PARSED_EXPANSION: usize = 3;
 
+/// Parsed chunks' buffers held for the reader to reuse: up to two in the
+/// queue back to it and one in its splitter (`chunk::Splitter::recycle`).
+pub const RECYCLED_CHUNKS: usize = 3;
+
+/// Bytes a chunk buffer holds beyond the chunk size (the reader reads up
+/// to 64 KiB past its target, `chunk::Splitter`).
+pub const READ_SLACK: usize = 64 << 10;
+
 /// Write buffer of a spill run.
 pub const SPILL_WRITE_BUFFER: usize = 256 << 10;
+
+/// The smallest writer share (smaller cuts files too often).
+const MIN_WRITER: usize = 256 << 10;
 
 /// The smallest chunk the budget picks (smaller chunks cost more per row
 /// than they save).
@@ -61,8 +77,10 @@ pub struct Budget {
     pub queue_depth: usize,
     /// Bytes reserved for chunks in flight.
     pub chunks: usize,
-    /// Bytes reserved for SST writers and spill buffers.
+    /// Bytes reserved for SST writers and spill buffers (all indexes).
     pub writers: usize,
+    /// Bytes one index's open SST writer may hold (its file is cut then).
+    pub writer_cap: usize,
     /// Bytes for the sort buffers of all indexes together.
     pub sort: usize,
 }
@@ -80,11 +98,16 @@ impl Budget {
         let threads = threads.max(1);
         let queue_depth = threads;
         let in_flight = Self::chunks_in_flight(threads);
-        let fit = total / 4 / (in_flight * PARSED_EXPANSION);
+        let copies = in_flight * PARSED_EXPANSION + RECYCLED_CHUNKS;
+        let slack = (in_flight + RECYCLED_CHUNKS) * READ_SLACK;
+        let fit = (total / 4).saturating_sub(slack) / copies;
         let chunk_size = max_chunk.min(fit.max(MIN_CHUNK)).max(1);
-        let chunks = in_flight * PARSED_EXPANSION * chunk_size;
-        let per_writer = (target_file / 32).min(usize::MAX as u64) as usize + SPILL_WRITE_BUFFER;
-        let writers = indexes * per_writer;
+        let chunks = copies * chunk_size + slack;
+        let indexes = indexes.max(1);
+        let writer_cap = (total / 8 / indexes)
+            .min((target_file / 4).min(usize::MAX as u64) as usize)
+            .max(MIN_WRITER);
+        let writers = indexes * (writer_cap + SPILL_WRITE_BUFFER);
         let sort = total.saturating_sub(chunks + writers).max(total / 4);
         Budget {
             total,
@@ -92,6 +115,7 @@ impl Budget {
             queue_depth,
             chunks,
             writers,
+            writer_cap,
             sort,
         }
     }
@@ -117,6 +141,8 @@ mod tests {
                 assert!(b.chunks + b.writers + b.sort <= total, "{b:?}");
                 assert!(b.chunks <= total / 4, "{b:?}");
                 assert!(b.sort >= total / 4, "{b:?}");
+                assert!(b.writers <= total / 4, "{b:?}");
+                assert_eq!(b.writers, 2 * (b.writer_cap + SPILL_WRITE_BUFFER));
             }
         }
         // Big budgets keep the options' chunk size.

@@ -11,6 +11,7 @@
 //! checked whole and ingested in one step. `docs/import.md` describes the
 //! pipeline, `docs/formats.md` the encodings.
 
+pub mod batch;
 pub mod budget;
 pub mod bundle;
 pub mod catalog;

@@ -5,6 +5,7 @@
 //! becomes a [`BadRow`] with its file, line, column and reason and its
 //! original bytes (for the rejects file); the records around it go on.
 
+use crate::batch::EntryBatch;
 use crate::chunk::{Chunk, LineCounter};
 use crate::codec::TableCodec;
 use crate::csv::dialect::Dialect;
@@ -33,13 +34,6 @@ pub struct Entry {
     pub delete: bool,
 }
 
-impl Entry {
-    /// Bytes this entry is charged against the memory budget.
-    pub fn charge(&self) -> usize {
-        self.key.capacity() + self.value.capacity() + std::mem::size_of::<Entry>()
-    }
-}
-
 #[derive(Clone, Debug)]
 /// A record that could not be imported.
 pub struct BadRow {
@@ -56,8 +50,8 @@ pub struct BadRow {
 /// What a chunk parsed into.
 #[derive(Debug, Default)]
 pub struct Parsed {
-    /// One vector per index, in input order.
-    pub entries: Vec<Vec<Entry>>,
+    /// One batch per index, in input order.
+    pub entries: Vec<EntryBatch>,
     /// Malformed records, in input order.
     pub bad: Vec<BadRow>,
     /// Rows encoded.
@@ -83,9 +77,18 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     let codec = layout.codec;
     let table = &codec.table;
     let nidx = table.indexes.len();
+    // Entries are made in place, into one arena per index (a chunk's
+    // sizes are known roughly from its length: reserving avoids most
+    // regrowing while parsing; the buffers are trimmed at the end so the
+    // budget's charge is what they hold).
+    let len = chunk.data.len();
     let mut out = Parsed {
-        entries: (0..nidx).map(|_| Vec::new()).collect(),
-        bytes: chunk.data.len() as u64,
+        entries: (0..nidx)
+            .map(|i| {
+                EntryBatch::with_capacity(if i == 0 { len + len / 4 } else { len / 8 }, len / 256)
+            })
+            .collect(),
+        bytes: len as u64,
         ..Parsed::default()
     };
     let mut rdr = layout.dialect.reader(chunk.data.as_slice());
@@ -93,11 +96,6 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     let mut row = vec![Value::Null; table.columns.len()];
     let null = layout.dialect.null.as_bytes();
     let (mut k, mut v, mut pk) = (Vec::new(), Vec::new(), Vec::new());
-    // Entries are made in place (a chunk's count is known roughly from
-    // its size: reserving avoids regrowing the vectors while parsing).
-    for list in &mut out.entries {
-        list.reserve(chunk.data.len() / 256);
-    }
     let mut lines = LineCounter::new(&chunk.data, chunk.first_line);
     loop {
         let start = rdr.position().clone();
@@ -176,14 +174,12 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         codec.pk_bytes_into(&row, &mut pk);
         for (i, list) in out.entries.iter_mut().enumerate() {
             codec.entry(i, &row, &pk, &mut k, &mut v);
-            list.push(Entry {
-                key: k.clone(),
-                value: v.clone(),
-                src,
-                delete: false,
-            });
+            list.push(&k, &v, src, false);
         }
         out.rows += 1;
+    }
+    for b in &mut out.entries {
+        b.shrink_to_fit();
     }
     out
 }

@@ -24,6 +24,7 @@
 //! a directory left by a killed import is removed by the next read-write
 //! open of the database, which empties the scratch directory.
 
+use crate::batch::EntryBatch;
 use crate::budget::Budget;
 use crate::catalog::{self, CatalogEntry};
 use crate::chunk::{Chunk, Splitter};
@@ -31,7 +32,6 @@ use crate::codec::TableCodec;
 use crate::csv::dialect::{Dialect, Header};
 use crate::csv::input::Input;
 use crate::error::{Error, Result, RowSource};
-use crate::parse::Entry;
 use crate::parse::{parse_chunk, BadRow, Layout, Parsed, Src};
 use crate::resolve::Resolver;
 use crate::schema::Table;
@@ -427,15 +427,32 @@ impl Loader<'_> {
         }
     }
 
+    /// Whether the sorters make in-memory runs (only when the budget holds
+    /// many of them: a spill writes each as its own run file, and the
+    /// merge reads every run file through its own buffer).
+    fn mem_runs(&self) -> bool {
+        self.budget.sort / self.codec.table.indexes.len().max(1) >= 16 * MEM_RUN_AT
+    }
+
+    /// Buffered bytes (all indexes) at which the buffers spill: the sort
+    /// share, less room for the copy each index makes while it turns
+    /// buffered entries into an in-memory run (both are held until the
+    /// run is done).
+    fn sort_limit(&self) -> usize {
+        let nidx = self.codec.table.indexes.len();
+        if self.mem_runs() {
+            self.budget.sort.saturating_sub(nidx * MEM_RUN_AT)
+        } else {
+            self.budget.sort
+        }
+    }
+
     /// Fresh sorters, one per index, under `<tmp>/u<unit>-ix<i>`.
     fn new_sorters(&self) -> Vec<IndexSorter> {
         let pipeline = self.opts.mode == Mode::Pipeline;
         let keep_dups = Resolver::keeps_dups(self.opts.on_duplicate);
         let nidx = self.codec.table.indexes.len();
-        // In-memory runs only when the budget holds many of them: a spill
-        // writes each as its own run file, and the merge reads every run
-        // file through its own buffer.
-        let mem_run_at = if self.budget.sort / nidx.max(1) >= 16 * MEM_RUN_AT {
+        let mem_run_at = if self.mem_runs() {
             MEM_RUN_AT
         } else {
             usize::MAX
@@ -450,6 +467,8 @@ impl Loader<'_> {
                     keep_dups,
                 )
                 .with_mem_run_at(mem_run_at)
+                .with_writer_cap(self.budget.writer_cap)
+                .with_merge_memory(self.budget.chunks / nidx.max(1))
             })
             .collect()
     }
@@ -478,6 +497,10 @@ impl Loader<'_> {
             // is never more than the budget's chunks ahead of the sorters,
             // however slow one worker is (results wait in input order).
             let (tok_tx, tok_rx) = sync_channel::<()>(Budget::chunks_in_flight(threads) - 1);
+            // Parsed chunks' buffers back to the reader (see
+            // `Splitter::recycle`); a full queue drops them.
+            let (recycle_tx, recycle_rx) =
+                sync_channel::<Vec<u8>>(crate::budget::RECYCLED_CHUNKS - 1);
             {
                 let res_tx = res_tx.clone();
                 let dialect = opts.dialect.clone();
@@ -485,9 +508,13 @@ impl Loader<'_> {
                 let inputs = inputs.to_vec();
                 let chunk_size = budget.chunk_size;
                 s.spawn(move || {
-                    read_inputs(
-                        &inputs, &dialect, &codec, chunk_size, chunk_tx, res_tx, tok_tx,
-                    )
+                    let ch = ReaderChannels {
+                        chunks: chunk_tx,
+                        results: res_tx,
+                        tokens: tok_tx,
+                        recycled: recycle_rx,
+                    };
+                    read_inputs(&inputs, &dialect, &codec, chunk_size, ch)
                 });
             }
             for _ in 0..threads {
@@ -495,6 +522,7 @@ impl Loader<'_> {
                 let tx = res_tx.clone();
                 let codec = Arc::clone(codec);
                 let dialect = opts.dialect.clone();
+                let recycle = recycle_tx.clone();
                 s.spawn(move || loop {
                     let next = rx.lock().map(|r| r.recv());
                     let Ok(Ok((chunk, columns))) = next else {
@@ -507,6 +535,7 @@ impl Loader<'_> {
                         rowid_base,
                     };
                     let parsed = parse_chunk(&chunk, &layout);
+                    let _ = recycle.try_send(chunk.data);
                     if tx.send(Msg::Parsed(chunk.seq, parsed)).is_err() {
                         return;
                     }
@@ -514,6 +543,7 @@ impl Loader<'_> {
             }
             drop(res_tx);
             drop(chunk_rx);
+            drop(recycle_tx);
             self.collect(res_rx, tok_rx)
         })?;
         self.rejects.finish()?;
@@ -725,6 +755,51 @@ impl Loader<'_> {
         }
     }
 
+    /// Runs `work` on every sorter that `due` picks, each on its own
+    /// thread when more than one is picked: spilling, streaming or sorting
+    /// one index's buffer does not depend on another's, and the calling
+    /// thread (which feeds the sorters) waits for that work anyway, so the
+    /// indexes' sorts and SST writes use every core instead of one.
+    /// Errors are reported for the lowest index first.
+    fn on_each(
+        &mut self,
+        due: fn(&IndexSorter) -> bool,
+        work: fn(&mut IndexSorter) -> std::result::Result<(), SortError>,
+    ) -> Result<()> {
+        let picked = self.sorters.iter().filter(|s| due(s)).count();
+        let results: Vec<(usize, std::result::Result<(), SortError>)> = if picked <= 1 {
+            let mut out = Vec::new();
+            for (i, s) in self.sorters.iter_mut().enumerate() {
+                if due(s) {
+                    out.push((i, work(s)));
+                }
+            }
+            out
+        } else {
+            let joined: Vec<_> = std::thread::scope(|sc| {
+                let handles: Vec<_> = self
+                    .sorters
+                    .iter_mut()
+                    .enumerate()
+                    .filter(|(_, s)| due(s))
+                    .map(|(i, s)| (i, sc.spawn(move || work(s))))
+                    .collect();
+                handles.into_iter().map(|(i, h)| (i, h.join())).collect()
+            });
+            let mut out = Vec::new();
+            for (i, r) in joined {
+                let r =
+                    r.map_err(|_| Error::invalid("internal: an index's sort thread panicked"))?;
+                out.push((i, r));
+            }
+            out
+        };
+        for (i, r) in results {
+            r.map_err(|e| self.sort_err(e, i))?;
+        }
+        Ok(())
+    }
+
     /// Results in input order into the sorters.
     fn collect(&mut self, rx: Receiver<Msg>, tokens: Receiver<()>) -> Result<()> {
         let mut pending: BTreeMap<u64, Parsed> = BTreeMap::new();
@@ -795,24 +870,25 @@ impl Loader<'_> {
                 _ => usize::MAX,
             };
             let now = rows.min(room);
-            let rest: Vec<Vec<Entry>> = if now < rows {
+            let rest: Vec<EntryBatch> = if now < rows {
                 entries.iter_mut().map(|e| e.split_off(now)).collect()
             } else {
                 Vec::new()
             };
             for (i, e) in std::mem::take(&mut entries).into_iter().enumerate() {
-                self.sorters[i].push(e).map_err(|e| self.sort_err(e, i))?;
+                self.sorters[i]
+                    .push_only(e)
+                    .map_err(|e| self.sort_err(e, i))?;
             }
+            self.on_each(IndexSorter::upkeep_due, IndexSorter::upkeep)?;
             self.unit_rows += now;
             rows -= now;
             let used: usize = self.sorters.iter().map(|s| s.buf_bytes).sum();
             self.summary.peak_buffer_bytes = self.summary.peak_buffer_bytes.max(used);
-            let full = used > self.budget.sort || (now == room && room > 0);
+            let full = used > self.sort_limit() || (now == room && room > 0);
             if full {
                 if opts.mode == Mode::Pipeline {
-                    for i in 0..self.sorters.len() {
-                        self.sorters[i].spill().map_err(|e| self.sort_err(e, i))?;
-                    }
+                    self.on_each(|_| true, IndexSorter::spill)?;
                 } else {
                     let fresh = self.new_sorters();
                     let sorters = std::mem::replace(&mut self.sorters, fresh);
@@ -875,6 +951,18 @@ fn last_rowid(db: &Db, codec: &TableCodec) -> Result<i64> {
     }
 }
 
+/// The reader thread's channels.
+struct ReaderChannels {
+    /// Chunks to the workers, with each file's field-to-column mapping.
+    chunks: std::sync::mpsc::SyncSender<(Chunk, Arc<Vec<usize>>)>,
+    /// Read errors and the end, to the collecting thread.
+    results: std::sync::mpsc::SyncSender<Msg>,
+    /// One token per chunk in flight (see `Loader::run`).
+    tokens: std::sync::mpsc::SyncSender<()>,
+    /// Parsed chunks' buffers, to read into again.
+    recycled: Receiver<Vec<u8>>,
+}
+
 /// The reader thread: chunks of every input, in order, with each file's
 /// field-to-column mapping.
 fn read_inputs(
@@ -882,10 +970,14 @@ fn read_inputs(
     dialect: &Dialect,
     codec: &TableCodec,
     chunk_size: usize,
-    chunk_tx: std::sync::mpsc::SyncSender<(Chunk, Arc<Vec<usize>>)>,
-    res_tx: std::sync::mpsc::SyncSender<Msg>,
-    tokens: std::sync::mpsc::SyncSender<()>,
+    ch: ReaderChannels,
 ) {
+    let ReaderChannels {
+        chunks: chunk_tx,
+        results: res_tx,
+        tokens,
+        recycled,
+    } = ch;
     let mut seq = 0u64;
     let mut offset = 0u64;
     let mut bytes = 0u64;
@@ -898,6 +990,9 @@ fn read_inputs(
             let mut columns = Arc::clone(&identity);
             let mut first = true;
             loop {
+                if let Ok(buf) = recycled.try_recv() {
+                    sp.recycle(buf);
+                }
                 let next = sp.next_chunk()?;
                 if first && dialect.header == Header::Match {
                     columns = Arc::new(match_header(table, sp.header(), &input.name())?);

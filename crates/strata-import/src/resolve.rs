@@ -198,7 +198,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// The deletions for index `index`, as entries for its sorter.
-    pub fn take_stale(&mut self, index: usize) -> Vec<Entry> {
+    pub fn take_stale(&mut self, index: usize) -> crate::batch::EntryBatch {
         std::mem::take(&mut self.stale[index])
             .into_iter()
             .map(|key| Entry {

@@ -58,6 +58,11 @@ pub struct RollingSink {
     /// first one not yet passed.
     splits: Vec<Vec<u8>>,
     next_split: usize,
+    /// Entries and key-value bytes in the open file.
+    file_kvs: u64,
+    file_raw: u64,
+    /// Memory the open file's writer may hold before the file is cut.
+    memory_cap: usize,
     /// Entries written.
     pub kvs: u64,
     /// Uncompressed key and value bytes written.
@@ -76,6 +81,9 @@ impl RollingSink {
             files: Vec::new(),
             splits: Vec::new(),
             next_split: 0,
+            file_kvs: 0,
+            file_raw: 0,
+            memory_cap: usize::MAX,
             kvs: 0,
             bytes: 0,
         }
@@ -86,6 +94,29 @@ impl RollingSink {
     pub fn set_split_keys(&mut self, keys: Vec<Vec<u8>>) {
         self.splits = keys;
         self.next_split = 0;
+    }
+
+    /// Cuts a file also whenever its writer would hold more than `cap`
+    /// bytes ([`writer_memory`]), so the writer's share of the
+    /// `--memory` budget is a bound, not a guess.
+    pub fn with_memory_cap(mut self, cap: usize) -> RollingSink {
+        self.set_memory_cap(cap);
+        self
+    }
+
+    /// [`Self::with_memory_cap`] on a sink in use.
+    pub fn set_memory_cap(&mut self, cap: usize) {
+        self.memory_cap = cap;
+    }
+
+    /// What the open file's writer holds now (estimated, see
+    /// [`writer_memory`]).
+    pub fn held(&self) -> usize {
+        if self.writer.is_none() {
+            return 0;
+        }
+        let key = self.last.as_ref().map_or(0, Vec::len);
+        writer_memory(self.file_kvs, self.file_raw, key)
     }
 
     /// Adds an entry; keys must be strictly increasing.
@@ -106,7 +137,8 @@ impl RollingSink {
         let full = self
             .writer
             .as_ref()
-            .is_some_and(|(w, _)| w.estimated_file_size() >= self.target);
+            .is_some_and(|(w, _)| w.estimated_file_size() >= self.target)
+            || self.held() >= self.memory_cap;
         let mut passed_split = false;
         while self
             .splits
@@ -133,8 +165,11 @@ impl RollingSink {
                 None => w.delete(key)?,
             }
         }
+        let raw = (key.len() + value.map_or(0, <[u8]>::len)) as u64;
         self.kvs += 1;
-        self.bytes += (key.len() + value.map_or(0, <[u8]>::len)) as u64;
+        self.bytes += raw;
+        self.file_kvs += 1;
+        self.file_raw += raw;
         match &mut self.last {
             Some(l) => {
                 l.clear();
@@ -146,6 +181,8 @@ impl RollingSink {
     }
 
     fn cut(&mut self) -> Result<()> {
+        self.file_kvs = 0;
+        self.file_raw = 0;
         if let Some((w, path)) = self.writer.take() {
             let info = w.finish()?;
             self.files.push(SstFile {
@@ -162,6 +199,19 @@ impl RollingSink {
         self.cut()?;
         Ok(self.files)
     }
+}
+
+/// Bytes an SST writer holds for a file of `kvs` entries of `raw` key and
+/// value bytes, keys about `key_len` long: the filter's key hashes (8
+/// bytes each, in a vector that may be twice as large as needed), one
+/// index entry per 4 KiB data block (the key, its handle and the entry in
+/// a doubling vector), and the data block being built with its
+/// compressed copy.
+pub fn writer_memory(kvs: u64, raw: u64, key_len: usize) -> usize {
+    let blocks = raw / 4096 + 1;
+    let hashes = 16 * kvs;
+    let index = blocks * (key_len as u64 + 104);
+    (hashes + index) as usize + 3 * 4096
 }
 
 #[cfg(test)]
@@ -210,6 +260,40 @@ mod tests {
         assert_eq!(
             files(&keys[..3], &["b"], 1),
             [vec!["a"], vec!["b"], vec!["d"]]
+        );
+    }
+
+    /// Under a memory cap, files are cut so that no writer ever held more
+    /// than the cap (the budget's writer share is a bound); without one,
+    /// only the target size cuts.
+    #[test]
+    fn memory_cap_bounds_each_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (n, cap) = (20_000u64, 64 << 10);
+        let write = |name: &str, cap: usize| {
+            let mut s = RollingSink::new(dir.path(), name, 64 << 20).with_memory_cap(cap);
+            let mut peak = 0;
+            for i in 0..n {
+                s.add(&i.to_be_bytes(), b"value").unwrap();
+                peak = peak.max(s.held());
+            }
+            (s.finish().unwrap(), peak)
+        };
+        let (files, peak) = write("capped", cap);
+        assert!(files.len() > 1, "{} files", files.len());
+        assert!(
+            peak <= cap + writer_memory(1, 13, 8),
+            "peak {peak} over cap {cap}"
+        );
+        for f in &files {
+            assert!(writer_memory(f.entries - 1, (f.entries - 1) * 13, 8) < cap);
+        }
+        assert_eq!(files.iter().map(|f| f.entries).sum::<u64>(), n);
+        let (files, peak) = write("uncapped", usize::MAX);
+        assert_eq!(files.len(), 1);
+        assert!(
+            peak >= 16 * (n as usize - 1),
+            "hashes of every key counted: {peak}"
         );
     }
 }

@@ -20,6 +20,7 @@
 //! Run file format: per entry `varint klen, key, varint (vlen << 1 |
 //! delete), value, varint file, varint line`, in key order.
 
+use crate::batch::EntryBatch;
 use crate::encode::row::{get_varint, put_varint};
 use crate::error::{Error, Result};
 use crate::parse::{Entry, Src};
@@ -77,7 +78,8 @@ pub struct IndexSorter {
     dir: PathBuf,
     name: String,
     target_file: u64,
-    buf: Vec<Entry>,
+    /// Chunks' batches, in input order.
+    buf: Vec<EntryBatch>,
     /// Bytes charged to the memory budget by the buffer.
     pub buf_bytes: usize,
     in_order: bool,
@@ -104,6 +106,10 @@ pub struct IndexSorter {
     keep_dups: bool,
     /// Where `finish`'s output files are cut besides their target size.
     split_keys: Vec<Vec<u8>>,
+    /// Memory each output SST writer may hold (see `RollingSink`).
+    writer_cap: usize,
+    /// Bytes the merge's run read buffers may take together.
+    merge_memory: usize,
 }
 
 impl IndexSorter {
@@ -138,7 +144,34 @@ impl IndexSorter {
             streamed: false,
             keep_dups,
             split_keys: Vec::new(),
+            writer_cap: usize::MAX,
+            merge_memory: usize::MAX,
         }
+    }
+
+    /// Cuts every output SST whose writer would hold more than `cap`
+    /// bytes (the writers' share of the budget).
+    pub fn with_writer_cap(mut self, cap: usize) -> IndexSorter {
+        self.writer_cap = cap;
+        self.sink.set_memory_cap(cap);
+        self
+    }
+
+    /// Makes the merge's read buffers (one per spilled run) take at most
+    /// `bytes` together, each between 4 KiB and [`RUN_READ_BUFFER`].
+    pub fn with_merge_memory(mut self, bytes: usize) -> IndexSorter {
+        self.merge_memory = bytes;
+        self
+    }
+
+    /// The read buffer of each of `runs` spilled runs in the merge.
+    pub fn run_read_buffer(&self, runs: usize) -> usize {
+        (self.merge_memory / runs.max(1)).clamp(4 << 10, RUN_READ_BUFFER)
+    }
+
+    /// A new output stream under the writer cap.
+    fn new_sink(&self, name: &str) -> RollingSink {
+        RollingSink::new(&self.dir, name, self.target_file).with_memory_cap(self.writer_cap)
     }
 
     /// Cuts `finish`'s output files before the first key at or past each
@@ -163,37 +196,67 @@ impl IndexSorter {
         self.in_order
     }
 
-    /// Adds one chunk's entries (in input order).
-    pub fn push(&mut self, entries: Vec<Entry>) -> std::result::Result<(), SortError> {
-        for e in entries {
-            if self.in_order {
-                if let Some((lk, ls)) = &self.last {
-                    match e.key.as_slice().cmp(lk) {
+    /// Adds one chunk's entries (in input order), then does the buffer's
+    /// upkeep if it is due ([`Self::upkeep`]).
+    pub fn push(&mut self, batch: EntryBatch) -> std::result::Result<(), SortError> {
+        self.push_only(batch)?;
+        self.upkeep()
+    }
+
+    /// Adds one chunk's entries (in input order) and nothing else: the
+    /// caller runs [`Self::upkeep`] when [`Self::upkeep_due`] (the
+    /// pipeline runs the indexes' upkeep in parallel).
+    pub fn push_only(&mut self, batch: EntryBatch) -> std::result::Result<(), SortError> {
+        if self.in_order && !batch.is_empty() {
+            let mut broke = false;
+            let mut prev = self.last.as_ref().map(|(k, s)| (k.as_slice(), *s));
+            for s in batch.slots() {
+                let key = batch.key_of(s);
+                if let Some((pk, ps)) = prev {
+                    match key.cmp(pk) {
                         Ordering::Greater => {}
                         Ordering::Equal => {
                             return Err(SortError::Dup(Dup {
-                                key: e.key,
-                                first: *ls,
-                                second: e.src,
+                                key: key.to_vec(),
+                                first: ps,
+                                second: s.src,
                             }))
                         }
-                        Ordering::Less => self.break_order()?,
-                    }
-                }
-                if self.in_order {
-                    match &mut self.last {
-                        Some((lk, ls)) => {
-                            lk.clear();
-                            lk.extend_from_slice(&e.key);
-                            *ls = e.src;
+                        Ordering::Less => {
+                            broke = true;
+                            break;
                         }
-                        None => self.last = Some((e.key.clone(), e.src)),
                     }
                 }
+                prev = Some((key, s.src));
             }
-            self.buf_bytes += e.charge();
-            self.buf.push(e);
+            if broke {
+                self.break_order()?;
+            } else if let Some(s) = batch.slots().last() {
+                let (lk, src) = self.last.get_or_insert_with(|| (Vec::new(), s.src));
+                lk.clear();
+                lk.extend_from_slice(batch.key_of(s));
+                *src = s.src;
+            }
         }
+        self.buf_bytes += batch.charge();
+        self.buf.push(batch);
+        Ok(())
+    }
+
+    /// Whether [`Self::upkeep`] has work: a buffer in key order big enough
+    /// to stream, or one out of order big enough for an in-memory run.
+    pub fn upkeep_due(&self) -> bool {
+        if self.in_order {
+            self.buf_bytes >= STREAM_AT
+        } else {
+            self.buf_bytes - self.mem_run_bytes >= self.mem_run_at
+        }
+    }
+
+    /// Streams a big enough buffer in key order to the output, or sorts
+    /// a big enough one out of order into an in-memory run.
+    pub fn upkeep(&mut self) -> std::result::Result<(), SortError> {
         if self.in_order && self.buf_bytes >= STREAM_AT {
             // In key order: straight to the output now, not when the
             // whole budget fills (less memory, and no big write at the
@@ -214,12 +277,19 @@ impl IndexSorter {
     /// CPU in `memcmp` cache misses, and slower in memory than with
     /// spills to disk). The run also takes less memory than the entries.
     fn make_mem_run(&mut self) -> std::result::Result<(), SortError> {
-        let buf = sort_checked(std::mem::take(&mut self.buf), self.keep_dups)?;
-        let size: usize = buf.iter().map(|e| e.key.len() + e.value.len() + 12).sum();
+        let buf = std::mem::take(&mut self.buf);
+        let order = sort_checked(&buf, self.keep_dups)?;
+        let size: usize = order
+            .iter()
+            .map(|&(_, b, i)| {
+                buf[b as usize].key(i as usize).len() + buf[b as usize].value(i as usize).len() + 12
+            })
+            .sum();
         let mut run = Vec::with_capacity(size);
-        for e in &buf {
-            encode_run_entry(&mut run, e);
+        for &(_, b, i) in &order {
+            encode_run_entry(&mut run, &buf[b as usize], i as usize);
         }
+        drop(order);
         drop(buf);
         self.mem_run_bytes += run.capacity();
         self.buf_bytes = self.mem_run_bytes;
@@ -248,10 +318,8 @@ impl IndexSorter {
         self.in_order = false;
         self.last = None;
         if self.streamed {
-            let sink = std::mem::replace(
-                &mut self.sink,
-                RollingSink::new(&self.dir, &format!("{}-out", self.name), self.target_file),
-            );
+            let fresh = self.new_sink(&format!("{}-out", self.name));
+            let sink = std::mem::replace(&mut self.sink, fresh);
             let files = sink.finish()?;
             if let Some(mut w) = self.streamed_src.take() {
                 w.flush()
@@ -279,10 +347,12 @@ impl IndexSorter {
                 self.streamed_src = Some(BufWriter::new(f));
             }
             let mut src = Vec::new();
-            for e in &buf {
-                self.sink.add(&e.key, &e.value)?;
-                put_varint(&mut src, e.src.file as u128);
-                put_varint(&mut src, e.src.line as u128);
+            for b in &buf {
+                for s in b.slots() {
+                    self.sink.add(b.key_of(s), b.value_of(s))?;
+                    put_varint(&mut src, s.src.file as u128);
+                    put_varint(&mut src, s.src.line as u128);
+                }
             }
             if let Some(w) = self.streamed_src.as_mut() {
                 w.write_all(&src)
@@ -290,16 +360,16 @@ impl IndexSorter {
             }
             return Ok(());
         }
-        let buf = sort_checked(buf, self.keep_dups)?;
+        let order = sort_checked(&buf, self.keep_dups)?;
         let path = self
             .dir
             .join(format!("{}-run-{:05}.run", self.name, self.runs.len()));
         let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
         let mut w = BufWriter::with_capacity(crate::budget::SPILL_WRITE_BUFFER, f);
         let mut rec = Vec::new();
-        for e in &buf {
+        for &(_, b, i) in &order {
             rec.clear();
-            encode_run_entry(&mut rec, e);
+            encode_run_entry(&mut rec, &buf[b as usize], i as usize);
             w.write_all(&rec).map_err(|e| Error::io(&path, e))?;
             self.spilled_bytes += rec.len() as u64;
         }
@@ -317,10 +387,8 @@ impl IndexSorter {
         each: impl FnMut(&[Entry]) -> Result<Keep>,
     ) -> std::result::Result<Vec<SstFile>, SortError> {
         let name = format!("{}-out", self.name);
-        let mut sink = std::mem::replace(
-            &mut self.sink,
-            RollingSink::new(&self.dir, &name, self.target_file),
-        );
+        let fresh = self.new_sink(&name);
+        let mut sink = std::mem::replace(&mut self.sink, fresh);
         sink.set_split_keys(std::mem::take(&mut self.split_keys));
         self.merge_into(&mut sink, each)?;
         Ok(sink.finish()?)
@@ -337,10 +405,12 @@ impl IndexSorter {
         let mut group: Vec<Entry> = Vec::with_capacity(1);
         if self.in_order {
             // Strictly increasing keys: every group is one entry.
-            for e in std::mem::take(&mut self.buf) {
-                group.clear();
-                group.push(e);
-                write_group(out, &group, each(&group)?)?;
+            for b in std::mem::take(&mut self.buf) {
+                for i in 0..b.len() {
+                    group.clear();
+                    group.push(b.entry(i));
+                    write_group(out, &group, each(&group)?)?;
+                }
             }
             if let Some(mut w) = self.streamed_src.take() {
                 w.flush()
@@ -348,7 +418,8 @@ impl IndexSorter {
             }
             return Ok(());
         }
-        let buf = sort_checked(std::mem::take(&mut self.buf), self.keep_dups)?;
+        let buf = std::mem::take(&mut self.buf);
+        let order = sort_checked(&buf, self.keep_dups)?;
         let mut sources: Vec<Source> = Vec::new();
         let mut streamed_files = Vec::new();
         if let Some((files, src)) = self.streamed_run.take() {
@@ -361,30 +432,34 @@ impl IndexSorter {
                 src_path: src,
             });
         }
+        let read_buffer = self.run_read_buffer(self.runs.len());
         for r in &self.runs {
             let f = File::open(r).map_err(|e| Error::io(r, e))?;
             sources.push(Source::Run {
-                r: BufReader::with_capacity(RUN_READ_BUFFER, f),
+                r: BufReader::with_capacity(read_buffer, f),
                 path: r.clone(),
             });
         }
         for run in std::mem::take(&mut self.mem_runs) {
             sources.push(Source::MemRun(std::io::Cursor::new(run)));
         }
-        sources.push(Source::Mem(buf.into_iter()));
+        sources.push(Source::Mem(order.into_iter(), buf));
         let mut heap = BinaryHeap::new();
+        // Entries written are reused for the next ones read (their key
+        // and value buffers keep their capacity): no allocation per entry.
+        let mut spare: Vec<Entry> = Vec::new();
         for (i, s) in sources.iter_mut().enumerate() {
-            if let Some(e) = s.next()? {
+            if let Some(e) = s.next(&mut spare)? {
                 heap.push(HeapItem(e, i));
             }
         }
         while let Some(HeapItem(e, i)) = heap.pop() {
-            if let Some(n) = sources[i].next()? {
+            if let Some(n) = sources[i].next(&mut spare)? {
                 heap.push(HeapItem(n, i));
             }
             if group.first().is_some_and(|g| g.key != e.key) {
                 write_group(out, &group, each(&group)?)?;
-                group.clear();
+                spare.append(&mut group);
             }
             if let (Some(first), false) = (group.first(), self.keep_dups) {
                 return Err(SortError::Dup(Dup {
@@ -415,29 +490,36 @@ const STREAM_AT: usize = 8 << 20;
 pub const MEM_RUN_AT: usize = 16 << 20;
 
 /// Appends one entry in the run format (see the module documentation).
-fn encode_run_entry(rec: &mut Vec<u8>, e: &Entry) {
-    put_varint(rec, e.key.len() as u128);
-    rec.extend_from_slice(&e.key);
-    put_varint(rec, ((e.value.len() as u128) << 1) | e.delete as u128);
-    rec.extend_from_slice(&e.value);
-    put_varint(rec, e.src.file as u128);
-    put_varint(rec, e.src.line as u128);
+fn encode_run_entry(rec: &mut Vec<u8>, b: &EntryBatch, i: usize) {
+    let s = &b.slots()[i];
+    let (key, value) = (b.key_of(s), b.value_of(s));
+    put_varint(rec, key.len() as u128);
+    rec.extend_from_slice(key);
+    put_varint(rec, ((value.len() as u128) << 1) | s.delete as u128);
+    rec.extend_from_slice(value);
+    put_varint(rec, s.src.file as u128);
+    put_varint(rec, s.src.line as u128);
 }
 
 /// Reads one entry in the run format from `r` (`path` names it in
 /// errors); `None` at its end.
-fn read_run_entry(r: &mut impl Read, path: &Path) -> Result<Option<Entry>> {
+fn read_run_entry(r: &mut impl Read, path: &Path, spare: &mut Vec<Entry>) -> Result<Option<Entry>> {
     let corrupt = |m: &str| Error::invalid(format!("{}: {m}", path.display()));
     let Some(klen) = read_varint(r).map_err(|e| Error::io(path, e))? else {
         return Ok(None);
     };
-    let mut key = vec![0; klen as usize];
+    let Entry {
+        mut key, mut value, ..
+    } = reuse(spare);
+    key.clear();
+    key.resize(klen as usize, 0);
     r.read_exact(&mut key).map_err(|e| Error::io(path, e))?;
     let vlen = read_varint(r)
         .map_err(|e| Error::io(path, e))?
         .ok_or_else(|| corrupt("run ends inside an entry"))?;
     let delete = vlen & 1 == 1;
-    let mut value = vec![0; (vlen >> 1) as usize];
+    value.clear();
+    value.resize((vlen >> 1) as usize, 0);
     r.read_exact(&mut value).map_err(|e| Error::io(path, e))?;
     let file = read_varint(r)
         .map_err(|e| Error::io(path, e))?
@@ -454,6 +536,16 @@ fn read_run_entry(r: &mut impl Read, path: &Path) -> Result<Option<Entry>> {
         },
         delete,
     }))
+}
+
+/// An entry from the merge's spares (or a new one) to fill.
+fn reuse(spare: &mut Vec<Entry>) -> Entry {
+    spare.pop().unwrap_or_else(|| Entry {
+        key: Vec::new(),
+        value: Vec::new(),
+        src: Src { file: 0, line: 0 },
+        delete: false,
+    })
 }
 
 /// Bytes of read buffer per spilled run during the merge.
@@ -473,70 +565,65 @@ fn write_group(out: &mut dyn Output, group: &[Entry], keep: Keep) -> Result<()> 
     }
 }
 
-/// Sorts by key, then source; adjacent equal keys are a duplicate (unless
-/// `keep_dups`: the merge's callback decides).
-fn sort_checked(
-    mut buf: Vec<Entry>,
-    keep_dups: bool,
-) -> std::result::Result<Vec<Entry>, SortError> {
-    // Comparing entries by their heap-allocated keys costs two cache
-    // misses per comparison; sort (16 key bytes after the shared prefix,
-    // position) pairs instead, comparing whole keys only when those bytes
-    // tie, then move the entries into that order in place (following the
-    // permutation's cycles: no second array of entries, so sorting needs
-    // only the pairs on top of the buffer).
-    let skip = common_prefix(&buf);
-    let mut order: Vec<(u128, usize)> = buf
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (key_head(&e.key, skip), i))
-        .collect();
-    order.sort_unstable_by(|a, b| {
-        a.0.cmp(&b.0).then_with(|| {
-            let (x, y) = (&buf[a.1], &buf[b.1]);
-            x.key.cmp(&y.key).then(x.src.cmp(&y.src))
-        })
-    });
-    // Position i receives the entry that started at order[i].1; if that
-    // position is already filled (< i), its entry was swapped on, to where
-    // order[that].1 (rewritten below once a position is filled) says, so
-    // follow the chain. The classic cycle-following permutation.
-    for i in 0..order.len() {
-        let mut j = order[i].1;
-        while j < i {
-            j = order[j].1;
+/// One entry in the sort's order: (key head, batch, entry in batch).
+type Pair = (u128, u32, u32);
+
+/// The buffer's entries in order of key, then source; adjacent equal keys
+/// are a duplicate (unless `keep_dups`: the merge's callback decides).
+fn sort_checked(buf: &[EntryBatch], keep_dups: bool) -> std::result::Result<Vec<Pair>, SortError> {
+    // Comparing entries by their keys in the arenas costs cache misses
+    // per comparison; sort (16 key bytes after the shared prefix, batch,
+    // entry) pairs instead, comparing whole keys only when those bytes
+    // tie. The entries never move: runs are written by following the
+    // pairs (the budget charges every entry its pair, `batch::SORT_PAIR`).
+    let skip = common_prefix(buf);
+    let n: usize = buf.iter().map(EntryBatch::len).sum();
+    let mut order: Vec<Pair> = Vec::with_capacity(n);
+    for (b, batch) in buf.iter().enumerate() {
+        for (i, s) in batch.slots().iter().enumerate() {
+            order.push((key_head(batch.key_of(s), skip), b as u32, i as u32));
         }
-        buf.swap(i, j);
-        order[i].1 = j;
     }
-    drop(order);
+    let slot = |p: &Pair| &buf[p.1 as usize].slots()[p.2 as usize];
+    let key = |p: &Pair| buf[p.1 as usize].key(p.2 as usize);
+    order.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| key(a).cmp(key(b)))
+            .then_with(|| slot(a).src.cmp(&slot(b).src))
+    });
     if keep_dups {
-        return Ok(buf);
+        return Ok(order);
     }
-    if let Some(w) = buf.windows(2).position(|w| w[0].key == w[1].key) {
+    if let Some(w) = order
+        .windows(2)
+        .position(|w| w[0].0 == w[1].0 && key(&w[0]) == key(&w[1]))
+    {
         return Err(SortError::Dup(Dup {
-            key: buf[w].key.clone(),
-            first: buf[w].src,
-            second: buf[w + 1].src,
+            key: key(&order[w]).to_vec(),
+            first: slot(&order[w]).src,
+            second: slot(&order[w + 1]).src,
         }));
     }
-    Ok(buf)
+    Ok(order)
 }
 
 /// The length of the prefix every key in `buf` shares (an index's keys
 /// share its table and index prefix, and often leading bytes of their
 /// first column).
-fn common_prefix(buf: &[Entry]) -> usize {
-    let Some(first) = buf.first() else {
+fn common_prefix(buf: &[EntryBatch]) -> usize {
+    let mut keys = buf
+        .iter()
+        .flat_map(|b| b.slots().iter().map(move |s| b.key_of(s)));
+    let Some(first) = keys.next() else {
         return 0;
     };
-    let mut n = first.key.len();
-    for e in &buf[1..] {
-        n = first.key[..n]
+    let mut n = first.len();
+    for k in keys {
+        n = first[..n]
             .iter()
-            .zip(&e.key)
+            .zip(k)
             .position(|(a, b)| a != b)
-            .unwrap_or(n.min(e.key.len()));
+            .unwrap_or(n.min(k.len()));
         if n == 0 {
             break;
         }
@@ -576,7 +663,8 @@ impl Ord for HeapItem {
 }
 
 enum Source {
-    Mem(std::vec::IntoIter<Entry>),
+    /// The last buffer, in the sort's order.
+    Mem(std::vec::IntoIter<Pair>, Vec<EntryBatch>),
     MemRun(std::io::Cursor<Vec<u8>>),
     Run {
         r: BufReader<File>,
@@ -591,11 +679,22 @@ enum Source {
 }
 
 impl Source {
-    fn next(&mut self) -> Result<Option<Entry>> {
+    /// The next entry, filled into one of `spare` when there is one.
+    fn next(&mut self, spare: &mut Vec<Entry>) -> Result<Option<Entry>> {
         match self {
-            Source::Mem(it) => Ok(it.next()),
-            Source::MemRun(r) => read_run_entry(r, Path::new("(sorted run in memory)")),
-            Source::Run { r, path } => read_run_entry(r, path),
+            Source::Mem(it, buf) => Ok(it.next().map(|(_, b, i)| {
+                let (batch, i) = (&buf[b as usize], i as usize);
+                let mut e = reuse(spare);
+                e.key.clear();
+                e.key.extend_from_slice(batch.key(i));
+                e.value.clear();
+                e.value.extend_from_slice(batch.value(i));
+                let s = &batch.slots()[i];
+                (e.src, e.delete) = (s.src, s.delete);
+                e
+            })),
+            Source::MemRun(r) => read_run_entry(r, Path::new("(sorted run in memory)"), spare),
+            Source::Run { r, path } => read_run_entry(r, path, spare),
             Source::Sst {
                 files,
                 reader,
@@ -645,11 +744,15 @@ impl Source {
 
 /// A varint from a stream; `None` at a clean end.
 fn read_varint(r: &mut impl Read) -> std::io::Result<Option<u128>> {
-    let mut bytes = Vec::with_capacity(4);
+    // At most 19 bytes hold a u128 (7 bits each); a longer one is
+    // corrupt, which `get_varint` reports. No allocation: this runs four
+    // times per entry in the merge.
+    let mut bytes = [0u8; 20];
+    let mut n = 0;
     loop {
         let mut b = [0u8];
         if r.read(&mut b)? == 0 {
-            if bytes.is_empty() {
+            if n == 0 {
                 return Ok(None);
             }
             return Err(std::io::Error::new(
@@ -657,12 +760,13 @@ fn read_varint(r: &mut impl Read) -> std::io::Result<Option<u128>> {
                 "varint cut short",
             ));
         }
-        bytes.push(b[0]);
-        if b[0] < 0x80 {
+        bytes[n] = b[0];
+        n += 1;
+        if b[0] < 0x80 || n == bytes.len() {
             break;
         }
     }
-    get_varint(&mut bytes.as_slice())
+    get_varint(&mut &bytes[..n])
         .map(Some)
         .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))
 }
@@ -719,15 +823,23 @@ mod tests {
             let mut r = Ok(());
             let mut at = 0;
             for part in keys.chunks(rng.gen_range(1..500)) {
-                let es = part
+                let es: EntryBatch = part
                     .iter()
                     .enumerate()
                     .map(|(j, &k)| entry(at + j, k))
                     .collect();
                 at += part.len();
+                // The sorter charges exactly what its batches hold (arena
+                // and sort pairs), and a spill gives it all back.
+                let before = s.buf_bytes;
+                let charge = es.charge();
                 r = r.and_then(|_| s.push(es));
+                if r.is_ok() && s.mem_runs.is_empty() {
+                    assert_eq!(s.buf_bytes, before + charge, "case {case}");
+                }
                 if rng.gen_bool(0.1) {
                     r = r.and_then(|_| s.spill());
+                    assert!(r.is_err() || s.buf_bytes == 0, "case {case}");
                 }
             }
             let mut out = Collect::default();

@@ -129,6 +129,9 @@ fn split_all(d: &Dialect, data: &[u8], chunk: usize) -> Result<Vec<Record>, Stri
                 .collect();
             out.push((line, fields));
         }
+        // The next chunk is read into this one's buffer (as the pipeline
+        // does): nothing of it may leak into later chunks.
+        sp.recycle(c.data);
     }
     Ok(out)
 }

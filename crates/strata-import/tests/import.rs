@@ -671,3 +671,45 @@ fn on_duplicate_ignore_keeps_the_first_row_and_its_index_entries() {
     assert_eq!(all_pairs(&db), before);
     no_temp_dirs(&dbdir);
 }
+
+/// The budget's writer share reaches the SST writers: with a small budget
+/// an index of many small entries is cut into files whose writers each
+/// stayed under `Budget::writer_cap` (filter hashes and index counted by
+/// `sink::writer_memory`), where the target file size alone would have
+/// made one file; and the table still reads back whole.
+#[test]
+fn writer_share_of_the_budget_cuts_files() {
+    let schema =
+        Schema::parse("CREATE TABLE t (id BIGINT PRIMARY KEY, v INT); CREATE INDEX t_v ON t (v);")
+            .unwrap();
+    let t = schema.table("t").unwrap();
+    let n = 60_000u64;
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::new();
+    for id in 0..n {
+        csv.push_str(&format!("{id},{}\n", (id * 7919) % 1000));
+    }
+    let input = write(dir.path(), "in.csv", csv.as_bytes());
+    let db = Db::open_default(dir.path().join("db")).unwrap();
+    let o = ImportOptions {
+        memory: 2 << 20,
+        ..ImportOptions::default()
+    };
+    let s = import(&db, t, &[input], &o).unwrap();
+    let cap = s.budget.unwrap().writer_cap as u64;
+    assert_eq!(s.rows, n);
+    for ix in &s.indexes {
+        // 16 bytes of filter hashes an entry alone: at least this many
+        // files, each under the cap.
+        let need = (ix.kvs * 16).div_ceil(cap);
+        assert!(
+            ix.files as u64 >= need && need > 1,
+            "{}: {} files for {} entries under a {cap}-byte writer cap",
+            ix.name,
+            ix.files,
+            ix.kvs
+        );
+    }
+    let r = TableReader::open(&db, "t").unwrap();
+    assert_eq!(r.count().unwrap(), n);
+}
