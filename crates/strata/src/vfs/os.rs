@@ -199,19 +199,50 @@ impl Vfs for OsVfs {
             .truncate(false)
             .open(path)
             .map_err(|e| Error::io(p(path), e))?;
-        match f.try_lock() {
+        match try_lock(&f) {
             // The file is dropped (unlocked) before the registration.
-            Ok(()) => Ok(Box::new((f, registered))),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy {
+            Ok(true) => Ok(Box::new((f, registered))),
+            Ok(false) => Err(Error::Busy {
                 path: db_dir(path),
                 msg: format!("another process holds its lock file {}", p(path)),
             }),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(p(path), e)),
+            Err(e) => Err(Error::io(p(path), e)),
         }
     }
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         File::open(dir)
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::io(p(dir), e))
+    }
+}
+
+/// Takes an exclusive lock on the whole of `f` without waiting: `Ok(false)`
+/// if another process holds it.
+///
+/// On Unix this is a POSIX record lock (`fcntl(F_SETLK)`), as LevelDB and
+/// RocksDB take, not a `flock`: a `flock` belongs to the open file
+/// description, which a child process shares from `fork` until its `exec`
+/// closes it, so a database closed while another thread spawns a process
+/// stayed locked for that moment ("another process holds its lock file",
+/// seen in the import kill tests). A POSIX lock belongs to the process and
+/// is never inherited. Its catch, that closing any descriptor of the file
+/// releases it, cannot bite: the registration above lets one `Db` per
+/// process open the file.
+#[cfg(unix)]
+fn try_lock(f: &File) -> std::io::Result<bool> {
+    use rustix::fs::{fcntl_lock, FlockOperation};
+    match fcntl_lock(f, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(e) if e == rustix::io::Errno::AGAIN || e == rustix::io::Errno::ACCESS => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(not(unix))]
+fn try_lock(f: &File) -> std::io::Result<bool> {
+    match f.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
