@@ -847,3 +847,93 @@ fn excise_over_memory_cuts_when_placed() {
     assert_eq!(db.get(key(42)).unwrap(), Some(b"new".to_vec()));
     assert!(db.files().iter().any(|(_, f)| f.num_range_deletions > 0));
 }
+
+/// The checks of a file to ingest run in one walk over its blocks (the
+/// keys handed from `Table::verify_with`): a defect deep inside a file of
+/// many blocks is still refused (a flipped byte as corruption naming the
+/// file, a sequence number other than 0, a user key twice), each leaving the
+/// database unchanged, and the bounds found on the walk are the file's
+/// first and last keys (a file holding only either one lands above it).
+#[test]
+fn every_block_of_a_file_to_ingest_is_checked() {
+    use strata::key::ValueKind;
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(d.path().join("db"), opts()).unwrap();
+    db.put(b"a", b"mem").unwrap();
+    let value = |i: u32| format!("{i:0>100}").into_bytes();
+    let key = |i: u32| format!("k{i:05}").into_bytes();
+    // 2,000 keys of 100-byte values, uncompressed: about 50 data blocks,
+    // so a byte flipped at a third of the file lies in a middle block and
+    // only its checksum can tell.
+    let write = |name: &str, entries: &[(Vec<u8>, u64, ValueKind)]| {
+        let p = d.path().join(name);
+        let o = SstOptions {
+            compression: strata::CompressionType::None,
+            ..SstOptions::default()
+        };
+        let mut w = SstWriter::create(&p, o).unwrap();
+        for (i, (k, seq, kind)) in entries.iter().enumerate() {
+            w.add_entry(k, *seq, *kind, &value(i as u32)).unwrap();
+        }
+        w.finish().unwrap();
+        p
+    };
+    let good: Vec<_> = (0..2000).map(|i| (key(i), 0, ValueKind::Value)).collect();
+    let before = scan(&db);
+    // A flipped byte, with verification on.
+    let flipped = write("flipped.sst", &good);
+    let mut bytes = std::fs::read(&flipped).unwrap();
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x20;
+    std::fs::write(&flipped, &bytes).unwrap();
+    let e = db.ingest(&[&flipped], &files_opts()).unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+    assert!(e.to_string().contains("flipped.sst"), "{e}");
+    // Sequence number 7 on one key in the middle.
+    let mut seq = good.clone();
+    seq[1000].1 = 7;
+    let e = db
+        .ingest(&[write("seq.sst", &seq)], &files_opts())
+        .unwrap_err();
+    assert!(e.to_string().contains("sequence number 7"), "{e}");
+    // One user key twice (a put and a delete, both at sequence 0).
+    let mut dup = good.clone();
+    dup.insert(1001, (key(1000), 0, ValueKind::Deletion));
+    let e = db
+        .ingest(&[write("dup.sst", &dup)], &files_opts())
+        .unwrap_err();
+    assert!(e.to_string().contains("appears twice"), "{e}");
+    assert_eq!(scan(&db), before, "nothing changed");
+    // The bounds: the whole file goes to the bottom; a file holding only
+    // its last key, then one holding only its first, each lands above.
+    let r = db
+        .ingest(&[write_sst_like(&d, "all.sst", &good)], &files_opts())
+        .unwrap();
+    assert_eq!(r.levels, vec![Some(6)]);
+    let last = write_sst(&d.path().join("last.sst"), &[(&key(1999), b"new")]);
+    assert_eq!(
+        db.ingest(&[last], &files_opts()).unwrap().levels,
+        vec![Some(5)]
+    );
+    let first = write_sst(&d.path().join("first.sst"), &[(&key(0), b"new")]);
+    assert_eq!(
+        db.ingest(&[first], &files_opts()).unwrap().levels,
+        vec![Some(5)]
+    );
+    assert_eq!(db.get(key(1999)).unwrap(), Some(b"new".to_vec()));
+    assert_eq!(db.get(key(1000)).unwrap(), Some(value(1000)));
+}
+
+/// `entries` (all puts at sequence 0) as a file for ingestion.
+fn write_sst_like(
+    d: &tempfile::TempDir,
+    name: &str,
+    entries: &[(Vec<u8>, u64, strata::key::ValueKind)],
+) -> PathBuf {
+    let mut w = SstWriter::create(d.path().join(name), SstOptions::for_ingestion()).unwrap();
+    for (i, (k, _, _)) in entries.iter().enumerate() {
+        w.put(k, format!("{i:0>100}").into_bytes()).unwrap();
+    }
+    w.finish().unwrap();
+    d.path().join(name)
+}

@@ -130,6 +130,10 @@ pub struct IngestOptions {
     /// become a flushable entry (true) or make the call fail (false).
     pub allow_overlap_with_memtable: bool,
     /// Check every block checksum of the files before ingesting them.
+    /// Every key is read either way (in one walk over the blocks), to check
+    /// sequence numbers, order and duplicates; false only skips the
+    /// checksums (as RocksDB's default does), for files this process just
+    /// wrote itself.
     pub verify_checksums: bool,
     /// Ingest and excise: atomically delete every key in `[start, end)` that
     /// the database held before this ingestion (the ingested files' own keys
@@ -257,16 +261,18 @@ fn inspect(vfs: &dyn Vfs, path: &Path, verify: bool) -> Result<Inspected> {
             )));
         }
     }
-    if verify {
-        t.verify()?;
-    }
-    let mut it = t.iter();
-    it.seek_to_first();
-    let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
-    while it.valid() {
-        let pk = ParsedKey::parse(it.key()).ok_or_else(|| {
-            Error::corruption(&name, it.block_offset(), "key shorter than its trailer")
-        })?;
+    // One walk over the data blocks does every check: checksums (unless
+    // `verify` is off), key order, the entry count against the properties
+    // (`Table::verify_with`), and here sequence number 0, no user key
+    // twice, and the bounds. (Checking and then iterating read and parsed
+    // every block twice: about 0.6-1 ms of a 5,000-key W4 ingestion, more
+    // than both of its fsyncs on a quiet disk.) The previous user key is
+    // kept in one reused buffer: no allocation per key.
+    let mut first: Option<Vec<u8>> = None;
+    let mut last: Vec<u8> = Vec::new();
+    t.verify_with(verify, &mut |ikey, offset| {
+        let pk = ParsedKey::parse(ikey)
+            .ok_or_else(|| Error::corruption(&name, offset, "key shorter than its trailer"))?;
         if pk.seq != 0 {
             return Err(Error::invalid(format!(
                 "{name}: key {} has sequence number {} (files to ingest hold sequence 0 only)",
@@ -274,19 +280,19 @@ fn inspect(vfs: &dyn Vfs, path: &Path, verify: bool) -> Result<Inspected> {
                 pk.seq
             )));
         }
-        match &mut range {
-            Some((_, last)) if last.as_slice() == pk.user_key => {
-                return Err(Error::invalid(format!(
-                    "{name}: key {} appears twice",
-                    crate::util::hex::escape(pk.user_key)
-                )));
-            }
-            Some((_, last)) => *last = pk.user_key.to_vec(),
-            None => range = Some((pk.user_key.to_vec(), pk.user_key.to_vec())),
+        if first.is_none() {
+            first = Some(pk.user_key.to_vec());
+        } else if last.as_slice() == pk.user_key {
+            return Err(Error::invalid(format!(
+                "{name}: key {} appears twice",
+                crate::util::hex::escape(pk.user_key)
+            )));
         }
-        it.next();
-    }
-    it.status()?;
+        last.clear();
+        last.extend_from_slice(pk.user_key);
+        Ok(())
+    })?;
+    let range = first.map(|f| (f, last));
     match bounds(range, t.range_tombstones()) {
         Some((l, h, excl)) => Ok((t, l, h, excl)),
         None => Err(Error::invalid(format!("{name}: file holds no entries"))),
@@ -422,6 +428,12 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
             out.insert(0, write_excise_tombstone(db, a, b)?);
         }
     }
+    // The one directory sync of the call, for every link, copy and
+    // tombstone file above: it must complete before the commit frames a
+    // MANIFEST record naming them (the record may reach the disk any time
+    // after, synced or not), or a crash could leave a record naming a file
+    // whose directory entry was lost. With the MANIFEST's sync after the
+    // commit, that is the two fsyncs Pebble's ingestion pays too.
     db.vfs.sync_dir(&db.dir)?;
     Ok(Prepare::Files(out, tables, linked))
 }
