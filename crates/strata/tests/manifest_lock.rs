@@ -33,11 +33,26 @@ struct Gate {
     waiting: AtomicUsize,
     /// MANIFEST syncs that went through.
     passed: AtomicUsize,
+    /// Table removals of held threads wait at the gate too (instead of
+    /// their MANIFEST syncs passing).
+    removals: Mutex<bool>,
 }
 
 impl Gate {
     /// Waits here if the calling thread is held and the gate is shut.
     fn pass(&self) {
+        self.wait_if_held();
+        self.passed.fetch_add(1, Ordering::SeqCst);
+    }
+    /// A MANIFEST sync: held unless the gate holds removals instead.
+    fn pass_sync(&self) {
+        if *self.removals.lock().unwrap() {
+            self.passed.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+        self.pass();
+    }
+    fn wait_if_held(&self) {
         let me = std::thread::current().name().unwrap_or("").to_string();
         let held = self.held.lock().unwrap().iter().any(|p| me.starts_with(p));
         if held {
@@ -48,7 +63,12 @@ impl Gate {
             }
             self.waiting.fetch_sub(1, Ordering::SeqCst);
         }
-        self.passed.fetch_add(1, Ordering::SeqCst);
+    }
+    /// Like `pass`, for a table removal, if removals are held.
+    fn hold_removal(&self) {
+        if *self.removals.lock().unwrap() {
+            self.pass();
+        }
     }
     fn shut(&self, threads: &[&str]) {
         *self.held.lock().unwrap() = threads.iter().map(|s| s.to_string()).collect();
@@ -80,6 +100,12 @@ struct ManifestGate {
 
 impl CreateGate for ManifestGate {
     fn before_create(&self, _path: &Path) {}
+    /// Table removals (the obsolete-file pass) of held threads wait too.
+    fn before_remove(&self, path: &Path) {
+        if path.extension().is_some_and(|e| e == "sst") {
+            self.gate.hold_removal();
+        }
+    }
     fn wrap(&self, path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
         let manifest = path
             .file_name()
@@ -108,7 +134,7 @@ struct GatedSync {
 
 impl FileSync for GatedSync {
     fn sync(&self) -> Result<()> {
-        self.gate.pass();
+        self.gate.pass_sync();
         match &self.inner {
             Some(s) => s.sync(),
             None => Ok(()),
@@ -124,7 +150,7 @@ impl WritableFile for GatedFile {
         self.inner.flush()
     }
     fn sync(&mut self) -> Result<()> {
-        self.gate.pass();
+        self.gate.pass_sync();
         self.inner.sync()
     }
     fn len(&self) -> u64 {
@@ -146,6 +172,7 @@ fn gate_vfs() -> Arc<GateVfs> {
             cv: Condvar::new(),
             waiting: AtomicUsize::new(0),
             passed: AtomicUsize::new(0),
+            removals: Mutex::new(false),
         }),
     }))
 }
@@ -301,4 +328,53 @@ fn an_ingestion_completes_while_a_flush_holds_its_manifest_sync() {
 #[test]
 fn an_ingestion_completes_while_a_compaction_holds_its_manifest_sync() {
     ingest_while_held(Held::Compaction);
+}
+
+/// An ingestion and Puts complete while a compaction's obsolete-file pass
+/// is held inside a table removal: the pass unlinks files with the state
+/// lock released (an ingestion's placement and a memtable rotation take
+/// that lock inside the commit slot, so before, a Put could wait on an
+/// unlink).
+#[test]
+fn an_ingestion_completes_while_an_obsolete_table_removal_is_held() {
+    let vfs = gate_vfs();
+    let db = open(&vfs);
+    for round in 0..2u8 {
+        for i in 0..200u32 {
+            db.put(format!("a{i:04}"), [b'a' + round; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    *vfs.gate.removals.lock().unwrap() = true;
+    vfs.gate.shut(&["held-compaction", "strata-"]);
+    let job = {
+        let db = db.clone();
+        std::thread::Builder::new()
+            .name("held-compaction".into())
+            .spawn(move || db.compact_range(None, None))
+            .unwrap()
+    };
+    vfs.gate.wait_for_a_held_sync();
+    let file = ingestible_sst(vfs.as_ref(), Path::new("/in"), "m.sst", &["m0001"], &[]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let r = db.ingest(&[file], &file_ingestion());
+            for i in 0..100u32 {
+                db.put(format!("p{i:04}"), [b'p'; 100]).unwrap();
+            }
+            let _ = tx.send(r);
+        });
+    }
+    let outcome = rx.recv_timeout(Duration::from_secs(30));
+    let still_held = vfs.gate.waiting.load(Ordering::SeqCst);
+    vfs.gate.open();
+    let r = outcome.expect("the ingestion waited behind a held table removal");
+    r.unwrap();
+    assert!(still_held >= 1, "a removal was held throughout");
+    job.join().unwrap().unwrap();
+    assert_eq!(db.get("a0007").unwrap(), Some(vec![b'b'; 100]));
+    assert_eq!(db.get("m0001").unwrap(), Some(b"ingested m0001".to_vec()));
+    assert_eq!(db.get("p0099").unwrap(), Some(vec![b'p'; 100]));
 }

@@ -281,9 +281,18 @@ pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super:
     }
     let log_number = st.versions.log_number();
     let manifest = st.versions.manifest_number();
+    // The listing and the choice happen under the state lock (a table
+    // created after it is protected by the pending-output floor only while
+    // the lock is held); the unlinks do not: an ingestion's placement and a
+    // memtable rotation take the state lock inside the commit slot, so a
+    // Put would otherwise wait on an unlink. The files chosen are in no
+    // version and never will be again, so removing them unlocked is safe;
+    // a concurrent pass may try the same file, and only the one that
+    // removes it records the event.
     let Ok(names) = db.vfs.list(&db.dir) else {
         return;
     };
+    let mut doomed = Vec::new();
     for name in names {
         let keep = match filenames::parse(&name) {
             Some(filenames::FileKind::Wal(n)) => n >= log_number,
@@ -300,6 +309,14 @@ pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super:
             _ => true,
         };
         if !keep {
+            doomed.push(name);
+        }
+    }
+    if doomed.is_empty() {
+        return;
+    }
+    MutexGuard::unlocked(st, || {
+        for name in doomed {
             let removed = db.vfs.remove(&db.dir.join(&name)).is_ok();
             if let Some(filenames::FileKind::Table(n)) = filenames::parse(&name) {
                 db.table_cache.evict(n);
@@ -308,7 +325,7 @@ pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super:
                 }
             }
         }
-    }
+    });
 }
 
 /// Blocks until the immutable queue is empty (or a background error).

@@ -1,6 +1,7 @@
 //! An in-memory file system for tests that hold some file operations at a
 //! gate: `GatedVfs<G>` passes every call to a `MemVfs`, except that
-//! `create` first calls the test's gate (`CreateGate::before_create`),
+//! `create` first calls the test's gate (`CreateGate::before_create`;
+//! `remove` calls `CreateGate::before_remove`),
 //! which may block, and hands the new file to the gate
 //! (`CreateGate::wrap`), which may wrap it to hold its syncs. Each test keeps its own gate: which creations wait,
 //! how they are counted, and how the gate opens. The gate's own methods
@@ -67,6 +68,9 @@ pub trait CreateGate: Send + Sync {
     fn wrap(&self, _path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
         file
     }
+    /// Called by `remove(path)` before the file is removed (may block). By
+    /// default it lets every removal through.
+    fn before_remove(&self, _path: &Path) {}
 }
 
 /// `MemVfs`, with every creation passing `gate` first.
@@ -111,6 +115,7 @@ impl<G: CreateGate> Vfs for GatedVfs<G> {
         self.inner.file_size(path)
     }
     fn remove(&self, path: &Path) -> Result<()> {
+        self.gate.before_remove(path);
         self.inner.remove(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
