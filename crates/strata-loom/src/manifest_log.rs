@@ -36,17 +36,16 @@
 //! the file it names. The disk is behind one lock (one file-system call at
 //! a time).
 //!
-//! **A known race in the engine** (`known_race_*` tests): when two jobs
-//! sync at once and the first one's fsync fails, the second one's fsync
-//! can succeed (the error was reported to the first), and its `check`
-//! can run before the first job's `poison`: it returns `Ok` for a record
-//! behind bytes that never reached the disk. The tests assert that loom
-//! finds this schedule, so they fail once the engine closes it (then
-//! make them ordinary checks). The candidate fix modelled here, one fsync
-//! at a time under an `fsync` lock with the failure recorded before the
-//! next starts (`Fix::SerialisedFsyncs`), closes it, but it makes an
-//! ingestion's MANIFEST sync wait for a flush's fsync, which the engine
-//! avoids on purpose (`strata/tests/manifest_lock.rs` fails with it).
+//! **Fsyncs one at a time** (`Fix::SerialisedFsyncs`, the engine's code):
+//! when two jobs sync at once and the first one's fsync fails, the second
+//! one's fsync can succeed (the error was reported to the first), and its
+//! `check` can run before the first job's `poison`: it would return `Ok`
+//! for a record behind bytes that never reached the disk. The engine ran
+//! its fsyncs at once until this model found that schedule
+//! (`finds_unserialised_fsyncs`, with `Fix::None`, now a planted bug); it
+//! now runs them under an `fsync` lock, the outcome recorded before the
+//! next starts, which makes an ingestion's MANIFEST sync wait for a
+//! flush's fsync in progress (`strata/tests/manifest_lock.rs`).
 //!
 //! Checked in every interleaving: a `sync` that returns `Ok` leaves every
 //! record framed before it began recoverable from the disk (CURRENT's
@@ -81,10 +80,11 @@ pub enum Bug {
 /// How `sync` runs its fsync.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fix {
-    /// The engine's code: fsyncs run at once.
+    /// Fsyncs run at once (the engine's code before the race was found;
+    /// a planted bug now).
     None,
-    /// The candidate fix for the known race: under an `fsync` lock, the
-    /// outcome recorded before the next fsync starts.
+    /// The engine's code: under an `fsync` lock, the outcome recorded
+    /// before the next fsync starts.
     SerialisedFsyncs,
 }
 
@@ -391,36 +391,41 @@ mod tests {
     }
 
     fn finds(scenario: Scenario, fail_fsync: Option<u32>, bug: Bug) -> String {
-        crate::planted_failure(|| check(scenario, fail_fsync, Fix::None, bug))
+        crate::planted_failure(|| check(scenario, fail_fsync, ENGINE, bug))
     }
+
+    /// How the engine runs its fsyncs.
+    const ENGINE: Fix = Fix::SerialisedFsyncs;
 
     #[test]
     fn two_jobs_sync() {
-        check(Concurrent, None, Fix::None, Bug::None);
+        check(Concurrent, None, ENGINE, Bug::None);
     }
 
     #[test]
     fn switch_beside_a_sync() {
-        check(ConcurrentSwitch, None, Fix::None, Bug::None);
+        check(ConcurrentSwitch, None, ENGINE, Bug::None);
     }
 
     #[test]
     fn a_failed_fsync_poisons_later_syncs() {
-        check(Sequential, Some(1), Fix::None, Bug::None);
+        check(Sequential, Some(1), ENGINE, Bug::None);
     }
 
-    /// The engine's known race (module docs): loom finds it.
+    /// Fsyncs at once (module docs): loom finds the failed fsync beside a
+    /// successful one.
     #[test]
-    fn known_race_failed_fsync_beside_a_sync() {
+    fn finds_unserialised_fsyncs() {
         let m = crate::planted_failure(|| check(Concurrent, Some(1), Fix::None, Bug::None));
         assert!(m.contains("sync returned Ok"), "{m}");
     }
 
-    /// The candidate fix closes it, with and without a switch.
+    /// The engine's serialised fsyncs with a failing fsync, with and
+    /// without a switch.
     #[test]
-    fn serialised_fsyncs_close_the_race() {
-        check(Concurrent, Some(1), Fix::SerialisedFsyncs, Bug::None);
-        check(ConcurrentSwitch, Some(1), Fix::SerialisedFsyncs, Bug::None);
+    fn a_failed_fsync_beside_a_sync() {
+        check(Concurrent, Some(1), ENGINE, Bug::None);
+        check(ConcurrentSwitch, Some(1), ENGINE, Bug::None);
     }
 
     #[test]
@@ -450,6 +455,6 @@ mod tests {
     #[test]
     #[ignore = "run by finds_snapshot_missing_the_record in a child process"]
     fn failure_snapshot_before_record() {
-        check(ConcurrentSwitch, None, Fix::None, Bug::SnapshotBeforeRecord);
+        check(ConcurrentSwitch, None, ENGINE, Bug::SnapshotBeforeRecord);
     }
 }

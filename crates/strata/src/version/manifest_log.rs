@@ -24,11 +24,19 @@
 //!   written. A record is durable once `synced` reaches the `framed` total
 //!   that its `push` returned.
 //! - The fsync runs without `io` when the file offers a
-//!   [`FileSync`](crate::vfs::FileSync) handle: a second job can write out
-//!   and sync its own record while another job's fsync is still in
-//!   progress (an ingestion's caller while a flush syncs). An fsync covers
-//!   every byte written before it began, so `synced` is raised to what was
-//!   written when the write-out ended.
+//!   [`FileSync`](crate::vfs::FileSync) handle, so a second job can write
+//!   out its own record (and writes queued behind it go on) while another
+//!   job's fsync is in progress. The fsyncs themselves run one at a time
+//!   (`fsync_serial`), each one's outcome recorded (poison on failure)
+//!   before the next begins: Linux reports a failed write-back once per
+//!   open file description, and the handle is a `dup`, so a second fsync
+//!   running beside a failed one could succeed and return `Ok` for a
+//!   record behind bytes that never reached the disk (found by the loom
+//!   model; Pebble's `logAndApply` also syncs one edit at a time). An
+//!   ingestion's caller therefore waits for a flush's fsync in progress,
+//!   which on the same file the kernel largely serialises anyway. An fsync
+//!   covers every byte written before it began, so `synced` is raised to
+//!   what was written when the write-out ended.
 //! - Any failed write or sync poisons the log: the record may or may not
 //!   be on disk, so nothing more is written, `has_unsynced` stays true (no
 //!   file is deleted, no synced write is acknowledged) and every later
@@ -103,6 +111,9 @@ pub struct ManifestLog {
     framed: AtomicU64,
     synced: AtomicU64,
     io: Mutex<Io>,
+    /// Held across each fsync through a handle and the recording of its
+    /// outcome (module docs).
+    fsync_serial: Mutex<()>,
     poisoned: Mutex<Option<Error>>,
     poisoned_flag: AtomicBool,
 }
@@ -127,6 +138,7 @@ impl ManifestLog {
                 file: None,
                 written: 0,
             }),
+            fsync_serial: Mutex::new(()),
             poisoned: Mutex::new(None),
             poisoned_flag: AtomicBool::new(false),
         }
@@ -216,13 +228,10 @@ impl ManifestLog {
                 }
             }
         };
-        // Known race (loom model `crates/strata-loom/src/manifest_log.rs`,
-        // `known_race_*`): Linux reports a failed write-back once per open
-        // file description, and the handle is a `dup`, so a second job's
-        // fsync just after a failed one can succeed, and its `check` below
-        // run before the failed job's `poison`. Serialising the fsyncs
-        // closes it but makes an ingestion wait for a flush's fsync
-        // (`tests/manifest_lock.rs`); see docs/reliability.md.
+        // One fsync at a time, its failure recorded before the next one
+        // runs and checks (module docs; the loom model's
+        // `finds_unserialised_fsyncs` shows the race without it).
+        let _one = self.fsync_serial.lock();
         if let Err(e) = handle.sync() {
             self.poison(e.clone());
             return Err(e);

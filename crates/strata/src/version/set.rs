@@ -8,9 +8,10 @@
 //! in one critical section, so records lie in the file in the order the
 //! versions were built; nothing there touches the disk. The caller then
 //! makes the record durable with `ManifestLog::sync` after releasing the
-//! state lock, so an ingestion (which takes the state lock inside the
-//! commit pipeline) never waits behind a flush's or a compaction's MANIFEST
-//! write or fsync.
+//! state lock, so Puts and an ingestion's commit (which takes the state
+//! lock inside the commit pipeline) never wait behind a flush's or a
+//! compaction's MANIFEST write or fsync; only the ingesting caller's final
+//! sync waits for an fsync in progress (`version::manifest_log`).
 //!
 //! Durability rule: the in-memory version may run ahead of the MANIFEST on
 //! disk only by records framed and not yet synced, and nothing is done on
