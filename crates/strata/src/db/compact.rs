@@ -280,11 +280,7 @@ fn write_outputs(db: &DbInner, c: &Compaction, job: u64) -> Result<Vec<crate::ve
         split_keys: if c.output_level == 0 {
             super::flush::l0_split_keys(db, &db.super_version().version)
         } else if c.start_level == 0 && db.opts.compaction.l0_sublevels {
-            c.output_inputs
-                .iter()
-                .skip(1)
-                .map(|f| f.smallest_user_key().to_vec())
-                .collect()
+            crate::version::FileMeta::interior_boundaries(&c.output_inputs)
         } else {
             Vec::new()
         },

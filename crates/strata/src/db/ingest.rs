@@ -585,12 +585,7 @@ pub(crate) fn split_keys(db: &DbInner, v: &Version) -> Vec<Vec<u8>> {
         return Vec::new();
     }
     let base = crate::compaction::picker::level_targets(v, o).base_level;
-    // Lbase's files are sorted and disjoint, so these keys increase.
-    v.files(base)
-        .iter()
-        .skip(1)
-        .map(|f| f.smallest_user_key().to_vec())
-        .collect()
+    FileMeta::interior_boundaries(v.files(base))
 }
 
 /// Whether an excise of `[a, b)` with these files must bring its
