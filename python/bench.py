@@ -54,21 +54,12 @@ import rocksdict
 
 import strata
 
-STOCK_SCHEMA = """CREATE TABLE stock (
-    s_i_id INT NOT NULL,
-    s_w_id INT NOT NULL,
-    s_quantity SMALLINT,
-    s_dist_01 CHAR(24), s_dist_02 CHAR(24), s_dist_03 CHAR(24), s_dist_04 CHAR(24),
-    s_dist_05 CHAR(24), s_dist_06 CHAR(24), s_dist_07 CHAR(24), s_dist_08 CHAR(24),
-    s_dist_09 CHAR(24), s_dist_10 CHAR(24),
-    s_ytd DECIMAL(8,0),
-    s_order_cnt SMALLINT,
-    s_remote_cnt SMALLINT,
-    s_data VARCHAR(50),
-    PRIMARY KEY (s_w_id, s_i_id)
-);
-CREATE INDEX stock_i_id ON stock (s_i_id);
-"""
+# The TPC-C stock table of `strata demo` and the benchmark drivers (one copy
+# in the repository).
+ROOT = Path(__file__).resolve().parents[1]
+STOCK_SCHEMA = (ROOT / "crates" / "strata-cli" / "src" / "tpcc_stock.sql").read_text()
+# The shared deterministic generator, beside the repository (`../shared`).
+DATAGEN = ROOT.parent / "shared" / "datagen" / "tpcc_stock.py"
 
 MEMTABLE = 64 << 20
 
@@ -259,9 +250,8 @@ def bench_import(base, warehouses):
     out = {}
     csv_path = base / f"stock-w{warehouses}.csv"
     if not csv_path.exists():
-        gen = Path("/work/shared/datagen/tpcc_stock.py")
         with open(csv_path, "wb") as f:
-            subprocess.run([sys.executable, str(gen), "-w", str(warehouses)], stdout=f, check=True)
+            subprocess.run([sys.executable, str(DATAGEN), "-w", str(warehouses)], stdout=f, check=True)
     out["csv_bytes"] = csv_path.stat().st_size
     strata_path = fresh(base / "strata-w1")
     db = strata.DB(strata_path)

@@ -28,7 +28,7 @@ from strata import spark as sspark
 
 ROOT = Path(__file__).resolve().parents[1]
 DATAGEN = ROOT.parent / "shared" / "datagen" / "tpcc_stock.py"
-SCHEMA = (ROOT / "python" / "tests" / "test_spark.py").read_text().split('STOCK = """')[1].split('"""')[0]
+SCHEMA = (ROOT / "crates" / "strata-cli" / "src" / "tpcc_stock.sql").read_text()
 
 
 def wa(db) -> float:

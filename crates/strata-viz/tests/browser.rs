@@ -514,15 +514,7 @@ fn wide_file_db(dir: &Path, split: bool) {
 }
 
 /// The TPC-C `stock` schema of `strata demo` (crates/strata-cli/src/tpcc.rs).
-const STOCK_SCHEMA: &str = "CREATE TABLE stock (
-    s_i_id INT NOT NULL, s_w_id INT NOT NULL, s_quantity SMALLINT,
-    s_dist_01 CHAR(24), s_dist_02 CHAR(24), s_dist_03 CHAR(24), s_dist_04 CHAR(24),
-    s_dist_05 CHAR(24), s_dist_06 CHAR(24), s_dist_07 CHAR(24), s_dist_08 CHAR(24),
-    s_dist_09 CHAR(24), s_dist_10 CHAR(24),
-    s_ytd DECIMAL(8,0), s_order_cnt SMALLINT, s_remote_cnt SMALLINT, s_data VARCHAR(50),
-    PRIMARY KEY (s_w_id, s_i_id)
-);
-CREATE INDEX stock_i_id ON stock (s_i_id);";
+const STOCK_SCHEMA: &str = include_str!("../../strata-cli/src/tpcc_stock.sql");
 
 /// TPC-C stock rows of warehouse `w` (100,000 items) in a seeded random
 /// order, as CSV (the shape of `shared/datagen/tpcc_stock.py`).
