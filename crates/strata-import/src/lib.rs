@@ -22,6 +22,7 @@ pub mod encode;
 pub mod error;
 pub mod parse;
 pub mod pipeline;
+pub mod pool;
 pub mod resolve;
 pub mod schema;
 pub mod sink;

@@ -10,6 +10,7 @@ use crate::chunk::{Chunk, LineCounter};
 use crate::codec::TableCodec;
 use crate::csv::dialect::Dialect;
 use crate::csv::records::Records;
+use crate::pool::BatchPool;
 use crate::value::{self, Value};
 
 /// Where an entry came from: input file index and line.
@@ -71,6 +72,10 @@ pub struct Layout<'a> {
     pub columns: &'a [usize],
     /// Added to the byte offset of a record to make the hidden row id.
     pub rowid_base: i64,
+    /// Where the chunk's entry batches come from: reused ones (kept at
+    /// their capacity) or, without a pool, new ones trimmed to what they
+    /// hold.
+    pub pool: Option<&'a BatchPool>,
 }
 
 /// Parses every record of `chunk` (see the module documentation).
@@ -80,13 +85,19 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     let nidx = table.indexes.len();
     // Entries are made in place, into one arena per index (a chunk's
     // sizes are known roughly from its length: reserving avoids most
-    // regrowing while parsing; the buffers are trimmed at the end so the
-    // budget's charge is what they hold).
+    // regrowing while parsing). New buffers are trimmed at the end so the
+    // budget's charge is what they hold; pooled ones keep their capacity
+    // (charged as it is) for the next chunk.
     let len = chunk.data.len();
+    let room = |i: usize| (if i == 0 { len + len / 4 } else { len / 8 }, len / 256);
     let mut out = Parsed {
         entries: (0..nidx)
             .map(|i| {
-                EntryBatch::with_capacity(if i == 0 { len + len / 4 } else { len / 8 }, len / 256)
+                let (bytes, entries) = room(i);
+                match layout.pool {
+                    Some(p) => p.take(i, bytes, entries),
+                    None => EntryBatch::with_capacity(bytes, entries),
+                }
             })
             .collect(),
         bytes: len as u64,
@@ -171,8 +182,10 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         }
         out.rows += 1;
     }
-    for b in &mut out.entries {
-        b.shrink_to_fit();
+    if layout.pool.is_none() {
+        for b in &mut out.entries {
+            b.shrink_to_fit();
+        }
     }
     out
 }

@@ -24,12 +24,14 @@ use crate::batch::EntryBatch;
 use crate::encode::row::{get_varint, put_varint};
 use crate::error::{Error, Result};
 use crate::parse::{Entry, Src};
+use crate::pool::BatchPool;
 use crate::sink::{Output, RollingSink, SstFile};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A duplicate found while sorting: the key and both rows.
 #[derive(Debug)]
@@ -110,6 +112,9 @@ pub struct IndexSorter {
     writer_cap: usize,
     /// Bytes the merge's run read buffers may take together.
     merge_memory: usize,
+    /// Where batches go once their entries are written or copied (this
+    /// sorter's index in the pool).
+    pool: Option<(Arc<BatchPool>, usize)>,
 }
 
 impl IndexSorter {
@@ -146,6 +151,7 @@ impl IndexSorter {
             split_keys: Vec::new(),
             writer_cap: usize::MAX,
             merge_memory: usize::MAX,
+            pool: None,
         }
     }
 
@@ -155,6 +161,22 @@ impl IndexSorter {
         self.writer_cap = cap;
         self.sink.set_memory_cap(cap);
         self
+    }
+
+    /// Hands batches whose entries are done with back to `pool` as index
+    /// `index`'s.
+    pub fn with_pool(mut self, pool: Arc<BatchPool>, index: usize) -> IndexSorter {
+        self.pool = Some((pool, index));
+        self
+    }
+
+    /// Gives `buf`'s batches back to the pool (or frees them).
+    fn recycle(&self, buf: Vec<EntryBatch>) {
+        if let Some((pool, index)) = &self.pool {
+            for b in buf {
+                pool.give(*index, b);
+            }
+        }
     }
 
     /// Makes the merge's read buffers (one per spilled run) take at most
@@ -290,7 +312,7 @@ impl IndexSorter {
             encode_run_entry(&mut run, &buf[b as usize], i as usize);
         }
         drop(order);
-        drop(buf);
+        self.recycle(buf);
         self.mem_run_bytes += run.capacity();
         self.buf_bytes = self.mem_run_bytes;
         self.mem_runs.push(run);
@@ -358,6 +380,7 @@ impl IndexSorter {
                 w.write_all(&src)
                     .map_err(|e| Error::io(&self.streamed_src_path, e))?;
             }
+            self.recycle(buf);
             return Ok(());
         }
         let order = sort_checked(&buf, self.keep_dups)?;
@@ -375,6 +398,8 @@ impl IndexSorter {
         }
         w.flush().map_err(|e| Error::io(&path, e))?;
         self.runs.push(path);
+        drop(order);
+        self.recycle(buf);
         Ok(())
     }
 
