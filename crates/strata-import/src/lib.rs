@@ -20,6 +20,7 @@ pub mod codec;
 pub mod csv;
 pub mod encode;
 pub mod error;
+pub mod handoff;
 pub mod parse;
 pub mod pipeline;
 pub mod pool;

@@ -415,8 +415,9 @@ impl IndexSorter {
         let fresh = self.new_sink(&name);
         let mut sink = std::mem::replace(&mut self.sink, fresh);
         sink.set_split_keys(std::mem::take(&mut self.split_keys));
-        self.merge_into(&mut sink, each)?;
-        Ok(sink.finish()?)
+        // The merge here, the SST writing on a thread of its own.
+        let ((), files) = crate::handoff::write_on_thread(sink, |out| self.merge_into(out, each))?;
+        Ok(files)
     }
 
     /// Like [`Self::finish`], into any output. Only for a sorter that
