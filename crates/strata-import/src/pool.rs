@@ -16,7 +16,7 @@ use crate::batch::EntryBatch;
 use std::sync::Mutex;
 
 /// Batches kept per index.
-pub const RECYCLED_BATCHES: usize = 3;
+pub const RECYCLED_BATCHES: usize = 2;
 
 /// Empty batches for reuse, per index (see the module documentation).
 #[derive(Debug)]

@@ -23,6 +23,7 @@
 use crate::batch::EntryBatch;
 use crate::encode::row::{get_varint, put_varint};
 use crate::error::{Error, Result};
+use crate::handoff::StreamWriter;
 use crate::parse::{Entry, Src};
 use crate::pool::BatchPool;
 use crate::sink::{Output, RollingSink, SstFile};
@@ -86,8 +87,11 @@ pub struct IndexSorter {
     pub buf_bytes: usize,
     in_order: bool,
     last: Option<(Vec<u8>, Src)>,
-    /// The output while in order.
+    /// The output while in order (on `stream`'s thread while it runs).
     sink: RollingSink,
+    /// The thread writing the in-order stream (started by its first
+    /// spill, stopped before `sink` is used here again).
+    stream: Option<StreamWriter>,
     /// Sources of the entries streamed into `sink`, in order.
     streamed_src: Option<BufWriter<File>>,
     streamed_src_path: PathBuf,
@@ -138,6 +142,7 @@ impl IndexSorter {
             in_order: allow_in_order && !keep_dups,
             last: None,
             sink: RollingSink::new(dir, &format!("{name}-stream"), target_file),
+            stream: None,
             streamed_src: None,
             streamed_src_path: dir.join(format!("{name}-stream.src")),
             streamed_run: None,
@@ -340,6 +345,7 @@ impl IndexSorter {
         self.in_order = false;
         self.last = None;
         if self.streamed {
+            self.reclaim_sink()?;
             let fresh = self.new_sink(&format!("{}-out", self.name));
             let sink = std::mem::replace(&mut self.sink, fresh);
             let files = sink.finish()?;
@@ -371,7 +377,6 @@ impl IndexSorter {
             let mut src = Vec::new();
             for b in &buf {
                 for s in b.slots() {
-                    self.sink.add(b.key_of(s), b.value_of(s))?;
                     put_varint(&mut src, s.src.file as u128);
                     put_varint(&mut src, s.src.line as u128);
                 }
@@ -380,7 +385,19 @@ impl IndexSorter {
                 w.write_all(&src)
                     .map_err(|e| Error::io(&self.streamed_src_path, e))?;
             }
-            self.recycle(buf);
+            // The entries go to the SSTs on the stream's own thread.
+            let stream = match &mut self.stream {
+                Some(w) => w,
+                None => {
+                    let placeholder = self.new_sink(&format!("{}-unused", self.name));
+                    let sink = std::mem::replace(&mut self.sink, placeholder);
+                    self.stream
+                        .insert(StreamWriter::start(sink, self.pool.clone())?)
+                }
+            };
+            for b in buf {
+                stream.send(b)?;
+            }
             return Ok(());
         }
         let order = sort_checked(&buf, self.keep_dups)?;
@@ -403,6 +420,15 @@ impl IndexSorter {
         Ok(())
     }
 
+    /// Takes the stream's sink back from its thread, once every batch
+    /// sent is written.
+    fn reclaim_sink(&mut self) -> Result<()> {
+        if let Some(w) = self.stream.take() {
+            self.sink = w.close()?;
+        }
+        Ok(())
+    }
+
     /// Merges everything into the output SSTs and returns them. `each`
     /// sees every group of entries with one key, in key order, the group
     /// in input order (tombstones last), and says what to write; a group
@@ -411,6 +437,7 @@ impl IndexSorter {
         mut self,
         each: impl FnMut(&[Entry]) -> Result<Keep>,
     ) -> std::result::Result<Vec<SstFile>, SortError> {
+        self.reclaim_sink()?;
         let name = format!("{}-out", self.name);
         let fresh = self.new_sink(&name);
         let mut sink = std::mem::replace(&mut self.sink, fresh);
