@@ -194,6 +194,7 @@ pub fn import_csv(data: &[u8]) {
         dialect: &dialect,
         columns: &columns,
         rowid_base: 0,
+        pool: None,
     };
     let chunk = Chunk {
         seq: 0,

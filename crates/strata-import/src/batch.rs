@@ -60,6 +60,19 @@ impl EntryBatch {
         });
     }
 
+    /// Empties the batch, keeping its buffers (see `pool`).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.slots.clear();
+    }
+
+    /// Makes room for at least `bytes` more key and value bytes and
+    /// `entries` more entries.
+    pub fn reserve(&mut self, bytes: usize, entries: usize) {
+        self.bytes.reserve(bytes);
+        self.slots.reserve(entries);
+    }
+
     /// Gives back unused capacity (after the last push).
     pub fn shrink_to_fit(&mut self) {
         self.bytes.shrink_to_fit();

@@ -9,11 +9,16 @@
 //!   taken in input order, each held as its raw bytes and then as encoded
 //!   entries. There are at most `1 + 4 × threads` of them
 //!   ([`Budget::chunks_in_flight`]), plus [`RECYCLED_CHUNKS`] parsed
-//!   chunks' buffers waiting to be read into again; the chunk size is
+//!   chunks' buffers waiting to be read into again, per index
+//!   [`RECYCLED_BATCHES`] empty entry batches waiting to be filled again
+//!   (`pool`), and the [`STREAM_BATCHES`] chunks' batches an index in key
+//!   order has with its SST writer thread (`handoff`). The chunk size is
 //!   chosen so they take at most a quarter of the budget, counting
 //!   [`PARSED_EXPANSION`] times the raw bytes for each chunk in flight (raw
 //!   bytes plus the entries made from them), once for each recycled
-//!   buffer, and the reader's [`READ_SLACK`] in every buffer.
+//!   buffer, `PARSED_EXPANSION - 1` times for each recycled or streamed
+//!   set of entry batches, and the reader's [`READ_SLACK`] in every
+//!   buffer.
 //! - **writers**: per index, one open SST writer, whose filter hashes and
 //!   index grow with the file: the file is cut when they reach
 //!   [`Budget::writer_cap`] (`sink::writer_memory`), so that is a bound,
@@ -29,6 +34,9 @@
 //! runs through buffers that share the chunks' quarter between them
 //! (`sort::IndexSorter::with_merge_memory`), while the last buffer of each
 //! index stays inside the sort share and the writers inside theirs.
+
+use crate::handoff::STREAM_BATCHES;
+use crate::pool::RECYCLED_BATCHES;
 
 /// Bytes a chunk holds at its peak over its raw bytes: the raw bytes plus
 /// the entries made from them (estimated from the entry sizes of the TPC-C
@@ -98,7 +106,9 @@ impl Budget {
         let threads = threads.max(1);
         let queue_depth = threads;
         let in_flight = Self::chunks_in_flight(threads);
-        let copies = in_flight * PARSED_EXPANSION + RECYCLED_CHUNKS;
+        let copies = in_flight * PARSED_EXPANSION
+            + RECYCLED_CHUNKS
+            + (RECYCLED_BATCHES + STREAM_BATCHES) * (PARSED_EXPANSION - 1);
         let slack = (in_flight + RECYCLED_CHUNKS) * READ_SLACK;
         let fit = (total / 4).saturating_sub(slack) / copies;
         let chunk_size = max_chunk.min(fit.max(MIN_CHUNK)).max(1);

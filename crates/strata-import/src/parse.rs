@@ -9,6 +9,8 @@ use crate::batch::EntryBatch;
 use crate::chunk::{Chunk, LineCounter};
 use crate::codec::TableCodec;
 use crate::csv::dialect::Dialect;
+use crate::csv::records::Records;
+use crate::pool::BatchPool;
 use crate::value::{self, Value};
 
 /// Where an entry came from: input file index and line.
@@ -70,6 +72,10 @@ pub struct Layout<'a> {
     pub columns: &'a [usize],
     /// Added to the byte offset of a record to make the hidden row id.
     pub rowid_base: i64,
+    /// Where the chunk's entry batches come from: reused ones (kept at
+    /// their capacity) or, without a pool, new ones trimmed to what they
+    /// hold.
+    pub pool: Option<&'a BatchPool>,
 }
 
 /// Parses every record of `chunk` (see the module documentation).
@@ -79,50 +85,36 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     let nidx = table.indexes.len();
     // Entries are made in place, into one arena per index (a chunk's
     // sizes are known roughly from its length: reserving avoids most
-    // regrowing while parsing; the buffers are trimmed at the end so the
-    // budget's charge is what they hold).
+    // regrowing while parsing). New buffers are trimmed at the end so the
+    // budget's charge is what they hold; pooled ones keep their capacity
+    // (charged as it is) for the next chunk.
     let len = chunk.data.len();
+    let room = |i: usize| (if i == 0 { len + len / 4 } else { len / 8 }, len / 256);
     let mut out = Parsed {
         entries: (0..nidx)
             .map(|i| {
-                EntryBatch::with_capacity(if i == 0 { len + len / 4 } else { len / 8 }, len / 256)
+                let (bytes, entries) = room(i);
+                match layout.pool {
+                    Some(p) => p.take(i, bytes, entries),
+                    None => EntryBatch::with_capacity(bytes, entries),
+                }
             })
             .collect(),
         bytes: len as u64,
         ..Parsed::default()
     };
-    let mut rdr = layout.dialect.reader(chunk.data.as_slice());
-    let mut rec = ::csv::ByteRecord::new();
+    let mut records = Records::new(layout.dialect, chunk.data.as_slice());
     let mut row = vec![Value::Null; table.columns.len()];
     let null = layout.dialect.null.as_bytes();
     let (mut k, mut v, mut pk) = (Vec::new(), Vec::new(), Vec::new());
     let mut lines = LineCounter::new(&chunk.data, chunk.first_line);
-    loop {
-        let start = rdr.position().clone();
-        match rdr.read_byte_record(&mut rec) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => {
-                // The csv crate's own errors (I/O on a slice cannot happen).
-                out.bad.push(BadRow {
-                    src: Src {
-                        file: chunk.file as u32,
-                        line: lines.record(start.byte() as usize).0,
-                    },
-                    column: None,
-                    reason: e.to_string(),
-                    raw: Vec::new(),
-                });
-                break;
-            }
-        }
-        let (line, rstart) =
-            lines.record(rec.position().map_or(start.byte(), |p| p.byte()) as usize);
+    while let Some(rec) = records.next_record() {
+        let (line, rstart) = lines.record(rec.start);
         let src = Src {
             file: chunk.file as u32,
             line,
         };
-        let end = rdr.position().byte() as usize;
+        let end = rec.end;
         let bad = |column: Option<usize>, reason: String| BadRow {
             src,
             column: column.map(|c| table.columns[c].name.clone()),
@@ -140,9 +132,17 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
             ));
             continue;
         }
+        // One UTF-8 check for the whole record (one call instead of one
+        // per field); a field is then valid exactly when both its ends
+        // are character boundaries (`str::get`). A record that is not
+        // valid as a whole is checked field by field, so the column
+        // reported is the same either way.
+        let whole = std::str::from_utf8(rec.bytes).ok();
         let mut failed = None;
-        for (field, &c) in rec.iter().zip(layout.columns) {
+        for (i, &c) in layout.columns.iter().enumerate() {
             let col = &table.columns[c];
+            let range = rec.range(i);
+            let field = &rec.bytes[range.clone()];
             if field == null {
                 if col.not_null {
                     failed = Some(bad(Some(c), "NULL in a NOT NULL column".into()));
@@ -151,7 +151,11 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
                 row[c] = Value::Null;
                 continue;
             }
-            let Ok(text) = std::str::from_utf8(field) else {
+            let text = match whole {
+                Some(w) => w.get(range),
+                None => std::str::from_utf8(field).ok(),
+            };
+            let Some(text) = text else {
                 failed = Some(bad(Some(c), "invalid UTF-8".into()));
                 break;
             };
@@ -178,8 +182,10 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         }
         out.rows += 1;
     }
-    for b in &mut out.entries {
-        b.shrink_to_fit();
+    if layout.pool.is_none() {
+        for b in &mut out.entries {
+            b.shrink_to_fit();
+        }
     }
     out
 }

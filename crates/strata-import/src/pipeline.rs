@@ -33,6 +33,7 @@ use crate::csv::dialect::{Dialect, Header};
 use crate::csv::input::Input;
 use crate::error::{Error, Result, RowSource};
 use crate::parse::{parse_chunk, BadRow, Layout, Parsed, Src};
+use crate::pool::BatchPool;
 use crate::resolve::Resolver;
 use crate::schema::Table;
 use crate::sink::{Output, RollingSink, SstFile};
@@ -350,6 +351,7 @@ pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> R
         dir: tmp.0.clone(),
         has_rows,
         sorters: Vec::new(),
+        pool: Arc::new(BatchPool::new(codec.table.indexes.len())),
         unit_rows: 0,
         summary: Summary {
             table: codec.table.name.clone(),
@@ -413,6 +415,8 @@ struct Loader<'a> {
     has_rows: bool,
     /// The current buffers (the whole import's, or the current unit's).
     sorters: Vec<IndexSorter>,
+    /// Entry batches the sorters are done with, for the workers to reuse.
+    pool: Arc<BatchPool>,
     /// Rows in the current unit (batch mode).
     unit_rows: usize,
     summary: Summary,
@@ -469,6 +473,7 @@ impl Loader<'_> {
                 .with_mem_run_at(mem_run_at)
                 .with_writer_cap(self.budget.writer_cap)
                 .with_merge_memory(self.budget.chunks / nidx.max(1))
+                .with_pool(Arc::clone(&self.pool), i)
             })
             .collect()
     }
@@ -523,6 +528,7 @@ impl Loader<'_> {
                 let codec = Arc::clone(codec);
                 let dialect = opts.dialect.clone();
                 let recycle = recycle_tx.clone();
+                let pool = Arc::clone(&self.pool);
                 s.spawn(move || loop {
                     let next = rx.lock().map(|r| r.recv());
                     let Ok(Ok((chunk, columns))) = next else {
@@ -533,6 +539,7 @@ impl Loader<'_> {
                         dialect: &dialect,
                         columns: &columns,
                         rowid_base,
+                        pool: Some(&pool),
                     };
                     let parsed = parse_chunk(&chunk, &layout);
                     let _ = recycle.try_send(chunk.data);

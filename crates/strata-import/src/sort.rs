@@ -23,13 +23,16 @@
 use crate::batch::EntryBatch;
 use crate::encode::row::{get_varint, put_varint};
 use crate::error::{Error, Result};
+use crate::handoff::StreamWriter;
 use crate::parse::{Entry, Src};
+use crate::pool::BatchPool;
 use crate::sink::{Output, RollingSink, SstFile};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A duplicate found while sorting: the key and both rows.
 #[derive(Debug)]
@@ -84,8 +87,11 @@ pub struct IndexSorter {
     pub buf_bytes: usize,
     in_order: bool,
     last: Option<(Vec<u8>, Src)>,
-    /// The output while in order.
+    /// The output while in order (on `stream`'s thread while it runs).
     sink: RollingSink,
+    /// The thread writing the in-order stream (started by its first
+    /// spill, stopped before `sink` is used here again).
+    stream: Option<StreamWriter>,
     /// Sources of the entries streamed into `sink`, in order.
     streamed_src: Option<BufWriter<File>>,
     streamed_src_path: PathBuf,
@@ -110,6 +116,9 @@ pub struct IndexSorter {
     writer_cap: usize,
     /// Bytes the merge's run read buffers may take together.
     merge_memory: usize,
+    /// Where batches go once their entries are written or copied (this
+    /// sorter's index in the pool).
+    pool: Option<(Arc<BatchPool>, usize)>,
 }
 
 impl IndexSorter {
@@ -133,6 +142,7 @@ impl IndexSorter {
             in_order: allow_in_order && !keep_dups,
             last: None,
             sink: RollingSink::new(dir, &format!("{name}-stream"), target_file),
+            stream: None,
             streamed_src: None,
             streamed_src_path: dir.join(format!("{name}-stream.src")),
             streamed_run: None,
@@ -146,6 +156,7 @@ impl IndexSorter {
             split_keys: Vec::new(),
             writer_cap: usize::MAX,
             merge_memory: usize::MAX,
+            pool: None,
         }
     }
 
@@ -155,6 +166,22 @@ impl IndexSorter {
         self.writer_cap = cap;
         self.sink.set_memory_cap(cap);
         self
+    }
+
+    /// Hands batches whose entries are done with back to `pool` as index
+    /// `index`'s.
+    pub fn with_pool(mut self, pool: Arc<BatchPool>, index: usize) -> IndexSorter {
+        self.pool = Some((pool, index));
+        self
+    }
+
+    /// Gives `buf`'s batches back to the pool (or frees them).
+    fn recycle(&self, buf: Vec<EntryBatch>) {
+        if let Some((pool, index)) = &self.pool {
+            for b in buf {
+                pool.give(*index, b);
+            }
+        }
     }
 
     /// Makes the merge's read buffers (one per spilled run) take at most
@@ -290,7 +317,7 @@ impl IndexSorter {
             encode_run_entry(&mut run, &buf[b as usize], i as usize);
         }
         drop(order);
-        drop(buf);
+        self.recycle(buf);
         self.mem_run_bytes += run.capacity();
         self.buf_bytes = self.mem_run_bytes;
         self.mem_runs.push(run);
@@ -318,6 +345,7 @@ impl IndexSorter {
         self.in_order = false;
         self.last = None;
         if self.streamed {
+            self.reclaim_sink()?;
             let fresh = self.new_sink(&format!("{}-out", self.name));
             let sink = std::mem::replace(&mut self.sink, fresh);
             let files = sink.finish()?;
@@ -349,7 +377,6 @@ impl IndexSorter {
             let mut src = Vec::new();
             for b in &buf {
                 for s in b.slots() {
-                    self.sink.add(b.key_of(s), b.value_of(s))?;
                     put_varint(&mut src, s.src.file as u128);
                     put_varint(&mut src, s.src.line as u128);
                 }
@@ -357,6 +384,19 @@ impl IndexSorter {
             if let Some(w) = self.streamed_src.as_mut() {
                 w.write_all(&src)
                     .map_err(|e| Error::io(&self.streamed_src_path, e))?;
+            }
+            // The entries go to the SSTs on the stream's own thread.
+            let stream = match &mut self.stream {
+                Some(w) => w,
+                None => {
+                    let placeholder = self.new_sink(&format!("{}-unused", self.name));
+                    let sink = std::mem::replace(&mut self.sink, placeholder);
+                    self.stream
+                        .insert(StreamWriter::start(sink, self.pool.clone())?)
+                }
+            };
+            for b in buf {
+                stream.send(b)?;
             }
             return Ok(());
         }
@@ -375,6 +415,17 @@ impl IndexSorter {
         }
         w.flush().map_err(|e| Error::io(&path, e))?;
         self.runs.push(path);
+        drop(order);
+        self.recycle(buf);
+        Ok(())
+    }
+
+    /// Takes the stream's sink back from its thread, once every batch
+    /// sent is written.
+    fn reclaim_sink(&mut self) -> Result<()> {
+        if let Some(w) = self.stream.take() {
+            self.sink = w.close()?;
+        }
         Ok(())
     }
 
@@ -386,12 +437,14 @@ impl IndexSorter {
         mut self,
         each: impl FnMut(&[Entry]) -> Result<Keep>,
     ) -> std::result::Result<Vec<SstFile>, SortError> {
+        self.reclaim_sink()?;
         let name = format!("{}-out", self.name);
         let fresh = self.new_sink(&name);
         let mut sink = std::mem::replace(&mut self.sink, fresh);
         sink.set_split_keys(std::mem::take(&mut self.split_keys));
-        self.merge_into(&mut sink, each)?;
-        Ok(sink.finish()?)
+        // The merge here, the SST writing on a thread of its own.
+        let ((), files) = crate::handoff::write_on_thread(sink, |out| self.merge_into(out, each))?;
+        Ok(files)
     }
 
     /// Like [`Self::finish`], into any output. Only for a sorter that

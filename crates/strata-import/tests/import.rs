@@ -98,6 +98,23 @@ fn bad_rows_name_file_line_column_and_leave_the_db_unchanged() {
             "UTF-8",
         ),
         (
+            // A character split by a delimiter: the record's field bytes
+            // (quotes resolved, delimiters dropped) are valid UTF-8 as a
+            // whole, each field alone is not.
+            "utf8split",
+            b"id,name,amount\n1,a,1\n2,\"\xc3\",\xa9\n",
+            3,
+            Some("name"),
+            "UTF-8",
+        ),
+        (
+            "utf8plain",
+            b"id,name,amount\n1,a,1\n2,\xc3,\xa9\n",
+            3,
+            Some("name"),
+            "UTF-8",
+        ),
+        (
             "range",
             b"id,name,amount\n1,a,1\n99999999999,b,2\n",
             3,

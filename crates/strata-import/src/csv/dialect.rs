@@ -100,6 +100,32 @@ impl Dialect {
         b.from_reader(data)
     }
 
+    /// The `csv_core` reader under [`Self::reader`], configured the same
+    /// way (the parse workers read chunks already in memory with it, see
+    /// `records`).
+    pub fn core_reader(&self) -> csv_core::Reader {
+        let mut b = csv_core::ReaderBuilder::new();
+        b.delimiter(self.delimiter)
+            .terminator(csv_core::Terminator::CRLF);
+        match self.quote {
+            Some(q) => {
+                b.quote(q).quoting(true);
+            }
+            None => {
+                b.quoting(false);
+            }
+        }
+        match self.escape {
+            Some(e) => {
+                b.escape(Some(e)).double_quote(false);
+            }
+            None => {
+                b.escape(None).double_quote(true);
+            }
+        }
+        b.build()
+    }
+
     /// Writes `fields` as one record of this dialect (rejects, `get` and
     /// `scan` output); `None` is NULL.
     pub fn write_record(&self, fields: &[Option<String>]) -> String {

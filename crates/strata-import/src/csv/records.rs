@@ -1,0 +1,272 @@
+//! The records of one chunk already in memory, read with `csv_core`.
+//!
+//! Owns [`Records`]: the parse workers' record reader. It drives the same
+//! `csv_core` state machine the `csv` crate's reader drives (configured by
+//! [`Dialect::core_reader`] exactly as [`Dialect::reader`] configures the
+//! `csv` crate), straight over the chunk's bytes: the `csv` crate's reader
+//! first copies its input through a `BufReader` and then into a
+//! `ByteRecord`, which on W1 was about a tenth of the import's CPU. A line
+//! with no quote byte and no CR (most lines of most dumps) does not need
+//! the state machine at all: its fields are the pieces between delimiters
+//! (found with SIMD `memchr`), read in place without a copy; every other
+//! line goes through `csv_core`. The records, fields and byte positions
+//! are the `csv` crate's either way (a property test checks them against
+//! it on arbitrary input, mixing both paths).
+//!
+//! Invariants: a record's `start` is where the reader stood before it (so
+//! it includes blank lines skipped before the record, as the `csv` crate's
+//! position does) and its `end` where the reader stands after it; records
+//! come in input order; the field bytes of the current record are valid
+//! until the next call.
+
+use super::dialect::Dialect;
+use csv_core::ReadRecordResult;
+
+/// Reads the records of `data` one at a time (see the module
+/// documentation).
+pub struct Records<'a> {
+    rdr: csv_core::Reader,
+    data: &'a [u8],
+    pos: usize,
+    /// Bytes that send a line to `csv_core` (see [`Records::plain_line`]).
+    special: (u8, u8),
+    delimiter: u8,
+    /// csv_core's output: the current record's field bytes, back to back.
+    out: Vec<u8>,
+    /// `ends[i]`: where field `i` ends in `out`.
+    ends: Vec<usize>,
+    /// The current record's fields, as ranges of [`Record::bytes`].
+    fields: Vec<std::ops::Range<usize>>,
+    done: bool,
+}
+
+/// One record: where it lies in the input and its fields.
+pub struct Record<'r> {
+    /// Offset where the reader stood before the record.
+    pub start: usize,
+    /// Offset just past the record.
+    pub end: usize,
+    /// Bytes holding every field (quotes and escapes resolved), maybe
+    /// with delimiters between them.
+    pub bytes: &'r [u8],
+    /// Each field's range in `bytes`.
+    pub fields: &'r [std::ops::Range<usize>],
+}
+
+impl Record<'_> {
+    /// Fields in the record.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether the record has no fields (never, for a record read).
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Field `i`'s range in `bytes`.
+    pub fn range(&self, i: usize) -> std::ops::Range<usize> {
+        self.fields[i].clone()
+    }
+}
+
+impl<'a> Records<'a> {
+    /// A reader over `data` in `dialect`.
+    pub fn new(dialect: &Dialect, data: &'a [u8]) -> Records<'a> {
+        // Without quoting, only CR is special (an escape byte acts only
+        // inside quotes); the pair repeats CR then.
+        let special = (b'\r', dialect.quote.unwrap_or(b'\r'));
+        Records {
+            rdr: dialect.core_reader(),
+            data,
+            pos: 0,
+            special,
+            delimiter: dialect.delimiter,
+            out: vec![0; 1024],
+            ends: vec![0; 64],
+            fields: Vec::with_capacity(64),
+            done: false,
+        }
+    }
+
+    /// The next record, or `None` at the end of the data.
+    pub fn next_record(&mut self) -> Option<Record<'_>> {
+        if self.done {
+            return None;
+        }
+        let start = self.pos;
+        // The fast path: blank lines, then a line that holds neither a
+        // quote nor a CR, whose fields are simply the pieces between
+        // delimiters (what csv_core makes of it too), read in place.
+        while let Some(line) = self.plain_line() {
+            let at = self.pos;
+            self.pos = (at + line.len() + 1).min(self.data.len());
+            if line.is_empty() {
+                // A blank line: csv_core skips it, as part of the next
+                // record's read.
+                continue;
+            }
+            self.fields.clear();
+            let mut from = 0;
+            for d in memchr::memchr_iter(self.delimiter, line) {
+                self.fields.push(from..d);
+                from = d + 1;
+            }
+            self.fields.push(from..line.len());
+            return Some(Record {
+                start,
+                end: self.pos,
+                bytes: line,
+                fields: &self.fields,
+            });
+        }
+        self.read_core(start)
+    }
+
+    /// The line at the reader's position, without its LF, when it holds
+    /// no quote byte and no CR (then csv_core would read it as its
+    /// delimiter-separated pieces); `None` at the end of the data or for
+    /// any other line.
+    fn plain_line(&self) -> Option<&'a [u8]> {
+        let rest = self.data.get(self.pos..).filter(|r| !r.is_empty())?;
+        let line = match memchr::memchr(b'\n', rest) {
+            Some(e) => &rest[..e],
+            None => rest,
+        };
+        match memchr::memchr2(self.special.0, self.special.1, line) {
+            Some(_) => None,
+            None => Some(line),
+        }
+    }
+
+    /// One record read by csv_core from `self.pos` (the reader stood at
+    /// `start` before it).
+    fn read_core(&mut self, start: usize) -> Option<Record<'_>> {
+        let (mut nout, mut nend) = (0, 0);
+        loop {
+            // An empty input tells csv_core the data ended (it then ends a
+            // last record that has no terminator).
+            let input = self.data.get(self.pos..).unwrap_or_default();
+            let (res, i, o, e) =
+                self.rdr
+                    .read_record(input, &mut self.out[nout..], &mut self.ends[nend..]);
+            self.pos += i;
+            nout += o;
+            nend += e;
+            match res {
+                ReadRecordResult::InputEmpty => {}
+                ReadRecordResult::OutputFull => {
+                    let n = self.out.len() * 2;
+                    self.out.resize(n, 0);
+                }
+                ReadRecordResult::OutputEndsFull => {
+                    let n = self.ends.len() * 2;
+                    self.ends.resize(n, 0);
+                }
+                ReadRecordResult::Record => break,
+                ReadRecordResult::End => {
+                    self.done = true;
+                    return None;
+                }
+            }
+        }
+        self.fields.clear();
+        let mut from = 0;
+        for &e in &self.ends[..nend] {
+            self.fields.push(from..e);
+            from = e;
+        }
+        Some(Record {
+            start,
+            end: self.pos,
+            bytes: &self.out[..nout],
+            fields: &self.fields,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every record, field and position through the `csv` crate's reader.
+    fn by_csv_crate(d: &Dialect, data: &[u8]) -> Vec<(u64, u64, Vec<Vec<u8>>)> {
+        let mut r = d.reader(data);
+        let mut rec = ::csv::ByteRecord::new();
+        let mut out = Vec::new();
+        loop {
+            let start = r.position().byte();
+            if !r.read_byte_record(&mut rec).unwrap() {
+                return out;
+            }
+            let at = rec.position().map_or(start, |p| p.byte());
+            assert_eq!(at, start, "the csv crate's record position");
+            out.push((
+                start,
+                r.position().byte(),
+                rec.iter().map(<[u8]>::to_vec).collect(),
+            ));
+        }
+    }
+
+    fn by_records(d: &Dialect, data: &[u8]) -> Vec<(u64, u64, Vec<Vec<u8>>)> {
+        let mut r = Records::new(d, data);
+        let mut out = Vec::new();
+        while let Some(rec) = r.next_record() {
+            let fields = (0..rec.len())
+                .map(|i| rec.bytes[rec.range(i)].to_vec())
+                .collect();
+            out.push((rec.start as u64, rec.end as u64, fields));
+        }
+        out
+    }
+
+    fn dialects() -> Vec<Dialect> {
+        let mut esc = Dialect::csv();
+        esc.escape = Some(b'\\');
+        let mut semi = Dialect::csv();
+        semi.delimiter = b';';
+        semi.quote = Some(b'\'');
+        vec![Dialect::csv(), Dialect::tsv(), esc, semi]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// The same records, fields and positions as the `csv` crate's
+        /// reader, for every dialect, on input made of the bytes that
+        /// matter (delimiters, quotes, escapes, CR, LF) and a few others,
+        /// with fields longer than the initial buffers.
+        #[test]
+        fn records_match_the_csv_crate(
+            data in proptest::collection::vec(prop_oneof![
+                Just(b','), Just(b'"'), Just(b'\r'), Just(b'\n'), Just(b'\t'),
+                Just(b'\\'), Just(b';'), Just(b'\''), Just(b'a'), Just(0xc3u8),
+            ], 0..300),
+            long in 0usize..3000,
+        ) {
+            let mut data = data;
+            // A long field somewhere (past the 1 KiB output buffer).
+            let at = data.len() / 2;
+            data.splice(at..at, std::iter::repeat_n(b'x', long));
+            for d in dialects() {
+                prop_assert_eq!(by_records(&d, &data), by_csv_crate(&d, &data), "{:?}", d);
+            }
+        }
+    }
+
+    /// Many fields (past the initial 64 ends) and a record without a
+    /// final line break.
+    #[test]
+    fn wide_records_and_no_final_newline() {
+        let row: Vec<String> = (0..200).map(|i| i.to_string()).collect();
+        let data = format!("{}\n\n{}", row.join(","), row.join(","));
+        let d = Dialect::csv();
+        let got = by_records(&d, data.as_bytes());
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].2.len(), 200);
+        assert_eq!(got, by_csv_crate(&d, data.as_bytes()));
+    }
+}
