@@ -939,3 +939,63 @@ fn write_sst_like(
     w.finish().unwrap();
     d.path().join(name)
 }
+
+/// The files of one ingestion are checked several at once (one thread per
+/// core), but the error is the first bad file's in the caller's order, not
+/// the first to be found: here a large file corrupt near its end comes
+/// before a small file with a bad sequence number, which a second thread
+/// finishes checking long before; and nothing changes.
+#[test]
+fn the_first_bad_file_in_the_callers_order_is_reported() {
+    use strata::key::ValueKind;
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(d.path().join("db"), opts()).unwrap();
+    db.put(b"a", b"mem").unwrap();
+    let write = |name: &str, prefix: &str, n: u32, seq: u64| {
+        let p = d.path().join(name);
+        let o = SstOptions {
+            compression: strata::CompressionType::None,
+            ..SstOptions::default()
+        };
+        let mut w = SstWriter::create(&p, o).unwrap();
+        for i in 0..n {
+            let s = if i == n / 2 { seq } else { 0 };
+            let k = format!("{prefix}{i:06}").into_bytes();
+            w.add_entry(&k, s, ValueKind::Value, format!("{i:0>100}").as_bytes())
+                .unwrap();
+        }
+        w.finish().unwrap();
+        p
+    };
+    let small_good = write("0-good.sst", "b", 10, 0);
+    // 20,000 entries, about 2.3 MB: a byte flipped at 80% of the file lies
+    // in a data block its checksum covers.
+    let big_corrupt = write("1-corrupt.sst", "c", 20_000, 0);
+    let mut bytes = std::fs::read(&big_corrupt).unwrap();
+    let at = bytes.len() * 4 / 5;
+    bytes[at] ^= 0x20;
+    std::fs::write(&big_corrupt, &bytes).unwrap();
+    let small_bad = write("2-seq.sst", "d", 10, 7);
+    let last_good = write("3-good.sst", "e", 10, 0);
+    let before = scan(&db);
+    for round in 0..5 {
+        let e = db
+            .ingest(
+                &[&small_good, &big_corrupt, &small_bad, &last_good],
+                &files_opts(),
+            )
+            .unwrap_err();
+        assert!(
+            e.is_corruption() && e.to_string().contains("1-corrupt.sst"),
+            "round {round}: {e}"
+        );
+    }
+    // Alone, the small bad file's own error.
+    let e = db.ingest(&[&small_bad], &files_opts()).unwrap_err();
+    assert!(e.to_string().contains("sequence number 7"), "{e}");
+    assert_eq!(scan(&db), before, "nothing changed");
+    // The good files of the same call still ingest.
+    db.ingest(&[&small_good, &last_good], &files_opts())
+        .unwrap();
+    assert_eq!(scan(&db).len(), before.len() + 20);
+}

@@ -299,6 +299,56 @@ fn inspect(vfs: &dyn Vfs, path: &Path, verify: bool) -> Result<Inspected> {
     }
 }
 
+/// [`inspect`]s every file, several at once when there are several: the
+/// check reads and checksums every block, and an import hands over a file
+/// per index and per size cut at once (W1: 0.12-0.2 s on one core at the
+/// end of the import, about a tenth of its time, with the other core
+/// idle). Errors are reported for the first failing file in `paths`'
+/// order, whatever order the checks finished in, so the message does not
+/// depend on scheduling.
+fn inspect_all(vfs: &dyn Vfs, paths: &[PathBuf], verify: bool) -> Result<Vec<Inspected>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len());
+    if workers <= 1 {
+        return paths.iter().map(|p| inspect(vfs, p, verify)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<Inspected>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = paths.get(i) else { break };
+                        done.push((i, inspect(vfs, p, verify)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        let mut results: Vec<Option<Result<Inspected>>> = paths.iter().map(|_| None).collect();
+        for h in handles {
+            // A panic in a check is re-raised here, as it would have been
+            // on the calling thread.
+            let done = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            for (i, r) in done {
+                results[i] = Some(r);
+            }
+        }
+        results
+    });
+    results
+        .iter_mut()
+        .zip(paths)
+        .map(|(r, p)| {
+            r.take()
+                .unwrap_or_else(|| Err(Error::invalid(format!("{}: was not checked", p.display()))))
+        })
+        .collect()
+}
+
 fn overlaps(
     a_lo: &[u8],
     a_hi: &[u8],
@@ -361,10 +411,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
             return Err(Error::invalid("excise range is empty"));
         }
     }
-    let mut inspected = Vec::new();
-    for p in paths {
-        inspected.push(inspect(db.vfs.as_ref(), p, opts.verify_checksums)?);
-    }
+    let inspected = inspect_all(db.vfs.as_ref(), paths, opts.verify_checksums)?;
     for i in 0..inspected.len() {
         for j in i + 1..inspected.len() {
             let (a, b) = (&inspected[i], &inspected[j]);
