@@ -58,6 +58,16 @@ pub struct CompactionOptions {
     pub flush_split_bytes: u64,
     /// Fewest files an intra-L0 compaction merges.
     pub intra_l0_min_files: usize,
+    /// With `l0_sublevels`: an Lbase file of at least twice this size is
+    /// given cut points about this many bytes apart (from its index block),
+    /// besides its boundaries with its neighbours. Bulk loaders cut their
+    /// files there ([`Db::ingest_split_keys`](crate::Db::ingest_split_keys))
+    /// and L0 -> Lbase compactions cut their outputs there, so Lbase is
+    /// sliced about this fine and an L0 -> Lbase compaction of a narrow
+    /// stack of L0 rewrites a slice of this size, not a whole
+    /// `target_file_size` file (see `compaction::lbase_cuts`). 0: only
+    /// the files' boundaries.
+    pub lbase_split_bytes: u64,
 }
 
 impl Default for CompactionOptions {
@@ -71,6 +81,7 @@ impl Default for CompactionOptions {
             max_compaction_bytes: 512 << 20,
             flush_split_bytes: 4 << 20,
             intra_l0_min_files: 4,
+            lbase_split_bytes: 2 << 20,
         }
     }
 }
