@@ -131,6 +131,14 @@ class W5Tables(unittest.TestCase):
         self.assertEqual(run.w5_verdict(run.medians(self.runs[:1])), "")
         slower = [self.runs[0], line("strata", "w5", "classic", **{**W5, "load_settle_s": 8.0})]
         self.assertIn("**25% more**", run.w5_verdict(run.medians(slower)))
+        self.assertNotIn("floor", v)
+
+    def test_verdict_bounds_the_saving_by_the_floor(self):
+        self.assertTrue(run.strata_only("w5", "floor"))
+        floor = self.runs + [line("strata", "w5", "floor", **{**W5, "load_settle_s": 15.0})]
+        v = run.w5_verdict(run.medians(floor))
+        self.assertIn("took 15.0 s", v)
+        self.assertIn("more than 40% off classic", v)  # 1 - 15/25
 
     def test_w5_plots_have_a_bar_per_engine_and_classic(self):
         with tempfile.TemporaryDirectory() as d:
