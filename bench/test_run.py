@@ -133,12 +133,16 @@ class W5Tables(unittest.TestCase):
         self.assertIn("**25% more**", run.w5_verdict(run.medians(slower)))
         self.assertNotIn("floor", v)
 
-    def test_verdict_bounds_the_saving_by_the_floor(self):
+    def test_verdict_adds_sliced_and_floor(self):
         self.assertTrue(run.strata_only("w5", "floor"))
-        floor = self.runs + [line("strata", "w5", "floor", **{**W5, "load_settle_s": 15.0})]
-        v = run.w5_verdict(run.medians(floor))
-        self.assertIn("took 15.0 s", v)
-        self.assertIn("more than 40% off classic", v)  # 1 - 15/25
+        self.assertTrue(run.strata_only("w5", "sliced"))
+        more = self.runs + [line("strata", "w5", "floor", **{**W5, "load_settle_s": 15.0}),
+                            line("strata", "w5", "sliced", **{**W5, "load_settle_s": 20.0,
+                                                              "largest_l0_compaction_frac": 0.06})]
+        v = run.w5_verdict(run.medians(more))
+        self.assertIn("(`floor`) took 15.0 s, 40% below classic", v)  # 1 - 15/25
+        self.assertIn("(`sliced`): 20.0 s, 20% below classic", v)
+        self.assertIn("**6.0% of the data**", v)
 
     def test_w5_plots_have_a_bar_per_engine_and_classic(self):
         with tempfile.TemporaryDirectory() as d:

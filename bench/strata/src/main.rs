@@ -366,7 +366,10 @@ const W5_MEMORY: usize = 36 << 20;
 /// every 10,000 rows beside it. Variant `sublevels`: L0 sublevels and
 /// flush splitting on (the default); `classic`: both off
 /// (`CompactionOptions::l0_sublevels = false`: whole-overlap L0 picking,
-/// unsplit flushes); `floor`: sublevels with no automatic compaction and
+/// unsplit flushes); `sliced`: sublevels with Lbase sliced every 2 MiB
+/// (`CompactionOptions::lbase_split_bytes`: cut points inside Lbase files
+/// and L0 -> Lbase picks bounded with their Lbase bytes); `floor`:
+/// sublevels with no automatic compaction and
 /// no L0 slowdown or stop, so load+settle is the import's own time, a
 /// lower bound on any variant's (the W5 time target compares sublevels
 /// with classic; this says how much of classic's time compaction can
@@ -376,13 +379,14 @@ fn w5(a: &Args) -> Result<()> {
     let tweak: &dyn Fn(&mut Options) = match variant {
         "sublevels" => &|_| {},
         "classic" => &|o| o.compaction.l0_sublevels = false,
+        "sliced" => &|o| o.compaction.lbase_split_bytes = 2 << 20,
         "floor" => &|o| {
             o.compaction.l0_compaction_threshold = usize::MAX / 2;
             o.l0_slowdown_sublevels = usize::MAX / 2;
             o.l0_stop_sublevels = usize::MAX / 2;
             o.slowdown_debt_bytes = u64::MAX;
         },
-        v => bail!("w5 variant must be sublevels, classic or floor, not {v:?}"),
+        v => bail!("w5 variant must be sublevels, sliced, classic or floor, not {v:?}"),
     };
     let figures = import_run(a, strata_import::Mode::Direct, W5_MEMORY, tweak, true)?;
     emit(a, variant, figures);

@@ -6,8 +6,9 @@
 //! so the L0 -> Lbase compaction that takes it rewrites that slice, not the
 //! whole level (W5 in docs/benchmarks.md). The keys are each Lbase file's
 //! start (but the first file's) and, in a file of at least twice
-//! `lbase_split_bytes`, the points that cut its data blocks into parts of
-//! about `lbase_split_bytes` (from its index block). Without the inner
+//! `lbase_split_bytes` (0, the default, turns this off), the points that
+//! cut its data blocks into parts of about `lbase_split_bytes` (from its
+//! index block). Without the inner
 //! points, Lbase's slices are its files: 32 MiB by default, and a whole
 //! ingested unit when the first unit of a load went to the bottom of an
 //! empty tree, so every unit after it would land in L0 as files spanning

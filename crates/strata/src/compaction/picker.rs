@@ -66,8 +66,14 @@ pub struct CompactionOptions {
     /// and L0 -> Lbase compactions cut their outputs there, so Lbase is
     /// sliced about this fine and an L0 -> Lbase compaction of a narrow
     /// stack of L0 rewrites a slice of this size, not a whole
-    /// `target_file_size` file (see `compaction::lbase_cuts`). 0: only
-    /// the files' boundaries.
+    /// `target_file_size` file (see `compaction::lbase_cuts`); L0 -> Lbase
+    /// picks are then bounded with their Lbase bytes (a quarter of Lbase,
+    /// `picker::l0_base_max_bytes`). 0 (the default) turns slicing off:
+    /// cuts only at the files' boundaries, and picks bounded by their L0
+    /// bytes alone. Off by default because it costs time: in W5 at 10
+    /// warehouses 2 MiB slices took the largest L0 -> Lbase compaction
+    /// from 40% of the data to 6-8%, but load+settle up by 24-50% (about
+    /// 8x the compactions and 5x the L0 files; docs/benchmarks.md).
     pub lbase_split_bytes: u64,
 }
 
@@ -82,7 +88,7 @@ impl Default for CompactionOptions {
             max_compaction_bytes: 512 << 20,
             flush_split_bytes: 4 << 20,
             intra_l0_min_files: 4,
-            lbase_split_bytes: 2 << 20,
+            lbase_split_bytes: 0,
         }
     }
 }
@@ -390,10 +396,21 @@ fn pick_l0(
                     .iter()
                     .any(|f| running.files.contains(&f.number))
         };
+        // With Lbase slicing off (`lbase_split_bytes` 0), L0 picks are
+        // bounded by their L0 bytes alone, as before slicing existed.
+        let sliced = o.lbase_split_bytes > 0;
         let lbase_bytes = |lo: &[u8], hi: &[u8]| -> u64 {
-            v.overlapping(base, lo, hi).iter().map(|f| f.size).sum()
+            if sliced {
+                v.overlapping(base, lo, hi).iter().map(|f| f.size).sum()
+            } else {
+                0
+            }
         };
-        let max = l0_base_max_bytes(v, t, o);
+        let max = if sliced {
+            l0_base_max_bytes(v, t, o)
+        } else {
+            o.max_compaction_bytes
+        };
         if let Some(p) = sub.pick_base_compaction(max, &conflict, &lbase_bytes) {
             if let Some(c) = build(v, Reason::L0ToBase, 0, base, p.files, running, score) {
                 return Some(c);
@@ -437,25 +454,20 @@ fn pick_l0(
 }
 
 /// The most an L0 -> Lbase compaction picked from sublevels should read,
-/// its Lbase files included: an eighth of Lbase, but at least four slices
-/// of Lbase (`lbase_split_bytes`; `target_file_size` when that is 0) and
-/// at most `max_compaction_bytes`. The point of sublevels is that L0
-/// drains into Lbase a slice at a time instead of rewriting the level; a
-/// bound relative to Lbase keeps each compaction a small share of the data
+/// its Lbase files included, when Lbase is sliced (`lbase_split_bytes` >
+/// 0): a quarter of Lbase, but at least four slices and at most
+/// `max_compaction_bytes`. The point of sublevels is that L0 drains into
+/// Lbase a slice at a time instead of rewriting the level; a bound
+/// relative to Lbase keeps each compaction a small share of the data
 /// however the load grows, and the seed's own step is taken over the
 /// bound, so L0 always drains. A tighter bound takes fewer L0 files per
-/// Lbase byte rewritten: in W5 (10 warehouses) a sixteenth gave write
-/// amplification 4.6-4.8 and a largest compaction of 5.8% of the data, an
-/// eighth 4.4 and 5.2-5.8%, a quarter 4.3 and 8.6%, no bound 4.2 and
-/// 10.3% (docs/benchmarks.md).
+/// Lbase byte rewritten: in W5 (10 warehouses, one run each) a sixteenth
+/// gave write amplification 4.6-4.8 and a largest compaction of 5.8% of
+/// the data, an eighth 4.4 and 5.2-5.8%, a quarter 4.3 and 8.6%, no bound
+/// 4.2 and 10.3% (docs/benchmarks.md).
 pub fn l0_base_max_bytes(v: &Version, t: &LevelTargets, o: &CompactionOptions) -> u64 {
-    let floor = if o.lbase_split_bytes > 0 {
-        o.lbase_split_bytes.saturating_mul(4)
-    } else {
-        o.target_file_size
-    };
-    (v.level_bytes(t.base_level) / 8)
-        .max(floor)
+    (v.level_bytes(t.base_level) / 4)
+        .max(o.lbase_split_bytes.saturating_mul(4))
         .min(o.max_compaction_bytes)
 }
 
