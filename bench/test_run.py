@@ -143,6 +143,8 @@ class W5Tables(unittest.TestCase):
         self.assertIn("(`floor`) took 15.0 s, 40% below classic", v)  # 1 - 15/25
         self.assertIn("(`sliced`): 20.0 s, 20% below classic", v)
         self.assertIn("**6.0% of the data**", v)
+        slow = self.runs + [line("strata", "w5", "sliced", **{**W5, "load_settle_s": 30.0})]
+        self.assertIn("30.0 s, 20% above classic", run.w5_verdict(run.medians(slow)))
 
     def test_w5_plots_have_a_bar_per_engine_and_classic(self):
         with tempfile.TemporaryDirectory() as d:
