@@ -573,8 +573,8 @@ pub(crate) fn place_all(
 /// Keys at which a bulk loader should cut the files of its next ingestion
 /// (`Db::ingest_split_keys`): where Lbase is cut
 /// (`compaction::lbase_cuts`): the first key of every Lbase file but the
-/// first, and points inside Lbase files of at least twice
-/// `lbase_split_bytes`. A file cut there overlaps one slice of Lbase at
+/// first, and (with `lbase_split_bytes` set) points inside Lbase files of
+/// at least twice that size. A file cut there overlaps one slice of Lbase at
 /// most, so when it lands in L0 the L0 -> Lbase compaction that takes it
 /// can be one slice wide, not the whole level (W5 in docs/benchmarks.md).
 /// L0's flush split keys are left out: in W5 adding them cut files finer
