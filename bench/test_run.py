@@ -131,6 +131,20 @@ class W5Tables(unittest.TestCase):
         self.assertEqual(run.w5_verdict(run.medians(self.runs[:1])), "")
         slower = [self.runs[0], line("strata", "w5", "classic", **{**W5, "load_settle_s": 8.0})]
         self.assertIn("**25% more**", run.w5_verdict(run.medians(slower)))
+        self.assertNotIn("floor", v)
+
+    def test_verdict_adds_sliced_and_floor(self):
+        self.assertTrue(run.strata_only("w5", "floor"))
+        self.assertTrue(run.strata_only("w5", "sliced"))
+        more = self.runs + [line("strata", "w5", "floor", **{**W5, "load_settle_s": 15.0}),
+                            line("strata", "w5", "sliced", **{**W5, "load_settle_s": 20.0,
+                                                              "largest_l0_compaction_frac": 0.06})]
+        v = run.w5_verdict(run.medians(more))
+        self.assertIn("(`floor`) took 15.0 s, 40% below classic", v)  # 1 - 15/25
+        self.assertIn("(`sliced`): 20.0 s, 20% below classic", v)
+        self.assertIn("**6.0% of the data**", v)
+        slow = self.runs + [line("strata", "w5", "sliced", **{**W5, "load_settle_s": 30.0})]
+        self.assertIn("30.0 s, 20% above classic", run.w5_verdict(run.medians(slow)))
 
     def test_w5_plots_have_a_bar_per_engine_and_classic(self):
         with tempfile.TemporaryDirectory() as d:

@@ -342,7 +342,7 @@ fn w1_import(a: &Args, variant: &str) -> Result<()> {
             "w1 import variant must be import-pipeline|spill64|direct|batch-ORDER, not {variant:?}"
         ),
     };
-    let figures = import_run(a, mode, memory, true, false)?;
+    let figures = import_run(a, mode, memory, &|_| {}, false)?;
     emit(a, variant, figures);
     Ok(())
 }
@@ -360,15 +360,29 @@ const W5_MEMORY: usize = 36 << 20;
 /// every 10,000 rows beside it. Variant `sublevels`: L0 sublevels and
 /// flush splitting on (the default); `classic`: both off
 /// (`CompactionOptions::l0_sublevels = false`: whole-overlap L0 picking,
-/// unsplit flushes).
+/// unsplit flushes); `sliced`: sublevels with Lbase sliced every 2 MiB
+/// (`CompactionOptions::lbase_split_bytes`: cut points inside Lbase files
+/// and L0 -> Lbase picks bounded with their Lbase bytes); `floor`:
+/// sublevels with no automatic compaction and
+/// no L0 slowdown or stop, so load+settle is the import's own time, a
+/// lower bound on any variant's (the W5 time target compares sublevels
+/// with classic; this says how much of classic's time compaction can
+/// save at most).
 fn w5(a: &Args) -> Result<()> {
     let variant = a.variant.as_deref().unwrap_or("sublevels");
-    let sublevels = match variant {
-        "sublevels" => true,
-        "classic" => false,
-        v => bail!("w5 variant must be sublevels or classic, not {v:?}"),
+    let tweak: &dyn Fn(&mut Options) = match variant {
+        "sublevels" => &|_| {},
+        "classic" => &|o| o.compaction.l0_sublevels = false,
+        "sliced" => &|o| o.compaction.lbase_split_bytes = 2 << 20,
+        "floor" => &|o| {
+            o.compaction.l0_compaction_threshold = usize::MAX / 2;
+            o.l0_slowdown_sublevels = usize::MAX / 2;
+            o.l0_stop_sublevels = usize::MAX / 2;
+            o.slowdown_debt_bytes = u64::MAX;
+        },
+        v => bail!("w5 variant must be sublevels, sliced, classic or floor, not {v:?}"),
     };
-    let figures = import_run(a, strata_import::Mode::Direct, W5_MEMORY, sublevels, true)?;
+    let figures = import_run(a, strata_import::Mode::Direct, W5_MEMORY, tweak, true)?;
     emit(a, variant, figures);
     Ok(())
 }
@@ -448,7 +462,8 @@ fn rss() -> u64 {
 }
 
 /// `strata import` of the W1 CSV into the TPC-C stock table with `mode`
-/// under `memory`, then flush and settle. With `progress_key`, a side
+/// under `memory` (the database's options changed by `tweak`), then flush
+/// and settle. With `progress_key`, a side
 /// thread Puts `0x00 "stats"` = rows so far each time the import's row
 /// counter passes a multiple of 10,000 (the import encodes rows in
 /// chunks, so the Puts come in bursts as the chunks land). Checks the
@@ -460,7 +475,7 @@ fn import_run(
     a: &Args,
     mode: strata_import::Mode,
     memory: usize,
-    sublevels: bool,
+    tweak: &dyn Fn(&mut Options),
     progress_key: bool,
 ) -> Result<Value> {
     use strata_import::{csv::dialect::Dialect, csv::input::Input, ImportOptions};
@@ -496,7 +511,7 @@ fn import_run(
     let table = schema.table("stock").context("no stock table")?;
     let watch = Arc::new(CompactionWatch::default());
     let db = open_with(&a.dir, |o| {
-        o.compaction.l0_sublevels = sublevels;
+        tweak(o);
         o.event_listener = Some(Arc::clone(&watch) as Arc<dyn EventListener>);
     })?;
     let progress = Arc::new(strata_import::pipeline::Progress::default());

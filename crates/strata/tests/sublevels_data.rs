@@ -19,6 +19,9 @@
 //! - `compacting N,N,...` (or nothing): the files being compacted.
 //! - `lbase-compacting lo-hi ...` (or nothing): Lbase ranges being
 //!   compacted, seen by `pick-base` through its closure.
+//! - `lbase lo-hi:size ...` (or nothing): the Lbase files, whose sizes
+//!   `pick-base` counts against its `max` for the range it would cover
+//!   (inclusive bounds, like the L0 files').
 //! - `pick-base max=N [mark]`, `pick-intra min=N max=N [mark]`: prints the
 //!   pick or `none`; `mark` then marks the pick's files compacting (and, for
 //!   `pick-base`, its key range as a running Lbase compaction).
@@ -36,6 +39,8 @@ struct State {
     split_bytes: u64,
     compacting: HashSet<u64>,
     lbase_ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Lbase files: (lo, hi, size).
+    lbase: Vec<(Vec<u8>, Vec<u8>, u64)>,
     s: L0Sublevels,
 }
 
@@ -178,6 +183,7 @@ fn run(st: &mut State, cmd: &str, input: &[&str]) -> Result<String, String> {
             st.split_bytes = arg(args, "split-bytes").unwrap_or(0);
             st.compacting.clear();
             st.lbase_ranges.clear();
+            st.lbase.clear();
             st.rebuild();
             st.sublevels()
         }
@@ -218,6 +224,18 @@ fn run(st: &mut State, cmd: &str, input: &[&str]) -> Result<String, String> {
                 .collect::<Result<_, String>>()?;
             "ok\n".to_string()
         }
+        "lbase" => {
+            st.lbase = args
+                .iter()
+                .map(|w| {
+                    let (r, size) = w.split_once(':').ok_or("bad lbase file")?;
+                    let (lo, hi) = r.split_once('-').ok_or("bad range")?;
+                    let size = size.parse().map_err(|_| format!("bad size {size:?}"))?;
+                    Ok((lo.as_bytes().to_vec(), hi.as_bytes().to_vec(), size))
+                })
+                .collect::<Result<_, String>>()?;
+            "ok\n".to_string()
+        }
         "pick-base" => {
             let ranges = st.lbase_ranges.clone();
             let overlaps = move |lo: &[u8], hi: &[u8]| {
@@ -225,7 +243,16 @@ fn run(st: &mut State, cmd: &str, input: &[&str]) -> Result<String, String> {
                     .iter()
                     .any(|(a, b)| lo <= b.as_slice() && a.as_slice() <= hi)
             };
-            let p = st.s.pick_base_compaction(arg(args, "max")?, &overlaps);
+            let lbase = st.lbase.clone();
+            let lbase_bytes = move |lo: &[u8], hi: &[u8]| -> u64 {
+                lbase
+                    .iter()
+                    .filter(|(a, b, _)| lo <= b.as_slice() && a.as_slice() <= hi)
+                    .map(|(_, _, size)| size)
+                    .sum()
+            };
+            let p =
+                st.s.pick_base_compaction(arg(args, "max")?, &overlaps, &lbase_bytes);
             let out = fmt_pick(&p);
             if args.contains(&"mark") {
                 mark(st, &p, true);
@@ -254,6 +281,7 @@ fn sublevels_data_driven() {
             split_bytes: 0,
             compacting: HashSet::new(),
             lbase_ranges: Vec::new(),
+            lbase: Vec::new(),
             s: L0Sublevels::new(&[], 0),
         };
         move |cmd: &str, input: &[&str]| {

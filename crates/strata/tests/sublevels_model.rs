@@ -242,7 +242,7 @@ fn run_seed(seed: u64) -> (usize, usize) {
                 b.iter()
                     .any(|(x, y)| lo <= y.as_slice() && x.as_slice() <= hi)
             };
-            let p = s.pick_base_compaction(max_bytes, &overlaps);
+            let p = s.pick_base_compaction(max_bytes, &overlaps, &|_, _| 0);
             match &p {
                 Some(p) => assert!(!overlaps(&p.smallest, &p.largest)),
                 None => {
@@ -343,7 +343,7 @@ fn large_l0_timing() {
     let s = L0Sublevels::new(&files, 8 << 20);
     let build = t.elapsed();
     let t = Instant::now();
-    let base = s.pick_base_compaction(256 << 20, &|_, _| false);
+    let base = s.pick_base_compaction(256 << 20, &|_, _| false, &|_, _| 0);
     let pick_base = t.elapsed();
     let t = Instant::now();
     let intra = s.pick_intra_l0_compaction(4, 256 << 20);

@@ -1,5 +1,7 @@
 //! Compaction: choosing what to compact (`picker`), and deciding which
-//! entries survive (`iter`). The database runs the jobs (`db/compact.rs`).
+//! entries survive (`iter`), and where Lbase is cut (`lbase_cuts`). The
+//! database runs the jobs (`db/compact.rs`).
 
 pub mod iter;
+pub mod lbase_cuts;
 pub mod picker;

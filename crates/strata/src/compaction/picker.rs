@@ -51,13 +51,30 @@ pub struct CompactionOptions {
     pub level_multiplier: u64,
     /// Output files are cut at this size.
     pub target_file_size: u64,
-    /// Upper bound on a compaction's input bytes (soft for L0 picks).
+    /// Upper bound on a compaction's input bytes (soft for L0 picks, whose
+    /// bound with sublevels is smaller: see `l0_base_max_bytes`).
     pub max_compaction_bytes: u64,
     /// Flush outputs are cut at sublevel split keys every this many bytes of
     /// L0 below them.
     pub flush_split_bytes: u64,
     /// Fewest files an intra-L0 compaction merges.
     pub intra_l0_min_files: usize,
+    /// With `l0_sublevels`: an Lbase file of at least twice this size is
+    /// given cut points about this many bytes apart (from its index block),
+    /// besides its boundaries with its neighbours. Bulk loaders cut their
+    /// files there ([`Db::ingest_split_keys`](crate::Db::ingest_split_keys))
+    /// and L0 -> Lbase compactions cut their outputs there, so Lbase is
+    /// sliced about this fine and an L0 -> Lbase compaction of a narrow
+    /// stack of L0 rewrites a slice of this size, not a whole
+    /// `target_file_size` file (see `compaction::lbase_cuts`); L0 -> Lbase
+    /// picks are then bounded with their Lbase bytes (a quarter of Lbase,
+    /// `picker::l0_base_max_bytes`). 0 (the default) turns slicing off:
+    /// cuts only at the files' boundaries, and picks bounded by their L0
+    /// bytes alone. Off by default because it costs time: in W5 at 10
+    /// warehouses 2 MiB slices took the largest L0 -> Lbase compaction
+    /// from 40% of the data to 6-8%, but load+settle up by 24-50% (about
+    /// 8x the compactions and 5x the L0 files; docs/benchmarks.md).
+    pub lbase_split_bytes: u64,
 }
 
 impl Default for CompactionOptions {
@@ -71,6 +88,7 @@ impl Default for CompactionOptions {
             max_compaction_bytes: 512 << 20,
             flush_split_bytes: 4 << 20,
             intra_l0_min_files: 4,
+            lbase_split_bytes: 0,
         }
     }
 }
@@ -378,7 +396,22 @@ fn pick_l0(
                     .iter()
                     .any(|f| running.files.contains(&f.number))
         };
-        if let Some(p) = sub.pick_base_compaction(o.max_compaction_bytes, &conflict) {
+        // With Lbase slicing off (`lbase_split_bytes` 0), L0 picks are
+        // bounded by their L0 bytes alone, as before slicing existed.
+        let sliced = o.lbase_split_bytes > 0;
+        let lbase_bytes = |lo: &[u8], hi: &[u8]| -> u64 {
+            if sliced {
+                v.overlapping(base, lo, hi).iter().map(|f| f.size).sum()
+            } else {
+                0
+            }
+        };
+        let max = if sliced {
+            l0_base_max_bytes(v, t, o)
+        } else {
+            o.max_compaction_bytes
+        };
+        if let Some(p) = sub.pick_base_compaction(max, &conflict, &lbase_bytes) {
             if let Some(c) = build(v, Reason::L0ToBase, 0, base, p.files, running, score) {
                 return Some(c);
             }
@@ -418,6 +451,24 @@ fn pick_l0(
         }
     }
     build(v, Reason::L0ToBase, 0, base, chosen, running, score)
+}
+
+/// The most an L0 -> Lbase compaction picked from sublevels should read,
+/// its Lbase files included, when Lbase is sliced (`lbase_split_bytes` >
+/// 0): a quarter of Lbase, but at least four slices and at most
+/// `max_compaction_bytes`. The point of sublevels is that L0 drains into
+/// Lbase a slice at a time instead of rewriting the level; a bound
+/// relative to Lbase keeps each compaction a small share of the data
+/// however the load grows, and the seed's own step is taken over the
+/// bound, so L0 always drains. A tighter bound takes fewer L0 files per
+/// Lbase byte rewritten: in W5 (10 warehouses, one run each) a sixteenth
+/// gave write amplification 4.6-4.8 and a largest compaction of 5.8% of
+/// the data, an eighth 4.4 and 5.2-5.8%, a quarter 4.3 and 8.6%, no bound
+/// 4.2 and 10.3% (docs/benchmarks.md).
+pub fn l0_base_max_bytes(v: &Version, t: &LevelTargets, o: &CompactionOptions) -> u64 {
+    (v.level_bytes(t.base_level) / 4)
+        .max(o.lbase_split_bytes.saturating_mul(4))
+        .min(o.max_compaction_bytes)
 }
 
 /// Ln -> Ln+1: the idle file whose overlap with the next level is smallest

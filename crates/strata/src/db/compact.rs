@@ -273,14 +273,15 @@ fn write_outputs(db: &DbInner, c: &Compaction, job: u64) -> Result<Vec<crate::ve
         // Intra-L0 outputs are cut at the sublevel split keys, like flushes,
         // so they do not become the wide files the split keys prevent.
         // L0 -> Lbase outputs are cut where the Lbase files they replace
-        // began, too: bulk loaders cut their files at Lbase's boundaries
-        // (`Db::ingest_split_keys`), and boundaries that stay put keep the
-        // next load's L0 files aligned with the last one's, so each L0 pick
-        // stays one slice of the key space (W5, docs/benchmarks.md).
+        // are cut (`compaction::lbase_cuts`: their boundaries, and inner
+        // points of large ones), too: bulk loaders cut their files at
+        // those keys (`Db::ingest_split_keys`), and cuts that stay put keep
+        // the next load's L0 files aligned with the last one's, so each L0
+        // pick stays one slice of the key space (W5, docs/benchmarks.md).
         split_keys: if c.output_level == 0 {
             super::flush::l0_split_keys(db, &db.super_version().version)
         } else if c.start_level == 0 && db.opts.compaction.l0_sublevels {
-            crate::version::FileMeta::interior_boundaries(&c.output_inputs)
+            super::ingest::lbase_cut_keys(db, &c.output_inputs)
         } else {
             Vec::new()
         },

@@ -618,21 +618,40 @@ pub(crate) fn place_all(
 }
 
 /// Keys at which a bulk loader should cut the files of its next ingestion
-/// (`Db::ingest_split_keys`): the first key of every Lbase file but the
-/// first. A file cut there overlaps one Lbase file at most, so when it
-/// lands in L0 the L0 -> Lbase compaction that takes it can be one Lbase
-/// file wide, not the whole level (W5 in docs/benchmarks.md). L0's flush
-/// split keys are left out: in W5 adding them cut files finer and raised
-/// write amplification (5.3 against 4.6) without making the largest
-/// compaction smaller. Empty with `l0_sublevels` off, which turns flush
-/// splitting off too: classic L0 takes whole files either way.
+/// (`Db::ingest_split_keys`): where Lbase is cut
+/// (`compaction::lbase_cuts`): the first key of every Lbase file but the
+/// first, and (with `lbase_split_bytes` set) points inside Lbase files of
+/// at least twice that size. A file cut there overlaps one slice of Lbase at
+/// most, so when it lands in L0 the L0 -> Lbase compaction that takes it
+/// can be one slice wide, not the whole level (W5 in docs/benchmarks.md).
+/// L0's flush split keys are left out: in W5 adding them cut files finer
+/// and raised write amplification (5.3 against 4.6) without making the
+/// largest compaction smaller. Empty with `l0_sublevels` off, which turns
+/// flush splitting off too: classic L0 takes whole files either way.
 pub(crate) fn split_keys(db: &DbInner, v: &Version) -> Vec<Vec<u8>> {
     let o = &db.opts.compaction;
     if !o.l0_sublevels {
         return Vec::new();
     }
     let base = crate::compaction::picker::level_targets(v, o).base_level;
-    FileMeta::interior_boundaries(v.files(base))
+    lbase_cut_keys(db, v.files(base))
+}
+
+/// `compaction::lbase_cuts::cut_keys` of `files` with the database's
+/// `lbase_split_bytes`, reading inner points from the files' index blocks
+/// (a file that cannot be opened gives none: the keys are a hint, and the
+/// error surfaces on the paths that must read the file).
+pub(crate) fn lbase_cut_keys(db: &DbInner, files: &[Arc<FileMeta>]) -> Vec<Vec<u8>> {
+    crate::compaction::lbase_cuts::cut_keys(
+        files,
+        db.opts.compaction.lbase_split_bytes,
+        &|f, parts| {
+            db.table_cache
+                .get(f)
+                .map(|t| t.cut_keys(parts))
+                .unwrap_or_default()
+        },
+    )
 }
 
 /// Whether an excise of `[a, b)` with these files must bring its

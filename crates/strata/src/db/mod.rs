@@ -954,14 +954,18 @@ impl Db {
 
     /// Keys at which a bulk loader should cut the SST files it is about to
     /// ingest, in increasing order: where the level that L0 compacts into
-    /// (Lbase) is cut into files. A file cut at these keys overlaps at most one Lbase
-    /// file, so when it overlaps existing data and lands in L0, the
-    /// compaction that moves it down rewrites one Lbase file rather than
+    /// (Lbase) is cut into files, and, when
+    /// `CompactionOptions::lbase_split_bytes` is set (it is 0 by default),
+    /// points inside Lbase files of at least twice that size that slice
+    /// them about that fine. A file cut at these keys overlaps at most one such
+    /// slice of Lbase, so when it overlaps existing data and lands in L0,
+    /// the compaction that moves it down rewrites one slice rather than
     /// the whole level (CockroachDB's imports got the same effect from
-    /// writing one SST per range). Cutting is optional; the keys are a
-    /// hint that ages as the tree changes, so ask again before each
-    /// ingestion. Empty with `CompactionOptions::l0_sublevels` off, and
-    /// while Lbase has fewer than two files.
+    /// writing one SST per range); L0 -> Lbase compactions cut their
+    /// outputs at the same keys. Cutting is optional; the keys are a hint
+    /// that ages as the tree changes, so ask again before each ingestion.
+    /// Empty with `CompactionOptions::l0_sublevels` off, and while Lbase
+    /// has fewer than two files and none large enough to slice.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;

@@ -466,6 +466,53 @@ impl Table {
         end.saturating_sub(first.offset)
     }
 
+    /// User keys that cut the table's data blocks into `parts` runs of
+    /// about equal bytes, increasing: for each `i` in `1..parts`, a key
+    /// between the last block that ends by the `i`-th share of the data and
+    /// the next block. That key is the index separator `s` of the block
+    /// (its last key <= `s` < the next block's first key) followed by a
+    /// zero byte: the least key above `s`, so every key of the block is
+    /// below the cut and every key of the next block at or above it (a
+    /// writer cutting "before the first key at or past the split" cuts
+    /// exactly between the two blocks). Cuts that would fall at the
+    /// table's end, or repeat, are left out, so the result may be shorter.
+    /// Reads only the pinned index block.
+    pub fn cut_keys(&self, parts: usize) -> Vec<Vec<u8>> {
+        let mut handles: Vec<(BlockHandle, Vec<u8>)> = Vec::new();
+        let mut idx = self.index_iter();
+        idx.seek_to_first();
+        while idx.valid() {
+            let Some(h) = idx.handle() else { break };
+            let k = match self.index_mode.order {
+                KeyOrder::Bytewise => idx.key(),
+                KeyOrder::Internal => key::user_key(idx.key()),
+            };
+            handles.push((h, k.to_vec()));
+            idx.next();
+        }
+        let Some(total) = handles.last().map(|(h, _)| h.end()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut b = 0;
+        for i in 1..parts.max(1) {
+            let share = total.saturating_mul(i as u64) / parts as u64;
+            // Blocks up to `b` end before this share of the data.
+            while b + 1 < handles.len() && handles[b + 1].0.end() <= share {
+                b += 1;
+            }
+            if handles[b].0.end() > share || b + 1 == handles.len() {
+                continue;
+            }
+            let mut k = handles[b].1.clone();
+            k.push(0);
+            if out.last() != Some(&k) {
+                out.push(k);
+            }
+        }
+        out
+    }
+
     /// The data block that would hold internal key `ikey`, if any does.
     fn block_for(&self, ikey: &[u8]) -> Option<BlockHandle> {
         let mut idx = self.index_iter();

@@ -85,18 +85,6 @@ impl FileMeta {
         self.backing.is_some()
     }
 
-    /// The first user key of every file of `files` but the first: where a
-    /// run of sorted, disjoint files (one level, or part of it) is cut, in
-    /// increasing order. Bulk loaders cut at Lbase's
-    /// (`Db::ingest_split_keys`) and L0 -> Lbase compactions keep them.
-    pub fn interior_boundaries(files: &[std::sync::Arc<FileMeta>]) -> Vec<Vec<u8>> {
-        files
-            .iter()
-            .skip(1)
-            .map(|f| f.smallest_user_key().to_vec())
-            .collect()
-    }
-
     pub fn smallest_user_key(&self) -> &[u8] {
         crate::key::user_key(&self.smallest)
     }

@@ -297,11 +297,12 @@ impl L0Sublevels {
     /// climbs the interval's stack one file at a time; each file brings along
     /// every older file it overlaps, transitively. Climbing stops before a
     /// compacting file, before a file whose closure needs a compacting one,
-    /// once the total would pass `max_bytes`, or once the key range would
-    /// overlap a running Lbase compaction. Other files of the sublevels
-    /// climbed through that lie within the chosen key range are then added
-    /// while the total stays within `max_bytes` (this never widens the range,
-    /// so it never drags in more of Lbase).
+    /// once the total (with the Lbase files under the range) would pass
+    /// `max_bytes`, or once the key range would overlap a running Lbase
+    /// compaction. Other files of the sublevels climbed through that lie
+    /// within the chosen key range are then added while the total stays
+    /// within `max_bytes` (this never widens the range, so it never drags in
+    /// more of Lbase).
     ///
     /// The first step is always taken when it is possible at all, even over
     /// `max_bytes`, so that L0 can always drain. An interval whose first step
@@ -313,10 +314,16 @@ impl L0Sublevels {
     /// end is passed as if inclusive: at worst a false conflict.) To run
     /// several base compactions side by side, call this again after marking
     /// the previous picks' files with [`Self::set_compacting`].
+    ///
+    /// `lbase_bytes(lo, hi)` is the size of the Lbase files overlapping
+    /// `[lo, hi]`: the compaction rewrites them too, so they count against
+    /// `max_bytes` with the L0 files (Pebble bounds the whole compaction,
+    /// not its L0 part).
     pub fn pick_base_compaction(
         &self,
         max_bytes: u64,
         lbase_overlaps_compacting: &dyn Fn(&[u8], &[u8]) -> bool,
+        lbase_bytes: &dyn Fn(&[u8], &[u8]) -> u64,
     ) -> Option<L0Pick> {
         // Every candidate built on one seed contains the seed's closure, so
         // if that first step fails for one interval it fails for all the
@@ -339,10 +346,10 @@ impl L0Sublevels {
                 if !self.add_closed(&mut c, f, (0..self.files[f].sublevel).rev()) {
                     break;
                 }
-                if best.is_some() && c.bytes > max_bytes {
+                let (lo, hi) = (&self.bounds[c.first].key, &self.bounds[c.last + 1].key);
+                if best.is_some() && c.bytes.saturating_add(lbase_bytes(lo, hi)) > max_bytes {
                     break;
                 }
-                let (lo, hi) = (&self.bounds[c.first].key, &self.bounds[c.last + 1].key);
                 if lbase_overlaps_compacting(lo, hi) {
                     break;
                 }
@@ -350,7 +357,9 @@ impl L0Sublevels {
             }
             let Some(mut c) = best else { continue };
             let top = self.files[stack[c.seed_depth - 1]].sublevel;
-            self.fill_window(&mut c, iv, 0..=top, max_bytes);
+            // Filling never widens the range, so the Lbase part stays.
+            let lbase = lbase_bytes(&self.bounds[c.first].key, &self.bounds[c.last + 1].key);
+            self.fill_window(&mut c, iv, 0..=top, max_bytes.saturating_sub(lbase));
             return Some(self.make_pick(&c, iv));
         }
         None
