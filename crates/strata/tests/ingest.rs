@@ -851,9 +851,11 @@ fn excise_over_memory_cuts_when_placed() {
 /// The checks of a file to ingest run in one walk over its blocks (the
 /// keys handed from `Table::verify_with`): a defect deep inside a file of
 /// many blocks is still refused (a flipped byte as corruption naming the
-/// file, a sequence number other than 0, a user key twice), each leaving the
-/// database unchanged, and the bounds found on the walk are the file's
-/// first and last keys (a file holding only either one lands above it).
+/// file, a sequence number other than 0, a user key twice, two files of one
+/// call overlapping), each leaving the database unchanged (no table of it
+/// left in the database's directory, and the caller keeps its files), and
+/// the bounds found on the walk are the file's first and last keys (a file
+/// holding only either one lands above it).
 #[test]
 fn every_block_of_a_file_to_ingest_is_checked() {
     use strata::key::ValueKind;
@@ -880,6 +882,7 @@ fn every_block_of_a_file_to_ingest_is_checked() {
     };
     let good: Vec<_> = (0..2000).map(|i| (key(i), 0, ValueKind::Value)).collect();
     let before = scan(&db);
+    let tables_before = tables_on_disk(&d.path().join("db"));
     // A flipped byte, with verification on.
     let flipped = write("flipped.sst", &good);
     let mut bytes = std::fs::read(&flipped).unwrap();
@@ -903,7 +906,19 @@ fn every_block_of_a_file_to_ingest_is_checked() {
         .ingest(&[write("dup.sst", &dup)], &files_opts())
         .unwrap_err();
     assert!(e.to_string().contains("appears twice"), "{e}");
+    // Two good files of one call that overlap each other.
+    let (x, y) = (write("x.sst", &good[..1000]), write("y.sst", &good[999..]));
+    let e = db.ingest(&[&x, &y], &files_opts()).unwrap_err();
+    assert!(e.to_string().contains("overlap"), "{e}");
     assert_eq!(scan(&db), before, "nothing changed");
+    assert_eq!(
+        tables_on_disk(&d.path().join("db")),
+        tables_before,
+        "a refused file's link is removed"
+    );
+    for f in [&flipped, &x, &y] {
+        assert!(f.exists(), "{} is the caller's still", f.display());
+    }
     // The bounds: the whole file goes to the bottom; a file holding only
     // its last key, then one holding only its first, each overlaps it and
     // lands above it, in L0 (L6 is Lbase here, and ingested files skip the

@@ -13,6 +13,7 @@ pub mod format;
 mod prefix;
 #[doc(hidden)]
 pub mod properties;
+mod read_window;
 mod sst_reader;
 mod writer;
 

@@ -582,6 +582,9 @@ impl Table {
         };
         let mut idx = self.index_iter();
         idx.seek_to_first();
+        // Blocks are read in file order: through one buffer, not one
+        // system call per block.
+        let mut window = super::read_window::ReadWindow::new(self.file.as_ref(), self.data_limit);
         // The previous key, in a buffer reused for every entry.
         let mut last: Vec<u8> = Vec::new();
         let mut have_last = false;
@@ -593,13 +596,7 @@ impl Table {
                     "index entry is not a block handle",
                 )
             })?;
-            let c = read_block(
-                self.file.as_ref(),
-                h,
-                self.footer.block_checksum(),
-                checksums,
-                self.data_limit,
-            )?;
+            let c = window.block(h, self.footer.block_checksum(), checksums)?;
             stats.data_blocks += 1;
             stats.data_raw_bytes += c.data.len() as u64;
             stats.data_stored_bytes += c.stored_size as u64;
