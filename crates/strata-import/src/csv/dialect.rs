@@ -81,23 +81,20 @@ impl Dialect {
             .flexible(true)
             .delimiter(self.delimiter)
             .terminator(::csv::Terminator::CRLF);
-        match self.quote {
-            Some(q) => {
-                b.quote(q).quoting(true);
-            }
-            None => {
-                b.quoting(false);
-            }
-        }
-        match self.escape {
-            Some(e) => {
-                b.escape(Some(e)).double_quote(false);
-            }
-            None => {
-                b.escape(None).double_quote(true);
-            }
+        b.quoting(self.quote.is_some())
+            .escape(self.escape)
+            .double_quote(self.doubled_quotes());
+        if let Some(q) = self.quote {
+            b.quote(q);
         }
         b.from_reader(data)
+    }
+
+    /// Whether a doubled quote inside a quoted field stands for one quote:
+    /// when no escape byte is set (an escape byte replaces the doubling,
+    /// as in PostgreSQL's `ESCAPE`). Both readers take the same settings.
+    fn doubled_quotes(&self) -> bool {
+        self.escape.is_none()
     }
 
     /// The `csv_core` reader under [`Self::reader`], configured the same
@@ -107,21 +104,11 @@ impl Dialect {
         let mut b = csv_core::ReaderBuilder::new();
         b.delimiter(self.delimiter)
             .terminator(csv_core::Terminator::CRLF);
-        match self.quote {
-            Some(q) => {
-                b.quote(q).quoting(true);
-            }
-            None => {
-                b.quoting(false);
-            }
-        }
-        match self.escape {
-            Some(e) => {
-                b.escape(Some(e)).double_quote(false);
-            }
-            None => {
-                b.escape(None).double_quote(true);
-            }
+        b.quoting(self.quote.is_some())
+            .escape(self.escape)
+            .double_quote(self.doubled_quotes());
+        if let Some(q) = self.quote {
+            b.quote(q);
         }
         b.build()
     }
