@@ -156,6 +156,14 @@ class W5Tables(unittest.TestCase):
             out = run.render_svgs(run.medians(self.runs), Path(d), "", False, block="w5-100")
             self.assertEqual([f for f, _ in out["w5"]], ["w5-100-bench-w5-time.svg", "w5-100-bench-w5-wa.svg"])
 
+    def test_which_engines_run_which_cases(self):
+        self.assertEqual([e for e in run.ENGINES if run.runs_case(e, "micro", "puts-4")],
+                         ["strata", "rocksdb"])
+        self.assertEqual([e for e in run.ENGINES if run.runs_case(e, "w5", "classic")], ["strata"])
+        self.assertEqual([e for e in run.ENGINES if run.runs_case(e, "w1", "import-pipeline-pk")],
+                         ["strata"])
+        self.assertEqual([e for e in run.ENGINES if run.runs_case(e, "w4", "disjoint")], list(run.ENGINES))
+
     def test_plan_keeps_only_the_asked_variants(self):
         with tempfile.TemporaryDirectory() as d:
             (Path(d) / "stock-w1-random.csv").write_text("")
