@@ -60,6 +60,19 @@ fn new_batch() -> EntryBatch {
     EntryBatch::with_capacity(BATCH, BATCH / 64)
 }
 
+/// Writes `batch`'s entries (in key order, after the sink's last) to
+/// `sink`: the writer threads' one loop.
+fn write_batch(sink: &mut RollingSink, batch: &EntryBatch) -> Result<()> {
+    for s in batch.slots() {
+        if s.delete {
+            sink.delete(batch.key_of(s))?;
+        } else {
+            sink.put(batch.key_of(s), batch.value_of(s))?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs `merge` with an [`Output`] whose entries `sink` writes on another
 /// thread; returns the merge's result (its error, or the sink's error if
 /// the sink failed) and the sink's files.
@@ -72,13 +85,7 @@ pub fn write_on_thread<T, E: From<Error>>(
         let (back_tx, back_rx) = sync_channel::<EntryBatch>(1);
         let writer = sc.spawn(move || -> Result<Vec<SstFile>> {
             for mut b in rx {
-                for s in b.slots() {
-                    if s.delete {
-                        sink.delete(b.key_of(s))?;
-                    } else {
-                        sink.put(b.key_of(s), b.value_of(s))?;
-                    }
-                }
+                write_batch(&mut sink, &b)?;
                 b.clear();
                 let _ = back_tx.try_send(b);
             }
@@ -123,13 +130,7 @@ impl StreamWriter {
             .name("strata-import-sst".into())
             .spawn(move || -> Result<RollingSink> {
                 for b in rx {
-                    for s in b.slots() {
-                        if s.delete {
-                            sink.delete(b.key_of(s))?;
-                        } else {
-                            sink.put(b.key_of(s), b.value_of(s))?;
-                        }
-                    }
+                    write_batch(&mut sink, &b)?;
                     if let Some((pool, index)) = &pool {
                         pool.give(*index, b);
                     }
