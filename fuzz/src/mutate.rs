@@ -1,6 +1,6 @@
 //! Seeded mutations of fuzz inputs (bit flips, byte overwrites,
 //! truncations, insertions, splices, huge length fields): the stable-Rust
-//! stand-in for libFuzzer used by the corpus replay tests
+//! stand-in for libFuzzer used by the corpus replay loop (`replay.rs`) of the tests
 //! (`crates/strata/tests/fuzz_replay.rs`,
 //! `crates/strata-import/tests/fuzz_replay.rs`), which include this file.
 

@@ -15,10 +15,12 @@ mod targets;
 
 #[path = "../../../fuzz/src/mutate.rs"]
 mod mutate;
-use mutate::mutate;
 
-use rand::{rngs::StdRng, Rng, SeedableRng};
-use std::path::{Path, PathBuf};
+#[path = "../../../fuzz/src/replay.rs"]
+mod replay;
+use replay::{corpus_dir, iters_from_env, replay, Replay};
+use std::path::Path;
+
 use strata::key::{make_internal_key, ValueKind};
 use strata::sstable::block_builder::BlockBuilder;
 use strata::sstable::{CompressionType, SstOptions, SstWriter};
@@ -28,89 +30,21 @@ use strata::vfs::{MemVfs, Vfs};
 use strata::wal::LogWriter;
 use strata::WriteBatch;
 
-fn corpus_dir(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/corpus")
-        .join(target)
-}
-
-fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(corpus_dir(target))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.path().is_file())
-                .map(|e| {
-                    (
-                        e.file_name().to_string_lossy().into_owned(),
-                        std::fs::read(e.path()).unwrap_or_default(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
-/// Runs `f` on `data`; on a panic saves the input and fails naming it.
-fn run_one(target: &str, what: &str, f: fn(&[u8]), data: &[u8]) {
-    let r = std::panic::catch_unwind(|| f(data));
-    if r.is_err() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/fuzz-failures");
-        let _ = std::fs::create_dir_all(&dir);
-        let path = dir.join(format!("{target}-{}", what.replace('/', "_")));
-        let _ = std::fs::write(&path, data);
-        panic!(
-            "fuzz target {target} panicked on {what}; input saved at {}",
-            path.display()
-        );
-    }
-}
-
 #[test]
 fn corpora_and_mutations_never_panic() {
     if std::env::var_os("STRATA_FUZZ_WRITE_SEEDS").is_some() {
         write_seeds();
     }
-    let iters: usize = std::env::var("STRATA_FUZZ_ITERS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
-    let mut summary = Vec::new();
-    for (name, f) in targets::TARGETS {
-        let inputs = corpus(name);
-        assert!(
-            inputs.iter().any(|(n, _)| n.starts_with("seed-")),
-            "no seed corpus for {name} in {}",
-            corpus_dir(name).display()
-        );
-        let mut rng = StdRng::seed_from_u64(0x5eed ^ name.len() as u64);
-        let mut execs = 0u64;
-        for (file, data) in &inputs {
-            run_one(name, file, f, data);
-            execs += 1;
-        }
-        for (i, (file, data)) in inputs.iter().enumerate() {
-            let other = &inputs[(i + 1) % inputs.len()].1;
-            for k in 0..iters {
-                let m = mutate(&mut rng, data, other);
-                run_one(name, &format!("{file}-mutation-{k}"), f, &m);
-                execs += 1;
-            }
-        }
-        // Random bytes too, and the empty input.
-        run_one(name, "empty", f, &[]);
-        for k in 0..iters {
-            let n = rng.gen_range(0..512);
-            let d: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
-            run_one(name, &format!("random-{k}"), f, &d);
-            execs += 1;
-        }
-        summary.push(format!(
-            "{name}: {} inputs, {execs} executions",
-            inputs.len()
-        ));
-    }
+    let cfg = Replay {
+        iters: iters_from_env(1000),
+        seed: 0x5eed,
+        max_random_len: 512,
+        min_seeds: 1,
+    };
+    let summary: Vec<String> = targets::TARGETS
+        .iter()
+        .map(|(name, f)| replay(name, *f, &cfg))
+        .collect();
     eprintln!("fuzz replay: {}", summary.join("; "));
 }
 
