@@ -6,47 +6,18 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use strata::iter::InternalIterator;
 use strata::key::{ParsedKey, ValueKind};
-use strata::sstable::block::{Block, BlockIter, BlockIterMode};
 use strata::sstable::filter::BUILTIN_BLOOM_META_NAME;
 use strata::sstable::format::{read_block, Footer};
 use strata::sstable::{FixedPrefix, SstOptions, SstWriter, Table, TableOptions};
-use strata::util::hex;
 use strata::vfs::{OsVfs, Vfs};
 
-fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocksdb")
-}
-
-#[derive(Debug, PartialEq)]
-enum Line {
-    Put(Vec<u8>, Vec<u8>),
-    Del(Vec<u8>),
-    Range(Vec<u8>, Vec<u8>),
-}
-
-fn input(name: &str) -> Vec<Line> {
-    let text = std::fs::read_to_string(dir().join(format!("{name}.input"))).unwrap();
-    text.lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let h = |i: usize| {
-                f.get(i)
-                    .map(|s| hex::decode(s).unwrap())
-                    .unwrap_or_default()
-            };
-            match f[0] {
-                "put" => Line::Put(h(1), h(2)),
-                "del" => Line::Del(h(1)),
-                "range" => Line::Range(h(1), h(2)),
-                other => panic!("bad input line {other}"),
-            }
-        })
-        .collect()
-}
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::{dir, input, meta_handle, Line};
 
 const NAMES: &[&str] = &[
     "none",
@@ -139,21 +110,7 @@ fn strata_reads_every_rocksdb_fixture() {
 fn filter_block(path: &Path) -> Vec<u8> {
     let f = OsVfs.open_random(path).unwrap();
     let footer = Footer::read(f.as_ref()).unwrap();
-    let m = read_block(
-        f.as_ref(),
-        footer.metaindex,
-        footer.block_checksum(),
-        true,
-        u64::MAX,
-    )
-    .unwrap();
-    let mut it = BlockIter::new(
-        Arc::new(Block::new(m.data).unwrap()),
-        BlockIterMode::BYTEWISE,
-    );
-    it.seek(BUILTIN_BLOOM_META_NAME.as_bytes());
-    assert_eq!(it.key(), BUILTIN_BLOOM_META_NAME.as_bytes());
-    let h = it.handle().unwrap();
+    let h = meta_handle(f.as_ref(), BUILTIN_BLOOM_META_NAME);
     read_block(f.as_ref(), h, footer.block_checksum(), true, u64::MAX)
         .unwrap()
         .data

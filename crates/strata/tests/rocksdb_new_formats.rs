@@ -10,14 +10,17 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use strata::iter::InternalIterator;
 use strata::key::{ParsedKey, ValueKind};
 use strata::sstable::format::{Footer, FOOTER_SIZE};
 use strata::sstable::{Table, TableOptions};
-use strata::util::hex;
 use strata::vfs::{self, MemVfs};
 use strata::{Db, Error, IngestOptions, Options};
+
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::{dir, Line};
 
 const NAMES: &[(&str, u32)] = &[
     ("rocksdict-fv6", 6),
@@ -26,28 +29,17 @@ const NAMES: &[(&str, u32)] = &[
     ("rocksdict-fv7-lz4", 7),
 ];
 
-fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocksdb")
-}
-
 /// `(key, Some(value))` for a put, `(key, None)` for a deletion.
 type Entry = (Vec<u8>, Option<Vec<u8>>);
 
+/// The fixture's input as entries (these fixtures hold no range deletions).
 fn input(name: &str) -> Vec<Entry> {
-    let text = std::fs::read_to_string(dir().join(format!("{name}.input"))).unwrap();
-    text.lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let h = |i: usize| {
-                f.get(i)
-                    .map(|s| hex::decode(s).unwrap())
-                    .unwrap_or_default()
-            };
-            match f[0] {
-                "put" => (h(1), Some(h(2))),
-                "del" => (h(1), None),
-                other => panic!("unexpected input line {other}"),
-            }
+    fixtures::input(name)
+        .into_iter()
+        .map(|l| match l {
+            Line::Put(k, v) => (k, Some(v)),
+            Line::Del(k) => (k, None),
+            Line::Range(..) => panic!("{name}.input: unexpected range line"),
         })
         .collect()
 }

@@ -5,15 +5,16 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::path::Path;
-use std::sync::Arc;
 use strata::iter::InternalIterator;
 use strata::key::ParsedKey;
-use strata::sstable::block::{Block, BlockIter, BlockIterMode};
 use strata::sstable::filter::BUILTIN_BLOOM_META_NAME;
-use strata::sstable::format::{read_block, BlockHandle, Footer, FOOTER_SIZE};
+use strata::sstable::format::{BlockHandle, Footer, FOOTER_SIZE};
 use strata::sstable::{SstOptions, SstWriter, Table, TableOptions};
 use strata::vfs::{self, MemVfs, Vfs};
 use strata::Error;
+
+#[path = "support/fixtures.rs"]
+mod fixtures;
 
 const N: usize = 3000;
 
@@ -47,25 +48,7 @@ fn meta_handle(bytes: &[u8], name: &str) -> BlockHandle {
     let vfs = MemVfs::new();
     vfs::write_all(&vfs, Path::new("/m"), bytes).unwrap();
     let f = vfs.open_random(Path::new("/m")).unwrap();
-    let footer = Footer::read(f.as_ref()).unwrap();
-    let c = read_block(
-        f.as_ref(),
-        footer.metaindex,
-        footer.block_checksum(),
-        true,
-        u64::MAX,
-    )
-    .unwrap();
-    let mut it = BlockIter::new(
-        Arc::new(Block::new(c.data).unwrap()),
-        BlockIterMode::BYTEWISE,
-    );
-    it.seek(name.as_bytes());
-    assert!(
-        it.valid() && it.key() == name.as_bytes(),
-        "no meta block {name}"
-    );
-    it.handle().unwrap()
+    fixtures::meta_handle(f.as_ref(), name)
 }
 
 fn footer_of(bytes: &[u8]) -> Footer {
