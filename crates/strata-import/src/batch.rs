@@ -60,6 +60,28 @@ impl EntryBatch {
         });
     }
 
+    /// Appends one entry that `encode` writes in place: it appends the key
+    /// and then the value to the buffer it is given and returns the key's
+    /// length (no staging copy of either).
+    pub fn push_encoded(
+        &mut self,
+        src: Src,
+        delete: bool,
+        encode: impl FnOnce(&mut Vec<u8>) -> usize,
+    ) {
+        let off = self.bytes.len();
+        let klen = encode(&mut self.bytes);
+        let len = self.bytes.len() - off;
+        let klen = klen.min(len);
+        self.slots.push(Slot {
+            off,
+            klen: klen as u32,
+            vlen: (len - klen) as u32,
+            src,
+            delete,
+        });
+    }
+
     /// Empties the batch, keeping its buffers (see `pool`).
     pub fn clear(&mut self) {
         self.bytes.clear();

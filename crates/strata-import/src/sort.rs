@@ -494,7 +494,7 @@ impl IndexSorter {
             });
         }
         for run in std::mem::take(&mut self.mem_runs) {
-            sources.push(Source::MemRun(std::io::Cursor::new(run)));
+            sources.push(Source::MemRun(run, 0));
         }
         sources.push(Source::Mem(order.into_iter(), buf));
         let mut heap = BinaryHeap::new();
@@ -580,6 +580,50 @@ fn read_run_entry(r: &mut impl Read, path: &Path, spare: &mut Vec<Entry>) -> Res
     let line = read_varint(r)
         .map_err(|e| Error::io(path, e))?
         .ok_or_else(|| corrupt("run ends inside an entry"))?;
+    Ok(Some(Entry {
+        key,
+        value,
+        src: Src {
+            file: file as u32,
+            line: line as u64,
+        },
+        delete,
+    }))
+}
+
+/// Decodes the entry of an in-memory run at `*pos` and moves past it;
+/// `None` at its end. The same format as [`read_run_entry`], read from the
+/// slice (not byte by byte through `Read`: four varints per entry, which
+/// were about a fifth of the merge's CPU in W1's random order).
+fn decode_run_entry(run: &[u8], pos: &mut usize, spare: &mut Vec<Entry>) -> Result<Option<Entry>> {
+    let Some(mut rest) = run.get(*pos..).filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let corrupt = |m: String| Error::invalid(format!("(sorted run in memory): {m}"));
+    let take = |n: u128, rest: &[u8]| -> Result<usize> {
+        let n = usize::try_from(n).map_err(|_| corrupt("length out of range".into()))?;
+        if rest.len() < n {
+            return Err(corrupt("run ends inside an entry".into()));
+        }
+        Ok(n)
+    };
+    let Entry {
+        mut key, mut value, ..
+    } = reuse(spare);
+    let klen = get_varint(&mut rest).map_err(corrupt)?;
+    let klen = take(klen, rest)?;
+    key.clear();
+    key.extend_from_slice(&rest[..klen]);
+    rest = &rest[klen..];
+    let vlen = get_varint(&mut rest).map_err(corrupt)?;
+    let delete = vlen & 1 == 1;
+    let n = take(vlen >> 1, rest)?;
+    value.clear();
+    value.extend_from_slice(&rest[..n]);
+    rest = &rest[n..];
+    let file = get_varint(&mut rest).map_err(corrupt)?;
+    let line = get_varint(&mut rest).map_err(corrupt)?;
+    *pos = run.len() - rest.len();
     Ok(Some(Entry {
         key,
         value,
@@ -718,7 +762,8 @@ impl Ord for HeapItem {
 enum Source {
     /// The last buffer, in the sort's order.
     Mem(std::vec::IntoIter<Pair>, Vec<EntryBatch>),
-    MemRun(std::io::Cursor<Vec<u8>>),
+    /// A sorted run in memory and the offset of its next entry.
+    MemRun(Vec<u8>, usize),
     Run {
         r: BufReader<File>,
         path: PathBuf,
@@ -746,7 +791,7 @@ impl Source {
                 (e.src, e.delete) = (s.src, s.delete);
                 e
             })),
-            Source::MemRun(r) => read_run_entry(r, Path::new("(sorted run in memory)"), spare),
+            Source::MemRun(run, pos) => decode_run_entry(run, pos, spare),
             Source::Run { r, path } => read_run_entry(r, path, spare),
             Source::Sst {
                 files,
