@@ -911,6 +911,53 @@ mod tests {
         }
     }
 
+    /// The sort orders keys as bytes whatever prefixes the batches share:
+    /// keys of one batch share long prefixes that differ from batch to
+    /// batch (the part of the keys the sort may skip is what ALL share).
+    #[test]
+    fn sort_orders_batches_with_different_shared_prefixes() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        for case in 0..200 {
+            let mut buf = Vec::new();
+            let mut all = Vec::new();
+            for b in 0..rng.gen_range(1..5) {
+                let prefix: Vec<u8> = (0..rng.gen_range(0..24))
+                    .map(|_| rng.gen_range(0..2u8))
+                    .collect();
+                let mut batch = EntryBatch::default();
+                for i in 0..rng.gen_range(0..20) {
+                    let mut key = prefix.clone();
+                    key.extend((0..rng.gen_range(0..20)).map(|_| rng.gen_range(0..4u8)));
+                    key.extend_from_slice(&[b as u8, i as u8]); // distinct
+                    batch.push(
+                        &key,
+                        b"",
+                        Src {
+                            file: 0,
+                            line: all.len() as u64,
+                        },
+                        false,
+                    );
+                    all.push(key);
+                }
+                buf.push(batch);
+            }
+            let Ok(order) = sort_checked(&buf, false) else {
+                panic!("case {case}: a duplicate among distinct keys");
+            };
+            let got: Vec<&[u8]> = order
+                .iter()
+                .map(|&(_, b, i)| buf[b as usize].key(i as usize))
+                .collect();
+            all.sort();
+            assert_eq!(
+                got,
+                all.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+                "case {case}"
+            );
+        }
+    }
+
     /// In-memory runs, spills of them and the last buffer merge into
     /// exactly the sorted input, and equal keys across runs are still a
     /// duplicate naming both rows.
