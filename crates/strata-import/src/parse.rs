@@ -1,7 +1,9 @@
 //! Parsing one chunk of records into index entries (runs on a worker).
 //!
 //! Owns the per-record checks: the field count, NULL markers, NOT NULL,
-//! UTF-8, and each value's type (`value::parse`). A malformed record
+//! UTF-8, and each value's type (`value::parse_ref` for integer and text
+//! columns, borrowing the record; `value::parse` for the others), and the
+//! encoding of each index's entry straight into its batch. A malformed record
 //! becomes a [`BadRow`] with its file, line, column and reason and its
 //! original bytes (for the rejects file); the records around it go on.
 
