@@ -34,6 +34,9 @@ pub const SORT_PAIR: usize = std::mem::size_of::<(u128, u32, u32)>();
 pub struct EntryBatch {
     bytes: Vec<u8>,
     slots: Vec<Slot>,
+    /// Length of the prefix every key of the batch shares (kept as keys
+    /// are pushed, while each is in the cache; the sort skips it).
+    shared: usize,
 }
 
 impl EntryBatch {
@@ -43,6 +46,7 @@ impl EntryBatch {
         EntryBatch {
             bytes: Vec::with_capacity(bytes),
             slots: Vec::with_capacity(entries),
+            shared: 0,
         }
     }
 
@@ -51,6 +55,7 @@ impl EntryBatch {
         let off = self.bytes.len();
         self.bytes.extend_from_slice(key);
         self.bytes.extend_from_slice(value);
+        self.note_key(off, key.len());
         self.slots.push(Slot {
             off,
             klen: key.len() as u32,
@@ -60,10 +65,57 @@ impl EntryBatch {
         });
     }
 
+    /// Appends one entry that `encode` writes in place: it appends the key
+    /// and then the value to the buffer it is given and returns the key's
+    /// length (no staging copy of either).
+    pub fn push_encoded(
+        &mut self,
+        src: Src,
+        delete: bool,
+        encode: impl FnOnce(&mut Vec<u8>) -> usize,
+    ) {
+        let off = self.bytes.len();
+        let klen = encode(&mut self.bytes);
+        let len = self.bytes.len() - off;
+        let klen = klen.min(len);
+        self.note_key(off, klen);
+        self.slots.push(Slot {
+            off,
+            klen: klen as u32,
+            vlen: (len - klen) as u32,
+            src,
+            delete,
+        });
+    }
+
+    /// Updates the shared prefix for a key about to get a slot (at `off`,
+    /// `klen` bytes).
+    fn note_key(&mut self, off: usize, klen: usize) {
+        let key = &self.bytes[off..off + klen];
+        self.shared = match self.slots.first() {
+            None => klen,
+            Some(f) => {
+                let first = &self.bytes[f.off..f.off + (f.klen as usize).min(self.shared)];
+                common_len(first, key)
+            }
+        };
+    }
+
+    /// The length of the prefix every key of the batch shares (0 for an
+    /// empty batch).
+    pub fn shared_prefix(&self) -> usize {
+        if self.slots.is_empty() {
+            0
+        } else {
+            self.shared
+        }
+    }
+
     /// Empties the batch, keeping its buffers (see `pool`).
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.slots.clear();
+        self.shared = 0;
     }
 
     /// Makes room for at least `bytes` more key and value bytes and
@@ -77,6 +129,11 @@ impl EntryBatch {
     pub fn shrink_to_fit(&mut self) {
         self.bytes.shrink_to_fit();
         self.slots.shrink_to_fit();
+    }
+
+    /// Bytes of keys and values the batch holds.
+    pub fn used(&self) -> usize {
+        self.bytes.len()
     }
 
     /// Entries in the batch.
@@ -115,6 +172,12 @@ impl EntryBatch {
         &self.bytes[at..at + s.vlen as usize]
     }
 
+    /// Entry `i`'s key and value, back to back.
+    pub fn entry_bytes(&self, i: usize) -> &[u8] {
+        let s = &self.slots[i];
+        &self.bytes[s.off..s.off + s.klen as usize + s.vlen as usize]
+    }
+
     /// Entry `i` as an owned [`Entry`] (for the merge's groups).
     pub fn entry(&self, i: usize) -> Entry {
         let s = &self.slots[i];
@@ -147,6 +210,11 @@ impl EntryBatch {
             + self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.slots.len() * SORT_PAIR
     }
+}
+
+/// The length of the longest common prefix of `a` and `b`.
+pub fn common_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl<'a> IntoIterator for &'a EntryBatch {
@@ -198,6 +266,47 @@ mod tests {
             b.charge(),
             b.bytes.capacity() + b.slots.capacity() * slot + 12 * SORT_PAIR
         );
+    }
+
+    /// The shared prefix kept while pushing is the keys' longest common
+    /// prefix, through pushes, splits and clears.
+    #[test]
+    fn shared_prefix_is_the_keys_common_prefix() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for _ in 0..300 {
+            let mut b = EntryBatch::default();
+            let n = rng.gen_range(0..40);
+            let keys: Vec<Vec<u8>> = (0..n)
+                .map(|_| {
+                    let len = rng.gen_range(0..12);
+                    (0..len).map(|_| rng.gen_range(0..3u8)).collect()
+                })
+                .collect();
+            for (i, k) in keys.iter().enumerate() {
+                if i % 2 == 0 {
+                    b.push(k, b"v", src(i as u64), false);
+                } else {
+                    b.push_encoded(src(i as u64), false, |out| {
+                        out.extend_from_slice(k);
+                        out.extend_from_slice(b"val");
+                        k.len()
+                    });
+                }
+            }
+            let brute = |ks: &[Vec<u8>]| match ks.first() {
+                None => 0,
+                Some(f) => ks.iter().map(|k| common_len(f, k)).min().unwrap_or(0),
+            };
+            assert_eq!(b.shared_prefix(), brute(&keys), "{keys:?}");
+            let at = rng.gen_range(0..=n);
+            let rest = b.split_off(at);
+            assert_eq!(rest.shared_prefix(), brute(&keys[at..]), "{keys:?} at {at}");
+            // What stays keeps a prefix its keys share (maybe shorter).
+            assert!(b.shared_prefix() <= brute(&keys[..at]), "{keys:?} at {at}");
+            b.clear();
+            assert_eq!(b.shared_prefix(), 0);
+        }
     }
 
     /// Keys and values read back as pushed, and a split keeps both halves

@@ -12,7 +12,7 @@
 
 use crate::encode::{key, row};
 use crate::schema::Table;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// The key-value encoder and decoder of one table.
 pub struct TableCodec {
@@ -66,26 +66,58 @@ impl TableCodec {
     /// first); `pk` is [`Self::pk_bytes`] of the row.
     pub fn entry(&self, index: usize, row: &[Value], pk: &[u8], k: &mut Vec<u8>, v: &mut Vec<u8>) {
         k.clear();
+        let klen = self.entry_to(index, |c| row[c].view(), pk, k);
         v.clear();
-        k.extend_from_slice(&self.prefixes[index]);
+        v.extend_from_slice(&k[klen..]);
+        k.truncate(klen);
+    }
+
+    /// [`Self::pk_bytes_into`] of a row given column by column (`cell(c)`:
+    /// column `c`'s value).
+    pub fn pk_bytes_with<'a>(&self, cell: impl Fn(usize) -> ValueRef<'a>, out: &mut Vec<u8>) {
+        out.clear();
+        for &c in &self.table.primary().columns {
+            key::encode_ref(out, cell(c));
+        }
+    }
+
+    /// Appends the entry of a row (given column by column, `cell(c)`) for
+    /// `index` to `out`: its key, then its value; returns the key's
+    /// length. `pk` is the row's [`Self::pk_bytes_with`]. The parser
+    /// encodes this way straight into its batches, with no copy of the
+    /// row's text.
+    pub fn entry_to<'a>(
+        &self,
+        index: usize,
+        cell: impl Fn(usize) -> ValueRef<'a>,
+        pk: &[u8],
+        out: &mut Vec<u8>,
+    ) -> usize {
+        let start = out.len();
+        out.extend_from_slice(&self.prefixes[index]);
         if index == 0 {
-            k.extend_from_slice(pk);
-            row::encode(v, row, &self.value_cols);
-            return;
+            out.extend_from_slice(pk);
+            let klen = out.len() - start;
+            row::encode_with(out, &self.value_cols, cell);
+            return klen;
         }
         let ix = &self.table.indexes[index];
         let mut has_null = false;
         for &c in &ix.columns {
-            has_null |= row[c] == Value::Null;
-            key::encode_value(k, &row[c]);
+            let v = cell(c);
+            has_null |= v == ValueRef::Null;
+            key::encode_ref(out, v);
         }
         if ix.unique {
             if has_null {
-                k.extend_from_slice(pk);
+                out.extend_from_slice(pk);
             }
-            v.extend_from_slice(pk);
+            let klen = out.len() - start;
+            out.extend_from_slice(pk);
+            klen
         } else {
-            k.extend_from_slice(pk);
+            out.extend_from_slice(pk);
+            out.len() - start
         }
     }
 

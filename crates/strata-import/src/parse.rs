@@ -1,7 +1,9 @@
 //! Parsing one chunk of records into index entries (runs on a worker).
 //!
 //! Owns the per-record checks: the field count, NULL markers, NOT NULL,
-//! UTF-8, and each value's type (`value::parse`). A malformed record
+//! UTF-8, and each value's type (`value::parse_ref` for integer and text
+//! columns, borrowing the record; `value::parse` for the others), and the
+//! encoding of each index's entry straight into its batch. A malformed record
 //! becomes a [`BadRow`] with its file, line, column and reason and its
 //! original bytes (for the rejects file); the records around it go on.
 
@@ -11,7 +13,7 @@ use crate::codec::TableCodec;
 use crate::csv::dialect::Dialect;
 use crate::csv::records::Records;
 use crate::pool::BatchPool;
-use crate::value::{self, Value};
+use crate::value::{self, Value, ValueRef};
 
 /// Where an entry came from: input file index and line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -104,9 +106,21 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         ..Parsed::default()
     };
     let mut records = Records::new(layout.dialect, chunk.data.as_slice());
+    // Integer and text columns are parsed to `ValueRef`s borrowing the
+    // record (no copy of the text, no typed value in between) and encoded
+    // from there straight into the batches; the other types go through
+    // `value::parse_into` into `row`. `by_ref[c]` says which holds
+    // column `c`.
+    let by_ref: Vec<bool> = table
+        .columns
+        .iter()
+        .map(|c| value::parses_to_ref(&c.ty))
+        .collect();
     let mut row = vec![Value::Null; table.columns.len()];
+    // The cells' allocation, kept across records (`relabel`).
+    let mut spare: Vec<ValueRef<'static>> = Vec::with_capacity(table.columns.len());
     let null = layout.dialect.null.as_bytes();
-    let (mut k, mut v, mut pk) = (Vec::new(), Vec::new(), Vec::new());
+    let mut pk = Vec::new();
     let mut lines = LineCounter::new(&chunk.data, chunk.first_line);
     while let Some(rec) = records.next_record() {
         let (line, rstart) = lines.record(rec.start);
@@ -138,6 +152,8 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         // valid as a whole is checked field by field, so the column
         // reported is the same either way.
         let whole = std::str::from_utf8(rec.bytes).ok();
+        let mut cells = relabel(std::mem::take(&mut spare));
+        cells.resize(table.columns.len(), ValueRef::Null);
         let mut failed = None;
         for (i, &c) in layout.columns.iter().enumerate() {
             let col = &table.columns[c];
@@ -148,6 +164,7 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
                     failed = Some(bad(Some(c), "NULL in a NOT NULL column".into()));
                     break;
                 }
+                cells[c] = ValueRef::Null;
                 row[c] = Value::Null;
                 continue;
             }
@@ -159,7 +176,12 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
                 failed = Some(bad(Some(c), "invalid UTF-8".into()));
                 break;
             };
-            match value::parse_into(&col.ty, text, &mut row[c]) {
+            let parsed = if by_ref[c] {
+                value::parse_ref(&col.ty, text).map(|r| r.map(|v| cells[c] = v))
+            } else {
+                None
+            };
+            match parsed.unwrap_or_else(|| value::parse_into(&col.ty, text, &mut row[c])) {
                 Ok(()) => {}
                 Err(reason) => {
                     failed = Some(bad(Some(c), reason));
@@ -168,18 +190,22 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
             }
         }
         if let Some(b) = failed {
+            spare = relabel(cells);
             out.bad.push(b);
             continue;
         }
         if table.hidden_rowid {
             let last = table.columns.len() - 1;
-            row[last] = Value::Int(layout.rowid_base + (chunk.offset as i64) + rstart as i64);
+            let id = layout.rowid_base + (chunk.offset as i64) + rstart as i64;
+            cells[last] = ValueRef::Int(id);
+            row[last] = Value::Int(id);
         }
-        codec.pk_bytes_into(&row, &mut pk);
+        let cell = |c: usize| if by_ref[c] { cells[c] } else { row[c].view() };
+        codec.pk_bytes_with(cell, &mut pk);
         for (i, list) in out.entries.iter_mut().enumerate() {
-            codec.entry(i, &row, &pk, &mut k, &mut v);
-            list.push(&k, &v, src, false);
+            list.push_encoded(src, false, |buf| codec.entry_to(i, cell, &pk, buf));
         }
+        spare = relabel(cells);
         out.rows += 1;
     }
     if layout.pool.is_none() {
@@ -188,4 +214,13 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         }
     }
     out
+}
+
+/// An empty vector of cells with `cells`' allocation, free of its
+/// borrow (the cells of one record borrow that record; the allocation
+/// serves every record of the chunk). Collecting a vector's own
+/// `into_iter` reuses its buffer, so this allocates nothing.
+fn relabel<'b>(mut cells: Vec<ValueRef<'_>>) -> Vec<ValueRef<'b>> {
+    cells.clear();
+    cells.into_iter().map(|_| ValueRef::Null).collect()
 }

@@ -35,6 +35,48 @@ pub enum Value {
     Bytes(Vec<u8>),
 }
 
+/// A borrowed view of a [`Value`]: what the encoders read. The parser
+/// makes these straight from a record's bytes (a text field is a slice of
+/// the record, not a copy); [`Value::view`] makes one from a value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    /// SQL NULL.
+    Null,
+    /// Any integer type.
+    Int(i64),
+    /// A float (canonical: no -0, one NaN).
+    Float(f64),
+    /// Scaled by 10^scale of the column.
+    Decimal(i128),
+    /// Text (CHAR, VARCHAR, TEXT).
+    Text(&'a str),
+    /// BOOL.
+    Bool(bool),
+    /// Days since 1970-01-01.
+    Date(i32),
+    /// Microseconds since 1970-01-01 00:00:00.
+    Timestamp(i64),
+    /// BYTEA.
+    Bytes(&'a [u8]),
+}
+
+impl Value {
+    /// The value as a [`ValueRef`] borrowing it.
+    pub fn view(&self) -> ValueRef<'_> {
+        match self {
+            Value::Null => ValueRef::Null,
+            Value::Int(v) => ValueRef::Int(*v),
+            Value::Float(v) => ValueRef::Float(*v),
+            Value::Decimal(v) => ValueRef::Decimal(*v),
+            Value::Text(v) => ValueRef::Text(v),
+            Value::Bool(v) => ValueRef::Bool(*v),
+            Value::Date(v) => ValueRef::Date(*v),
+            Value::Timestamp(v) => ValueRef::Timestamp(*v),
+            Value::Bytes(v) => ValueRef::Bytes(v),
+        }
+    }
+}
+
 /// The value of one hex digit.
 fn hex_digit(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
@@ -117,6 +159,52 @@ pub fn parse_into(ty: &ColumnType, s: &str, slot: &mut Value) -> Result<(), Stri
         _ => *slot = Value::Text(s.to_string()),
     }
     Ok(())
+}
+
+/// Whether [`parse_ref`] handles columns of type `ty` (its `Some`
+/// cases).
+pub fn parses_to_ref(ty: &ColumnType) -> bool {
+    matches!(
+        ty,
+        ColumnType::SmallInt
+            | ColumnType::Int
+            | ColumnType::BigInt
+            | ColumnType::Char(_)
+            | ColumnType::Varchar(_)
+            | ColumnType::Text
+    )
+}
+
+/// [`parse`] for the types whose value can borrow the text or needs no
+/// allocation, straight to a [`ValueRef`]: integers of plain ASCII digits
+/// (the common case, computed here; anything else, like a sign, spaces or
+/// an overflow, goes through [`parse`], so the result and the error are
+/// `parse`'s exactly), CHAR, VARCHAR and TEXT (a slice of `s`). `None`:
+/// the type has no such path (the caller uses [`parse_into`]).
+pub fn parse_ref<'a>(ty: &ColumnType, s: &'a str) -> Option<Result<ValueRef<'a>, String>> {
+    let (lo, hi) = match ty {
+        ColumnType::SmallInt => (i16::MIN as i64, i16::MAX as i64),
+        ColumnType::Int => (i32::MIN as i64, i32::MAX as i64),
+        ColumnType::BigInt => (i64::MIN, i64::MAX),
+        ColumnType::Char(n) | ColumnType::Varchar(n) => {
+            return Some(check_length(s, *n, ty).map(|()| ValueRef::Text(s)))
+        }
+        ColumnType::Text => return Some(Ok(ValueRef::Text(s))),
+        _ => return None,
+    };
+    // Up to 18 digits cannot overflow an i64.
+    let b = s.as_bytes();
+    if !b.is_empty() && b.len() <= 18 && b.iter().all(u8::is_ascii_digit) {
+        let v = b.iter().fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
+        if v >= lo && v <= hi {
+            return Some(Ok(ValueRef::Int(v)));
+        }
+    }
+    Some(match parse(ty, s) {
+        Ok(Value::Int(i)) => Ok(ValueRef::Int(i)),
+        Ok(other) => Err(format!("internal: {other:?} parsed as an integer")),
+        Err(e) => Err(e),
+    })
 }
 
 /// A CHAR(n) or VARCHAR(n) value holds at most `n` characters.
@@ -357,6 +445,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
     use super::*;
 
     #[test]
@@ -425,6 +514,60 @@ mod tests {
             (ColumnType::Bytea, "\\x0"),
         ] {
             assert!(parse(&ty, bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Every column type, for the fast-path checks.
+    fn all_types() -> Vec<ColumnType> {
+        vec![
+            ColumnType::SmallInt,
+            ColumnType::Int,
+            ColumnType::BigInt,
+            ColumnType::Double,
+            ColumnType::Decimal {
+                precision: 8,
+                scale: 2,
+            },
+            ColumnType::Char(3),
+            ColumnType::Varchar(5),
+            ColumnType::Text,
+            ColumnType::Bool,
+            ColumnType::Date,
+            ColumnType::Timestamp,
+            ColumnType::Bytea,
+        ]
+    }
+
+    #[test]
+    fn parses_to_ref_names_exactly_parse_refs_types() {
+        for ty in all_types() {
+            assert_eq!(parses_to_ref(&ty), parse_ref(&ty, "1").is_some(), "{ty:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 4000, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// The fast path gives exactly `parse`'s value or error, on text
+        /// made of digits, signs, spaces, letters and multi-byte
+        /// characters, up to 25 characters (past i64's 19 digits).
+        #[test]
+        fn parse_ref_agrees_with_parse(
+            text in "[0-9]{0,25}|[-+ 0-9]{0,22}|[0-9a-zé\u{3000} -]{0,8}",
+            t in 0usize..12,
+        ) {
+            let ty = &all_types()[t];
+            if let Some(fast) = parse_ref(ty, &text) {
+                let general = parse(ty, &text);
+                let fast = fast.map(|v| match v {
+                    ValueRef::Int(i) => Value::Int(i),
+                    ValueRef::Text(s) => Value::Text(s.to_string()),
+                    other => panic!("{other:?} from the fast path"),
+                });
+                proptest::prop_assert_eq!(fast, general, "{:?} {:?}", ty, text);
+            }
         }
     }
 

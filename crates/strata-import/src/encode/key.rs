@@ -21,7 +21,7 @@
 //! below every table key.
 
 use crate::schema::ColumnType;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// First byte of system keys (the catalog).
 pub const SYSTEM_SPACE: u8 = 0x00;
@@ -58,37 +58,42 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 /// Appends the encoding of `v` to `out` (the column's type is implied by
 /// the value; a DECIMAL's scale is the column's).
 pub fn encode_value(out: &mut Vec<u8>, v: &Value) {
+    encode_ref(out, v.view());
+}
+
+/// [`encode_value`] of a borrowed value.
+pub fn encode_ref(out: &mut Vec<u8>, v: ValueRef<'_>) {
     match v {
-        Value::Null => out.push(NULL_TAG),
-        Value::Int(i) | Value::Timestamp(i) => {
+        ValueRef::Null => out.push(NULL_TAG),
+        ValueRef::Int(i) | ValueRef::Timestamp(i) => {
             out.push(VALUE_TAG);
-            out.extend_from_slice(&((*i as u64) ^ (1 << 63)).to_be_bytes());
+            out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
         }
-        Value::Date(d) => {
+        ValueRef::Date(d) => {
             out.push(VALUE_TAG);
-            out.extend_from_slice(&((*d as u32) ^ (1 << 31)).to_be_bytes());
+            out.extend_from_slice(&((d as u32) ^ (1 << 31)).to_be_bytes());
         }
-        Value::Float(f) => {
+        ValueRef::Float(f) => {
             out.push(VALUE_TAG);
             let b = f.to_bits();
             let k = if b >> 63 == 1 { !b } else { b ^ (1 << 63) };
             out.extend_from_slice(&k.to_be_bytes());
         }
-        Value::Decimal(d) => {
+        ValueRef::Decimal(d) => {
             out.push(VALUE_TAG);
-            out.extend_from_slice(&((*d as u128) ^ (1 << 127)).to_be_bytes());
+            out.extend_from_slice(&((d as u128) ^ (1 << 127)).to_be_bytes());
         }
-        Value::Text(s) => {
+        ValueRef::Text(s) => {
             out.push(VALUE_TAG);
             escape_bytes(out, s.as_bytes());
         }
-        Value::Bytes(b) => {
+        ValueRef::Bytes(b) => {
             out.push(VALUE_TAG);
             escape_bytes(out, b);
         }
-        Value::Bool(b) => {
+        ValueRef::Bool(b) => {
             out.push(VALUE_TAG);
-            out.push(*b as u8);
+            out.push(b as u8);
         }
     }
 }

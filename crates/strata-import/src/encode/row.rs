@@ -11,7 +11,7 @@
 //! encoded with; the count lets a reader detect a row from another schema.
 
 use crate::schema::{ColumnType, Table};
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// The non-primary-key columns of `table`, in column order.
 pub fn value_columns(table: &Table) -> Vec<usize> {
@@ -23,22 +23,28 @@ pub fn value_columns(table: &Table) -> Vec<usize> {
 
 /// Encodes the columns `cols` of `row` into `out`.
 pub fn encode(out: &mut Vec<u8>, row: &[Value], cols: &[usize]) {
+    encode_with(out, cols, |c| row[c].view());
+}
+
+/// [`encode`] of a row given column by column (`cell(c)`: column `c`'s
+/// value).
+pub fn encode_with<'a>(out: &mut Vec<u8>, cols: &[usize], cell: impl Fn(usize) -> ValueRef<'a>) {
     put_varint(out, cols.len() as u128);
     let bitmap_at = out.len();
     out.resize(bitmap_at + cols.len().div_ceil(8), 0);
     for (i, &c) in cols.iter().enumerate() {
-        match &row[c] {
-            Value::Null => out[bitmap_at + i / 8] |= 1 << (i % 8),
-            Value::Int(v) | Value::Timestamp(v) => put_varint(out, zigzag(*v as i128)),
-            Value::Date(v) => put_varint(out, zigzag(*v as i128)),
-            Value::Decimal(v) => put_varint(out, zigzag(*v)),
-            Value::Float(f) => out.extend_from_slice(&f.to_le_bytes()),
-            Value::Bool(b) => out.push(*b as u8),
-            Value::Text(s) => {
+        match cell(c) {
+            ValueRef::Null => out[bitmap_at + i / 8] |= 1 << (i % 8),
+            ValueRef::Int(v) | ValueRef::Timestamp(v) => put_varint(out, zigzag(v as i128)),
+            ValueRef::Date(v) => put_varint(out, zigzag(v as i128)),
+            ValueRef::Decimal(v) => put_varint(out, zigzag(v)),
+            ValueRef::Float(f) => out.extend_from_slice(&f.to_le_bytes()),
+            ValueRef::Bool(b) => out.push(b as u8),
+            ValueRef::Text(s) => {
                 put_varint(out, s.len() as u128);
                 out.extend_from_slice(s.as_bytes());
             }
-            Value::Bytes(b) => {
+            ValueRef::Bytes(b) => {
                 put_varint(out, b.len() as u128);
                 out.extend_from_slice(b);
             }
