@@ -96,6 +96,10 @@ func version() string {
 
 func open(dir string) *pebble.DB { return openWith(dir, nil) }
 
+// compactionLog (env STRATA_BENCH_COMPACTION_LOG=1): W1/W5 print one line
+// a compaction and the final metrics to stderr, for diagnosis.
+var compactionLog = os.Getenv("STRATA_BENCH_COMPACTION_LOG") == "1"
+
 func openWith(dir string, el *pebble.EventListener) *pebble.DB {
 	if _, err := os.Stat(dir); err == nil {
 		die("%s already exists (each run needs a fresh database)", dir)
@@ -348,6 +352,25 @@ func w1(a args) {
 				}
 			}
 			s := ci.TotalDuration.Seconds()
+			if compactionLog {
+				// One line a compaction for diagnosis (W5's write
+				// amplification by level transition): never on stdout.
+				var startIn, outIn, out uint64
+				for _, l := range ci.Input {
+					for _, t := range l.Tables {
+						if l.Level == ci.Input[0].Level {
+							startIn += t.Size
+						} else {
+							outIn += t.Size
+						}
+					}
+				}
+				for _, t := range ci.Output.Tables {
+					out += t.Size
+				}
+				fmt.Fprintf(os.Stderr, "compaction %s L%d->L%d files=%d start_in=%d out_level_in=%d out=%d\n",
+					ci.Reason, ci.Input[0].Level, ci.Output.Level, len(ci.Input[0].Tables), startIn, outIn, out)
+			}
 			bigMu.Lock()
 			defer bigMu.Unlock()
 			if in > big {
@@ -506,6 +529,9 @@ func w1(a args) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	settleS := quietAt.Sub(start).Seconds() - loadS
+	if compactionLog {
+		fmt.Fprintf(os.Stderr, "%s\n", db.Metrics())
+	}
 	wb := writeBytes() - wb0
 	close(done)
 	sampler.Wait()
