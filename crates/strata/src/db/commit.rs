@@ -167,10 +167,13 @@ enum Led {
 }
 
 /// The smallest group (in entries) that is inserted in parallel; smaller
-/// groups are inserted by the leader alone. A member woken to insert one
-/// entry costs about as much as the leader inserting it (measured: see
-/// docs/benchmarks.md, issue 12), so 2 (any group of two one-entry
-/// batches) keeps the parallel path for every real group.
+/// groups are inserted by the leader alone. 2 means every group of more
+/// than one batch: a member is never woken just to insert (the leader
+/// takes the batches of members not already running), so a parallel group
+/// costs the serial one only a CAS per link and a counter per batch. No
+/// break-even showed on the 2-core machine the benchmarks run on, where
+/// 97% of groups hold one batch even with 4 writers (docs/benchmarks.md,
+/// issue 12).
 const PARALLEL_MIN_ENTRIES: u64 = 2;
 
 /// Rounds a queued writer watches for its group to finish (yielding the
