@@ -843,10 +843,18 @@ fn w4(a: &Args) -> Result<()> {
 /// driver run each (see bench/rocksdb/driver.cc `Micro` for the same).
 fn micro(a: &Args) -> Result<()> {
     let v = a.variant.as_deref().unwrap_or("puts-1").to_string();
-    let db = Arc::new(open(&a.dir)?);
+    // `puts-N-serial`: the same with `concurrent_memtable_writes` off (the
+    // group's leader inserts every batch), for A/B runs in one binary.
+    let (name, serial) = match v.strip_suffix("-serial") {
+        Some(base) => (base.to_string(), true),
+        None => (v.clone(), false),
+    };
+    let db = Arc::new(open_with(&a.dir, |o| {
+        o.concurrent_memtable_writes = !serial;
+    })?);
     let val = [b'v'; 100];
     let secs = a.seconds;
-    let (ops, took) = if let Some(n) = v.strip_prefix("puts-") {
+    let (ops, took) = if let Some(n) = name.strip_prefix("puts-") {
         let threads: u64 = n
             .parse()
             .ok()
@@ -902,7 +910,7 @@ fn micro(a: &Args) -> Result<()> {
         }
         (done as f64, start.elapsed().as_secs_f64())
     } else {
-        bail!("micro variant must be puts-N, get-memtable or get-files, not {v:?}");
+        bail!("micro variant must be puts-N[-serial], get-memtable or get-files, not {v:?}");
     };
     let db = Arc::try_unwrap(db).map_err(|_| anyhow::anyhow!("database still shared"))?;
     db.close()?;

@@ -2,11 +2,13 @@
 //! synchronisation that the rest of the engine's correctness rests on:
 //!
 //! - [`commit`] mirrors the commit pipeline (`strata/src/db/commit.rs`:
-//!   `CommitPipeline::commit`, `lead`, `write_group`, `follower_done`): the
-//!   queue of writers, the leader/follower hand-off (spin, then sleep on the
-//!   writer's condition variable; `done`, `turn`), sequence numbers assigned
-//!   under the queue lock, and the publication of `visible_seq` after the
-//!   group is in the memtable.
+//!   `CommitPipeline::commit`, `follow`, `lead`, `write_group`,
+//!   `insert_group`, `wait_done`, `release_slot`): the queue of writers,
+//!   the leader/follower hand-off (spin, then sleep on the writer's
+//!   condition variable; `state`, `turn`), sequence numbers assigned under
+//!   the queue lock, the members of a group inserting its batches in
+//!   parallel, and the publication of `visible_seq` by the last of them,
+//!   after the whole group is in the memtable.
 //! - [`version_refs`] mirrors version reference counting and the MANIFEST
 //!   window (`strata/src/version/set.rs`: `log_and_apply_unsynced`,
 //!   `remember`, `live_files`; `strata/src/version/manifest_log.rs`:

@@ -1,5 +1,6 @@
 //! Database write and read paths: random puts (16-byte keys, 100-byte values,
-//! WAL on, no sync) from one, two and four threads, and point gets served by
+//! WAL on, no sync) from one, two and four threads (and four with
+//! `concurrent_memtable_writes` off), and point gets served by
 //! the memtable and by table files. The same cases run against RocksDB
 //! through `bench/rocksdb` (`micro` workload; see docs/benchmarks.md).
 //!
@@ -39,6 +40,17 @@ fn bench_puts(c: &mut Criterion) {
             b.iter_custom(|iters| puts_from(&db, threads, iters));
         });
     }
+    // The same with `concurrent_memtable_writes` off (each group's leader
+    // inserts every batch), for A/B runs in one build.
+    g.bench_function("4-threads-serial", |b| {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            concurrent_memtable_writes: false,
+            ..Options::default()
+        };
+        let db = Arc::new(Db::open(dir.path(), opts).unwrap());
+        b.iter_custom(|iters| puts_from(&db, 4, iters));
+    });
     g.finish();
 }
 

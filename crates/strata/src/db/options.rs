@@ -88,6 +88,13 @@ pub struct Options {
     /// [`Event::WriteWait`](crate::events::Event::WriteWait); every wait is
     /// counted in [`Metrics::write_waits`](crate::Metrics::write_waits).
     pub slow_write_event: Duration,
+    /// Whether the writers of one commit group insert their own batches
+    /// into the memtable at once, each on its own thread (RocksDB's
+    /// `allow_concurrent_memtable_write`, also on by default). Off, the
+    /// group's leader inserts every batch itself. Either way a group is
+    /// published whole, after its last insert, and groups in sequence
+    /// order.
+    pub concurrent_memtable_writes: bool,
     /// Receives every engine event as it happens (see [`crate::events`]);
     /// the `EVENTS` log gets them either way.
     pub event_listener: Option<Arc<dyn EventListener>>,
@@ -114,6 +121,7 @@ impl Default for Options {
             slowdown_rate: 64 << 20,
             wal_flush_interval: Duration::from_millis(1),
             slow_write_event: Duration::from_millis(10),
+            concurrent_memtable_writes: true,
             event_listener: None,
         }
     }
@@ -141,6 +149,10 @@ impl std::fmt::Debug for Options {
             .field("slowdown_rate", &self.slowdown_rate)
             .field("wal_flush_interval", &self.wal_flush_interval)
             .field("slow_write_event", &self.slow_write_event)
+            .field(
+                "concurrent_memtable_writes",
+                &self.concurrent_memtable_writes,
+            )
             .finish()
     }
 }

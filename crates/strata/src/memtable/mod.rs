@@ -7,9 +7,12 @@
 //! `Arc<MemTable>` goes.
 //!
 //! Concurrency: readers (`get`, iterators, the accessors) take no locks and
-//! may run at any time. `add` expects one writer at a time (the commit
-//! pipeline serialises writers); `add_concurrent` may be called from many
-//! threads at once. Calling `add` from two threads at once is memory-safe
+//! may run at any time. `add` expects one writer at a time (a commit group
+//! inserted by its leader alone); `add_concurrent` may be called from many
+//! threads at once (the members of a parallel commit group). The arena
+//! serialises allocations under its own lock and its figures are atomics,
+//! so `approximate_memory_usage` and the entry counts stay exact under
+//! concurrent adds; the sequence bounds move with `fetch_min`/`fetch_max`. Calling `add` from two threads at once is memory-safe
 //! but may lose or misplace entries (debug builds assert against it).
 //!
 //! Internal keys are unique: adding an entry whose (user key, seq, kind)
