@@ -274,7 +274,7 @@ fn walk(t: &Arc<Table>, path: &Path, verify: bool) -> Result<Bounds> {
     walk_watched(t, path, verify, None)
 }
 
-/// [`walk`], reporting the keys walked so far in `watch.1` and giving up
+/// [`walk`], counting each key walked in `watch.1` and giving up
 /// (with an error no caller sees) once `watch.0` is set: a helper's walk,
 /// which the calling thread may take over (`walk_beside`).
 fn walk_watched(
@@ -284,7 +284,6 @@ fn walk_watched(
     watch: Option<(&AtomicBool, &AtomicU64)>,
 ) -> Result<Bounds> {
     let name = path.display().to_string();
-    let mut keys = 0u64;
     // One walk over the data blocks does every check: checksums (unless
     // `verify` is off), key order, the entry count against the properties
     // (`Table::verify_with`), and here sequence number 0, no user key
@@ -296,8 +295,7 @@ fn walk_watched(
     let mut last: Vec<u8> = Vec::new();
     t.verify_with(verify, &mut |ikey, offset| {
         if let Some((cancel, progress)) = watch {
-            keys += 1;
-            progress.store(keys, Ordering::Relaxed);
+            progress.fetch_add(1, Ordering::Relaxed);
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::internal("check taken over by the calling thread"));
             }
@@ -420,7 +418,8 @@ struct SharedWalk {
     stored: parking_lot::Condvar,
     /// Set when the calling thread takes the helpers' files over.
     cancel: AtomicBool,
-    /// Keys walked by the helpers' current files (any change is progress).
+    /// Keys walked by the helpers so far (only grows: any change is
+    /// progress).
     progress: AtomicU64,
 }
 
@@ -562,8 +561,9 @@ impl Helper {
 /// takes every file the helper has not started, and waits for a file the
 /// helper is walking only while the helper makes progress; a helper that
 /// walks no key for 100 µs is off the CPU (on a loaded machine a thread
-/// can wait milliseconds for one), and the calling thread walks its files
-/// itself while the helper gives up at its next key. So the call never
+/// can wait milliseconds for one) or waiting for the disk, and the calling
+/// thread walks its files itself while the helper gives up at its next
+/// key. So the call never
 /// waits for the helper to be scheduled: at worst it costs a wake-up and
 /// 100 µs over walking after the fsync. (Waiting for a started file
 /// without that bound made W3's call slower than before in 6 of 6 A/B
