@@ -1,11 +1,14 @@
 //! External SST ingestion: whole files handed to the database.
 //!
-//! 1. **Prepare**, outside every lock: open each file, verify its checksums
-//!    and that every key has sequence number 0, find its bounds, check the
-//!    files do not overlap each other, and hard-link (`move_files`) or copy
-//!    them into the database directory under new file numbers, all through
-//!    the database's `Vfs`. Strata never writes into an ingested file: its
-//!    global sequence number lives in the MANIFEST.
+//! 1. **Prepare**, outside every lock: open each file, hard-link
+//!    (`move_files`) or copy it into the database directory under a new
+//!    file number, then sync the directory on the calling thread while a
+//!    helper thread walks every block (checksums, every key at sequence
+//!    number 0, no key twice, the bounds; `prepare` has the order and why
+//!    it is crash safe), check the files do not overlap each other, and
+//!    unlink them again if any is refused; all through the database's
+//!    `Vfs`. Strata never writes into an ingested file: its global
+//!    sequence number lives in the MANIFEST.
 //!
 //! **The database owns what it ingests.** No path outside the directory
 //! may share an inode with a live table, or rewriting that path in place
@@ -95,6 +98,7 @@ use crate::sstable::{Found, RangeTombstone, Table, TableOptions};
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 use crate::vfs::Vfs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// How [`Db::ingest`](crate::Db::ingest) treats its files.
@@ -220,9 +224,9 @@ impl Prepared {
     }
 }
 
-/// A checked file: the table, its smallest and largest user key, and
-/// whether the largest is a range tombstone's exclusive end.
-type Inspected = (Arc<Table>, Vec<u8>, Vec<u8>, bool);
+/// A checked file's smallest and largest user key, and whether the largest
+/// is a range tombstone's exclusive end.
+type Bounds = (Vec<u8>, Vec<u8>, bool);
 
 /// A file's user-key bounds from its point keys' range and its range
 /// tombstones; the largest bound is exclusive when a tombstone's end lies
@@ -248,19 +252,38 @@ fn bounds(
     Some((lo?, hi?, exclusive))
 }
 
-/// Opens and checks a file to ingest; returns the table and its bounds.
-fn inspect(vfs: &dyn Vfs, path: &Path, verify: bool) -> Result<Inspected> {
-    let name = path.display().to_string();
+/// Opens a file to ingest (footer, index, properties: a few reads) and
+/// checks what its properties say; the walk over its blocks is [`walk`].
+fn open_to_ingest(vfs: &dyn Vfs, path: &Path) -> Result<Arc<Table>> {
     // Opened with the keys' own sequence numbers, which must all be 0.
     let t = Table::open_in(vfs, path, TableOptions::default())?;
     let p = t.properties();
     if let Some(v) = p.external_version {
         if v >= 2 && p.global_seqno.unwrap_or(0) != 0 {
             return Err(Error::invalid(format!(
-                "{name}: already has a global sequence number"
+                "{}: already has a global sequence number",
+                path.display()
             )));
         }
     }
+    Ok(t)
+}
+
+/// Checks every block of an opened file to ingest; returns its bounds.
+fn walk(t: &Arc<Table>, path: &Path, verify: bool) -> Result<Bounds> {
+    walk_watched(t, path, verify, None)
+}
+
+/// [`walk`], counting each key walked in `watch.1` and giving up
+/// (with an error no caller sees) once `watch.0` is set: a helper's walk,
+/// which the calling thread may take over (`walk_beside`).
+fn walk_watched(
+    t: &Arc<Table>,
+    path: &Path,
+    verify: bool,
+    watch: Option<(&AtomicBool, &AtomicU64)>,
+) -> Result<Bounds> {
+    let name = path.display().to_string();
     // One walk over the data blocks does every check: checksums (unless
     // `verify` is off), key order, the entry count against the properties
     // (`Table::verify_with`), and here sequence number 0, no user key
@@ -271,6 +294,12 @@ fn inspect(vfs: &dyn Vfs, path: &Path, verify: bool) -> Result<Inspected> {
     let mut first: Option<Vec<u8>> = None;
     let mut last: Vec<u8> = Vec::new();
     t.verify_with(verify, &mut |ikey, offset| {
+        if let Some((cancel, progress)) = watch {
+            progress.fetch_add(1, Ordering::Relaxed);
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::internal("check taken over by the calling thread"));
+            }
+        }
         let pk = ParsedKey::parse(ikey)
             .ok_or_else(|| Error::corruption(&name, offset, "key shorter than its trailer"))?;
         if pk.seq != 0 {
@@ -293,45 +322,62 @@ fn inspect(vfs: &dyn Vfs, path: &Path, verify: bool) -> Result<Inspected> {
         Ok(())
     })?;
     let range = first.map(|f| (f, last));
-    match bounds(range, t.range_tombstones()) {
-        Some((l, h, excl)) => Ok((t, l, h, excl)),
-        None => Err(Error::invalid(format!("{name}: file holds no entries"))),
-    }
+    bounds(range, t.range_tombstones())
+        .ok_or_else(|| Error::invalid(format!("{name}: file holds no entries")))
 }
 
-/// [`inspect`]s every file, several at once when there are several: the
-/// check reads and checksums every block, and an import hands over a file
-/// per index and per size cut at once (W1: 0.12-0.2 s on one core at the
-/// end of the import, about a tenth of its time, with the other core
-/// idle). Errors are reported for the first failing file in `paths`'
-/// order, whatever order the checks finished in, so the message does not
-/// depend on scheduling.
-fn inspect_all(vfs: &dyn Vfs, paths: &[PathBuf], verify: bool) -> Result<Vec<Inspected>> {
-    let workers = std::thread::available_parallelism()
+/// Worker threads for walking `files` files: one per core, at most one
+/// per file.
+fn walkers(files: usize) -> usize {
+    std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(paths.len());
+        .min(files)
+}
+
+/// [`walk`]s every opened file, several at once when there are several: an
+/// import hands over a file per index and per size cut at once (W1:
+/// 0.12-0.2 s on one core at the end of the import, about a tenth of its
+/// time, with the other core idle). Errors are reported for the first
+/// failing file in `paths`' order (see [`walk_beside`]).
+fn walk_all(tables: &[Arc<Table>], paths: &[PathBuf], verify: bool) -> Result<Vec<Bounds>> {
+    let workers = walkers(tables.len());
     if workers <= 1 {
-        return paths.iter().map(|p| inspect(vfs, p, verify)).collect();
+        return tables
+            .iter()
+            .zip(paths)
+            .map(|(t, p)| walk(t, p, verify))
+            .collect();
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<Inspected>>> = std::thread::scope(|s| {
+    walk_on_workers(tables, paths, verify, workers)
+}
+
+/// [`walk`]s every opened file on `workers` spawned threads (taking files
+/// in turn), for `walk_all`; a panic in a walk is re-raised here.
+fn walk_on_workers(
+    tables: &[Arc<Table>],
+    paths: &[PathBuf],
+    verify: bool,
+    workers: usize,
+) -> Result<Vec<Bounds>> {
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<Bounds>>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
                     let mut done = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(p) = paths.get(i) else { break };
-                        done.push((i, inspect(vfs, p, verify)));
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let (Some(t), Some(p)) = (tables.get(i), paths.get(i)) else {
+                            break;
+                        };
+                        done.push((i, walk(t, p, verify)));
                     }
                     done
                 })
             })
             .collect();
-        let mut results: Vec<Option<Result<Inspected>>> = paths.iter().map(|_| None).collect();
+        let mut results: Vec<Option<Result<Bounds>>> = paths.iter().map(|_| None).collect();
         for h in handles {
-            // A panic in a check is re-raised here, as it would have been
-            // on the calling thread.
             let done = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             for (i, r) in done {
                 results[i] = Some(r);
@@ -339,6 +385,16 @@ fn inspect_all(vfs: &dyn Vfs, paths: &[PathBuf], verify: bool) -> Result<Vec<Ins
         }
         results
     });
+    in_callers_order(&mut results, paths)
+}
+
+/// The walks' results in the caller's order: the first error is the first
+/// failing file's, whatever order the walks finished in, so the message
+/// does not depend on scheduling.
+fn in_callers_order(
+    results: &mut [Option<Result<Bounds>>],
+    paths: &[PathBuf],
+) -> Result<Vec<Bounds>> {
     results
         .iter_mut()
         .zip(paths)
@@ -347,6 +403,219 @@ fn inspect_all(vfs: &dyn Vfs, paths: &[PathBuf], verify: bool) -> Result<Vec<Ins
                 .unwrap_or_else(|| Err(Error::invalid(format!("{}: was not checked", p.display()))))
         })
         .collect()
+}
+
+/// The walks of one call shared between the calling thread and helper
+/// threads (`walk_beside`): files are taken in turn through `next`, so each
+/// is walked exactly once, by whichever thread gets to it first.
+struct SharedWalk {
+    tables: Vec<Arc<Table>>,
+    paths: Vec<PathBuf>,
+    verify: bool,
+    next: AtomicUsize,
+    results: parking_lot::Mutex<Vec<Option<Result<Bounds>>>>,
+    /// Notified as each result is stored.
+    stored: parking_lot::Condvar,
+    /// Set when the calling thread takes the helpers' files over.
+    cancel: AtomicBool,
+    /// Keys walked by the helpers so far (only grows: any change is
+    /// progress).
+    progress: AtomicU64,
+}
+
+impl SharedWalk {
+    /// Walks files until none is left to take (the helpers).
+    fn work(&self) {
+        while !self.cancel.load(Ordering::Relaxed) {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let (Some(t), Some(p)) = (self.tables.get(i), self.paths.get(i)) else {
+                return;
+            };
+            // A panic becomes this file's error: the caller waits for
+            // every result, and a helper's panic would otherwise leave it
+            // waiting for ever.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                walk_watched(t, p, self.verify, Some((&self.cancel, &self.progress)))
+            }))
+            .unwrap_or_else(|_| {
+                Err(Error::internal(format!(
+                    "{}: the check of the file panicked",
+                    p.display()
+                )))
+            });
+            if self.cancel.load(Ordering::Relaxed) {
+                // Taken over: the calling thread stores this file's result.
+                return;
+            }
+            self.store(i, r);
+        }
+    }
+
+    /// Stores file `i`'s result unless one is there already.
+    fn store(&self, i: usize, r: Result<Bounds>) {
+        let mut results = self.results.lock();
+        if results[i].is_none() {
+            results[i] = Some(r);
+        }
+        drop(results);
+        self.stored.notify_all();
+    }
+
+    /// The calling thread's part: every file no helper took, then a wait
+    /// for the helpers' files while they make progress; a helper that
+    /// makes none for `STALL` is off the CPU, and its files are walked
+    /// here instead.
+    fn finish(&self) -> Vec<Option<Result<Bounds>>> {
+        const STALL: std::time::Duration = std::time::Duration::from_micros(100);
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let (Some(t), Some(p)) = (self.tables.get(i), self.paths.get(i)) else {
+                break;
+            };
+            self.store(i, walk(t, p, self.verify));
+        }
+        let mut results = self.results.lock();
+        let mut seen = self.progress.load(Ordering::Relaxed);
+        while results.iter().any(Option::is_none) {
+            if !self.stored.wait_for(&mut results, STALL).timed_out() {
+                continue;
+            }
+            let now = self.progress.load(Ordering::Relaxed);
+            if now != seen {
+                seen = now;
+                continue;
+            }
+            self.cancel.store(true, Ordering::Relaxed);
+            let missing: Vec<usize> = (0..results.len())
+                .filter(|&i| results[i].is_none())
+                .collect();
+            drop(results);
+            for i in missing {
+                self.store(i, walk(&self.tables[i], &self.paths[i], self.verify));
+            }
+            results = self.results.lock();
+        }
+        std::mem::take(&mut *results)
+    }
+}
+
+/// The process's ingest-check helper: one thread, started by the first
+/// ingestion that syncs beside its check and then asleep between calls,
+/// that takes [`SharedWalk`]s from a queue. One thread kept, not one
+/// spawned per call: a thread's creation cost 0.1 ms of a W3 call on this
+/// machine under load (A/B on tmpfs, `docs/benchmarks.md`), a wake-up a
+/// few µs. Shared by every database of the process, like RocksDB's
+/// `Env` thread pools; a job it never reaches costs nothing, since its
+/// caller walks every file it finds untaken.
+struct Helper {
+    queue: parking_lot::Mutex<std::collections::VecDeque<Arc<SharedWalk>>>,
+    posted: parking_lot::Condvar,
+}
+
+impl Helper {
+    /// The helper, started on first use; `None` if no thread could be
+    /// started (the calling thread then walks every file itself).
+    fn get() -> Option<&'static Helper> {
+        static HELPER: std::sync::OnceLock<Option<&'static Helper>> = std::sync::OnceLock::new();
+        *HELPER.get_or_init(|| {
+            let h: &'static Helper = Box::leak(Box::new(Helper {
+                queue: parking_lot::Mutex::new(std::collections::VecDeque::new()),
+                posted: parking_lot::Condvar::new(),
+            }));
+            std::thread::Builder::new()
+                .name("strata-ingest-check".into())
+                .spawn(move || h.run())
+                .ok()
+                .map(|_| h)
+        })
+    }
+
+    fn run(&self) {
+        loop {
+            let job = {
+                let mut q = self.queue.lock();
+                loop {
+                    if let Some(j) = q.pop_front() {
+                        break j;
+                    }
+                    self.posted.wait(&mut q);
+                }
+            };
+            job.work();
+        }
+    }
+
+    fn post(&self, job: Arc<SharedWalk>) {
+        self.queue.lock().push_back(job);
+        self.posted.notify_one();
+    }
+}
+
+/// Runs `beside` (the directory fsync) on the calling thread at once,
+/// while the helper thread ([`Helper`]) [`walk`]s the files; returns both
+/// outcomes. The walk is CPU (every block read, from the page cache as a
+/// rule, and checksummed) and the fsync is the disk's time, so with a core
+/// free the call pays the longer of the two instead of their sum.
+///
+/// The helper is only a helper: once `beside` is done, the calling thread
+/// takes every file the helper has not started, and waits for a file the
+/// helper is walking only while the helper makes progress; a helper that
+/// walks no key for 100 µs is off the CPU (on a loaded machine a thread
+/// can wait milliseconds for one) or waiting for the disk, and the calling
+/// thread walks its files itself while the helper gives up at its next
+/// key. So the call never
+/// waits for the helper to be scheduled: at worst it costs a wake-up and
+/// 100 µs over walking after the fsync. (Waiting for a started file
+/// without that bound made W3's call slower than before in 6 of 6 A/B
+/// pairs on a disk at load 7.)
+fn walk_beside<R>(
+    tables: &[Arc<Table>],
+    paths: &[PathBuf],
+    verify: bool,
+    beside: impl FnOnce() -> R,
+) -> (Result<Vec<Bounds>>, R) {
+    let shared = Arc::new(SharedWalk {
+        tables: tables.to_vec(),
+        paths: paths.to_vec(),
+        verify,
+        next: AtomicUsize::new(0),
+        results: parking_lot::Mutex::new(paths.iter().map(|_| None).collect()),
+        stored: parking_lot::Condvar::new(),
+        cancel: AtomicBool::new(false),
+        progress: AtomicU64::new(0),
+    });
+    if let Some(h) = Helper::get() {
+        h.post(Arc::clone(&shared));
+    }
+    // Many files (an import's) on more than two cores: a thread per
+    // further core, as `walk_all` uses, each ending when nothing is left.
+    for _ in 0..walkers(paths.len()).saturating_sub(2) {
+        let s = Arc::clone(&shared);
+        let _ = std::thread::Builder::new()
+            .name("strata-ingest-check".into())
+            .spawn(move || s.work());
+    }
+    let out = beside();
+    let mut results = shared.finish();
+    let walked = in_callers_order(&mut results, paths);
+    (walked, out)
+}
+
+/// The first pair of files of one call that overlap, as an error.
+fn check_disjoint(paths: &[PathBuf], bounds: &[Bounds]) -> Result<()> {
+    for i in 0..bounds.len() {
+        for j in i + 1..bounds.len() {
+            let (a, b) = (&bounds[i], &bounds[j]);
+            if overlaps(&a.0, &a.1, a.2, &b.0, &b.1, b.2) {
+                return Err(Error::invalid(format!(
+                    "{} and {} overlap; files of one ingestion must not",
+                    paths[i].display(),
+                    paths[j].display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn overlaps(
@@ -402,6 +671,23 @@ pub(crate) enum Prepare {
 }
 
 /// Step 1: checks and links the files (or builds the batch).
+///
+/// Every file is opened first (footer, index, properties: a few reads), so
+/// a set under `small_file_bytes` is known before anything is linked; it is
+/// checked and becomes a batch. Otherwise each file is linked (or copied)
+/// into the directory under a new number, and then the one directory fsync
+/// of the call runs on this thread while worker threads check every block
+/// of every file (`walk_beside`): the call pays the longer of the two, not
+/// their sum. Crash safety rests on one order, kept here: both finish,
+/// and both succeed, before `prepare` returns, and only then does the
+/// commit frame the MANIFEST record and write the WAL marker naming the
+/// files, so neither can be durable before the files' directory entries
+/// are (`tests/ingest_crash.rs` cuts the power at every step). A file the
+/// check refuses is unlinked again before the error is returned: it is in
+/// no MANIFEST record, and a crash before the unlink leaves an unreferenced
+/// table, deleted at the next open. An excise checks first and syncs
+/// after: whether it needs a range-tombstone file (written before the
+/// directory fsync, which covers it too) depends on the files' bounds.
 pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> Result<Prepare> {
     if paths.is_empty() && opts.excise.is_none() {
         return Err(Error::invalid("nothing to ingest"));
@@ -411,48 +697,83 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
             return Err(Error::invalid("excise range is empty"));
         }
     }
-    let inspected = inspect_all(db.vfs.as_ref(), paths, opts.verify_checksums)?;
-    for i in 0..inspected.len() {
-        for j in i + 1..inspected.len() {
-            let (a, b) = (&inspected[i], &inspected[j]);
-            if overlaps(&a.1, &a.2, a.3, &b.1, &b.2, b.3) {
-                return Err(Error::invalid(format!(
-                    "{} and {} overlap; files of one ingestion must not",
-                    paths[i].display(),
-                    paths[j].display()
-                )));
-            }
-        }
-    }
+    let vfs = db.vfs.as_ref();
+    let tables = paths
+        .iter()
+        .map(|p| open_to_ingest(vfs, p))
+        .collect::<Result<Vec<_>>>()?;
     // Uncompressed bytes: a batch costs what it holds (memtable inserts,
     // WAL bytes), whatever the file's compression.
-    let total: u64 = inspected
+    let total: u64 = tables
         .iter()
-        .map(|t| t.0.properties().raw_key_size + t.0.properties().raw_value_size)
+        .map(|t| t.properties().raw_key_size + t.properties().raw_value_size)
         .sum();
     if total < opts.small_file_bytes {
+        let walked = walk_all(&tables, paths, opts.verify_checksums)?;
+        check_disjoint(paths, &walked)?;
         let mut all = WriteBatch::new();
         // The excise first: its sequence number is below every put's.
         if let Some((a, b)) = &opts.excise {
             all.delete_range(a, b);
         }
-        for (t, ..) in &inspected {
+        for t in &tables {
             all.append(&as_batch(t)?);
         }
         return Ok(Prepare::Batch(all));
     }
-    let mut out = Vec::new();
-    let mut tables = Vec::new();
+    // Every table file this call made in the directory, removed again if
+    // the call fails before the commit.
+    let mut made = Vec::new();
+    let r = link_and_check(db, paths, opts, tables, &mut made);
+    if r.is_err() {
+        for number in made {
+            // Best effort: a file left behind is unreferenced, and the
+            // next open deletes it.
+            let _ = vfs.remove(&filenames::table(&db.dir, number));
+        }
+    }
+    r
+}
+
+/// [`prepare`] for files that enter the tree as files: links, checks and
+/// syncs (see there), noting in `made` each table it creates.
+fn link_and_check(
+    db: &DbInner,
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+    tables: Vec<Arc<Table>>,
+    made: &mut Vec<u64>,
+) -> Result<Prepare> {
+    let vfs = db.vfs.as_ref();
     let mut linked = Vec::new();
-    for (p, (t, lo, hi, excl)) in paths.iter().zip(inspected) {
+    for p in paths {
         let number = db.new_file_number();
         let dst = filenames::table(&db.dir, number);
-        if link_or_copy(db.vfs.as_ref(), p, &dst, opts.move_files)? {
+        let moved = link_or_copy(vfs, p, &dst, opts.move_files)?;
+        made.push(number);
+        if moved {
             linked.push(p.clone());
         }
+    }
+    let walked = if opts.excise.is_some() {
+        let walked = walk_all(&tables, paths, opts.verify_checksums)?;
+        check_disjoint(paths, &walked)?;
+        walked
+    } else {
+        let (walked, synced) = walk_beside(&tables, paths, opts.verify_checksums, || {
+            vfs.sync_dir(&db.dir)
+        });
+        // A bad file's error first: it says what to fix.
+        let walked = walked?;
+        check_disjoint(paths, &walked)?;
+        synced?;
+        walked
+    };
+    let mut out = Vec::new();
+    for ((t, (lo, hi, excl)), number) in tables.iter().zip(walked).zip(made.iter()) {
         let props = t.properties();
         out.push(Prepared {
-            number,
+            number: *number,
             size: t.file_size(),
             smallest_user: lo,
             largest_user: hi,
@@ -464,24 +785,24 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
             num_range_deletions: props.num_range_deletions,
             excise_tombstone: false,
         });
-        tables.push(t);
     }
-    // The range-tombstone file, if the excise looks unable to cut the tree
-    // at once (see the module docs); should that change before the commit,
-    // the commit asks for it (`NeedTombstone`).
     if let Some((a, b)) = &opts.excise {
+        // The range-tombstone file, if the excise looks unable to cut the
+        // tree at once (see the module docs); should that change before
+        // the commit, the commit asks for it (`NeedTombstone`).
         let sv = db.super_version();
         if needs_tombstone(&sv.mem, &sv.imm, &out, a, b) || !db.snapshots.lock().is_empty() {
-            out.insert(0, write_excise_tombstone(db, a, b)?);
+            let f = write_excise_tombstone(db, a, b)?;
+            made.push(f.number);
+            out.insert(0, f);
         }
+        // The one directory sync of the call, for every link, copy and
+        // tombstone file above: it must complete before the commit frames
+        // a MANIFEST record naming them (the record may reach the disk any
+        // time after, synced or not), or a crash could leave a record
+        // naming a file whose directory entry was lost.
+        vfs.sync_dir(&db.dir)?;
     }
-    // The one directory sync of the call, for every link, copy and
-    // tombstone file above: it must complete before the commit frames a
-    // MANIFEST record naming them (the record may reach the disk any time
-    // after, synced or not), or a crash could leave a record naming a file
-    // whose directory entry was lost. With the MANIFEST's sync after the
-    // commit, that is the two fsyncs Pebble's ingestion pays too.
-    db.vfs.sync_dir(&db.dir)?;
     Ok(Prepare::Files(out, tables, linked))
 }
 
@@ -822,6 +1143,68 @@ mod tests {
     use super::*;
     use crate::db::{Db, Options};
     use parking_lot::Mutex;
+
+    /// A helper that took files and then never ran (off the CPU): the
+    /// calling thread walks them itself once no progress shows, cancels
+    /// the helper, and returns every file's own result in order, a bad
+    /// file's error included.
+    #[test]
+    fn the_caller_takes_over_files_a_stalled_helper_took() {
+        let d = tempfile::tempdir().unwrap();
+        let mut paths = Vec::new();
+        for (n, keys) in [["a1", "a2"], ["b1", "b2"]].iter().enumerate() {
+            let p = d.path().join(format!("{n}.sst"));
+            let mut w =
+                crate::sstable::SstWriter::create(&p, crate::sstable::SstOptions::for_ingestion())
+                    .unwrap();
+            for k in keys {
+                w.put(k.as_bytes(), b"v").unwrap();
+            }
+            w.finish().unwrap();
+            paths.push(p);
+        }
+        // The second file's data block damaged: only the walk sees it.
+        let mut bytes = std::fs::read(&paths[1]).unwrap();
+        bytes[3] ^= 0xff;
+        std::fs::write(&paths[1], bytes).unwrap();
+        let vfs = crate::vfs::OsVfs;
+        let tables: Vec<_> = paths
+            .iter()
+            .map(|p| open_to_ingest(&vfs, p).unwrap())
+            .collect();
+        let shared = SharedWalk {
+            tables,
+            paths: paths.clone(),
+            verify: true,
+            // Both files taken by a helper that never runs.
+            next: AtomicUsize::new(2),
+            results: parking_lot::Mutex::new(vec![None, None]),
+            stored: parking_lot::Condvar::new(),
+            cancel: AtomicBool::new(false),
+            progress: AtomicU64::new(0),
+        };
+        let mut results = shared.finish();
+        assert!(
+            shared.cancel.load(Ordering::Relaxed),
+            "the helper is cancelled"
+        );
+        let first = results[0].take().unwrap().unwrap();
+        assert_eq!(
+            (first.0.as_slice(), first.1.as_slice()),
+            (&b"a1"[..], &b"a2"[..])
+        );
+        let second = results[1].take().unwrap();
+        assert!(
+            second
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("1.sst")),
+            "the damaged file is refused, by name: {second:?}"
+        );
+        // The helper, scheduled at last, finds nothing to take and stores
+        // nothing over the caller's results.
+        shared.work();
+        assert!(shared.results.lock().iter().all(Option::is_none));
+    }
 
     /// `prepare` writes no tombstone file when nothing needs one; if memory
     /// comes to hold data in the range, or to overlap the files (they will
