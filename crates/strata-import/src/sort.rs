@@ -610,21 +610,14 @@ fn read_run_entry(r: &mut impl Read, path: &Path, spare: &mut Vec<Entry>) -> Res
     let line = read_varint(r)
         .map_err(|e| Error::io(path, e))?
         .ok_or_else(|| corrupt("run ends inside an entry"))?;
-    Ok(Some(Entry {
-        key,
-        value,
-        src: Src {
-            file: file as u32,
-            line: line as u64,
-        },
-        delete,
-    }))
+    Ok(Some(run_entry(key, value, file, line, delete)))
 }
 
 /// Decodes the entry at `*pos` of an in-memory run (or of a spilled
 /// run's read buffer) and moves past it; `None` at its end. The same
-/// format as [`read_run_entry`], read from the slice (not byte by byte through `Read`: four varints per entry, which
-/// were about a fifth of the merge's CPU in W1's random order).
+/// format as [`read_run_entry`], read from the slice (not byte by byte
+/// through `Read`: four varints per entry, which were about a fifth of
+/// the merge's CPU in W1's random order).
 fn decode_run_entry(run: &[u8], pos: &mut usize, spare: &mut Vec<Entry>) -> Result<Option<Entry>> {
     let Some(mut rest) = run.get(*pos..).filter(|r| !r.is_empty()) else {
         return Ok(None);
@@ -654,7 +647,12 @@ fn decode_run_entry(run: &[u8], pos: &mut usize, spare: &mut Vec<Entry>) -> Resu
     let file = get_varint(&mut rest).map_err(corrupt)?;
     let line = get_varint(&mut rest).map_err(corrupt)?;
     *pos = run.len() - rest.len();
-    Ok(Some(Entry {
+    Ok(Some(run_entry(key, value, file, line, delete)))
+}
+
+/// A run entry from its decoded fields (both run readers' last step).
+fn run_entry(key: Vec<u8>, value: Vec<u8>, file: u128, line: u128, delete: bool) -> Entry {
+    Entry {
         key,
         value,
         src: Src {
@@ -662,7 +660,7 @@ fn decode_run_entry(run: &[u8], pos: &mut usize, spare: &mut Vec<Entry>) -> Resu
             line: line as u64,
         },
         delete,
-    }))
+    }
 }
 
 /// An entry from the merge's spares (or a new one) to fill.
