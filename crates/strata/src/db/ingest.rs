@@ -334,7 +334,8 @@ fn walkers(files: usize) -> usize {
         .min(files)
 }
 
-/// [`walk`]s every opened file, several at once when there are several: an
+/// [`walk`]s every opened file, several at once when there are several
+/// (through [`walk_beside`]'s threads): an
 /// import hands over a file per index and per size cut at once (W1:
 /// 0.12-0.2 s on one core at the end of the import, about a tenth of its
 /// time, with the other core idle). Errors are reported for the first
@@ -348,44 +349,9 @@ fn walk_all(tables: &[Arc<Table>], paths: &[PathBuf], verify: bool) -> Result<Ve
             .map(|(t, p)| walk(t, p, verify))
             .collect();
     }
-    walk_on_workers(tables, paths, verify, workers)
-}
-
-/// [`walk`]s every opened file on `workers` spawned threads (taking files
-/// in turn), for `walk_all`; a panic in a walk is re-raised here.
-fn walk_on_workers(
-    tables: &[Arc<Table>],
-    paths: &[PathBuf],
-    verify: bool,
-    workers: usize,
-) -> Result<Vec<Bounds>> {
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<Bounds>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let (Some(t), Some(p)) = (tables.get(i), paths.get(i)) else {
-                            break;
-                        };
-                        done.push((i, walk(t, p, verify)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        let mut results: Vec<Option<Result<Bounds>>> = paths.iter().map(|_| None).collect();
-        for h in handles {
-            let done = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-            for (i, r) in done {
-                results[i] = Some(r);
-            }
-        }
-        results
-    });
-    in_callers_order(&mut results, paths)
+    // The same sharing as beside a sync, with nothing beside: the caller
+    // and the helper threads take the files in turn.
+    walk_beside(tables, paths, verify, || ()).0
 }
 
 /// The walks' results in the caller's order: the first error is the first
@@ -588,7 +554,7 @@ fn walk_beside<R>(
         h.post(Arc::clone(&shared));
     }
     // Many files (an import's) on more than two cores: a thread per
-    // further core, as `walk_all` uses, each ending when nothing is left.
+    // further core, each ending when nothing is left.
     for _ in 0..walkers(paths.len()).saturating_sub(2) {
         let s = Arc::clone(&shared);
         let _ = std::thread::Builder::new()
