@@ -15,7 +15,7 @@
 //! no problem. Any failure stops the run with a non-zero exit, a refused
 //! open included.
 
-use crate::stress::{ingest_round, stress_key, stress_value};
+use crate::stress_keys::{ingest_round, stress_key, stress_value};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use rand::{Rng, SeedableRng};

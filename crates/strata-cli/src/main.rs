@@ -27,6 +27,7 @@ mod repair_cmd;
 mod scan;
 mod sst_cmd;
 mod stress;
+mod stress_keys;
 mod table_cmd;
 mod tpcc;
 mod viz_cmd;

@@ -8,6 +8,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use strata::{Db, Options, WriteBatch, WriteOptions};
 
+use crate::stress_keys::{ingest_round, stress_key, stress_value};
+
 #[derive(Args)]
 pub struct StressArgs {
     pub db: PathBuf,
@@ -87,35 +89,4 @@ pub fn stress(a: StressArgs) -> Result<()> {
     }
     db.close()?;
     Ok(())
-}
-
-/// The 50 keys ingested in `round` (at stress key `near`): odd rounds sit
-/// among the stress keys just written (overlapping the memtable), even
-/// rounds in their own key range.
-pub fn ingest_round(round: u64, near: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
-    (0..50u64)
-        .map(|j| {
-            let k = if round % 2 == 1 {
-                format!(
-                    "stress-{:012}-ingest-{round}-{j:02}",
-                    near.saturating_sub(40) + j % 40
-                )
-            } else {
-                format!("zz-ingest-{round:08}-{j:02}")
-            };
-            (k.into_bytes(), format!("ingested-{round}-{j}").into_bytes())
-        })
-        .collect::<std::collections::BTreeMap<_, _>>()
-        .into_iter()
-        .collect()
-}
-
-pub fn stress_key(i: u64) -> Vec<u8> {
-    format!("stress-{i:012}").into_bytes()
-}
-
-pub fn stress_value(i: u64) -> Vec<u8> {
-    format!("value-{i}-")
-        .repeat(1 + (i % 13) as usize)
-        .into_bytes()
 }

@@ -13,15 +13,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 use strata::{Db, Options};
 
-fn stress_key(i: u64) -> Vec<u8> {
-    format!("stress-{i:012}").into_bytes()
-}
-
-fn stress_value(i: u64) -> Vec<u8> {
-    format!("value-{i}-")
-        .repeat(1 + (i % 13) as usize)
-        .into_bytes()
-}
+#[path = "../src/stress_keys.rs"]
+mod stress_keys;
+use stress_keys::{ingest_round, stress_key, stress_value};
 
 #[test]
 fn acknowledged_writes_survive_sigkill() {
@@ -34,24 +28,6 @@ fn acknowledged_writes_survive_sigkill() {
 #[test]
 fn ingestions_are_all_or_nothing_under_sigkill() {
     crash_rounds(true);
-}
-
-fn ingest_round(round: u64, near: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
-    (0..50u64)
-        .map(|j| {
-            let k = if round % 2 == 1 {
-                format!(
-                    "stress-{:012}-ingest-{round}-{j:02}",
-                    near.saturating_sub(40) + j % 40
-                )
-            } else {
-                format!("zz-ingest-{round:08}-{j:02}")
-            };
-            (k.into_bytes(), format!("ingested-{round}-{j}").into_bytes())
-        })
-        .collect::<std::collections::BTreeMap<_, _>>()
-        .into_iter()
-        .collect()
 }
 
 /// The two tests run one at a time: a child spawned by one test inherits,
