@@ -84,48 +84,83 @@ impl CompressionType {
 /// Zstd level used when RocksDB's options leave it at the default.
 const ZSTD_LEVEL: i32 = 3;
 
-/// Compresses `raw` into `out` (cleared first). Returns false if the type is
-/// not one Strata writes or compression failed; the caller then stores raw.
-pub fn compress(kind: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> bool {
-    out.clear();
-    match kind {
-        CompressionType::Snappy => {
-            out.resize(snap::raw::max_compress_len(raw.len()), 0);
-            match snap::raw::Encoder::new().compress(raw, out) {
-                Ok(n) => {
-                    out.truncate(n);
-                    true
-                }
-                Err(_) => false,
-            }
+/// Compresses blocks one after another, keeping what a block's compression
+/// needs between blocks: the output buffer (grown once to the largest
+/// bound seen, never zero-filled again) and each codec's state (Snappy's
+/// hash table, a zstd context). A table writer compresses thousands of
+/// blocks; a fresh zero-filled buffer and a fresh encoder for each one cost
+/// about 2.4% of an import's CPU in `memset` alone.
+pub struct Compressor {
+    snappy: snap::raw::Encoder,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+    /// The varint32 size prefix of an LZ4 or Zstd block.
+    header: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Default for Compressor {
+    fn default() -> Self {
+        Compressor {
+            snappy: snap::raw::Encoder::new(),
+            zstd: None,
+            header: Vec::new(),
+            buf: Vec::new(),
         }
-        CompressionType::Lz4 | CompressionType::Lz4hc => {
-            put_varint32(out, raw.len() as u32);
-            let start = out.len();
-            out.resize(
-                start + lz4_flex::block::get_maximum_output_size(raw.len()),
-                0,
-            );
-            match lz4_flex::block::compress_into(raw, &mut out[start..]) {
-                Ok(n) => {
-                    out.truncate(start + n);
-                    true
-                }
-                Err(_) => false,
-            }
-        }
-        CompressionType::Zstd => {
-            put_varint32(out, raw.len() as u32);
-            match zstd::bulk::compress(raw, ZSTD_LEVEL) {
-                Ok(c) => {
-                    out.extend_from_slice(&c);
-                    true
-                }
-                Err(_) => false,
-            }
-        }
-        _ => false,
     }
+}
+
+impl Compressor {
+    /// `raw` compressed as `kind` with RocksDB's framing, borrowed until
+    /// the next call. `None` if the type is not one Strata writes or
+    /// compression failed; the caller then stores the block raw.
+    pub fn compress(&mut self, kind: CompressionType, raw: &[u8]) -> Option<&[u8]> {
+        match kind {
+            CompressionType::Snappy => {
+                let max = snap::raw::max_compress_len(raw.len());
+                let out = room(&mut self.buf, max);
+                let n = self.snappy.compress(raw, out).ok()?;
+                Some(&self.buf[..n])
+            }
+            CompressionType::Lz4 | CompressionType::Lz4hc => {
+                let h = self.size_prefix(raw.len())?;
+                let max = lz4_flex::block::get_maximum_output_size(raw.len());
+                let out = room(&mut self.buf, h + max);
+                out[..h].copy_from_slice(&self.header);
+                let n = lz4_flex::block::compress_into(raw, &mut out[h..]).ok()?;
+                Some(&self.buf[..h + n])
+            }
+            CompressionType::Zstd => {
+                let h = self.size_prefix(raw.len())?;
+                if self.zstd.is_none() {
+                    self.zstd = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL).ok()?);
+                }
+                let z = self.zstd.as_mut()?;
+                let max = zstd::zstd_safe::compress_bound(raw.len());
+                let out = room(&mut self.buf, h + max);
+                out[..h].copy_from_slice(&self.header);
+                let n = z.compress_to_buffer(raw, &mut out[h..]).ok()?;
+                Some(&self.buf[..h + n])
+            }
+            _ => None,
+        }
+    }
+
+    /// Frames the uncompressed size in `header`; its length.
+    fn size_prefix(&mut self, len: usize) -> Option<usize> {
+        self.header.clear();
+        put_varint32(&mut self.header, u32::try_from(len).ok()?);
+        Some(self.header.len())
+    }
+}
+
+/// The first `n` bytes of `buf`, growing it (zero-filled once) only if it
+/// is shorter: the bytes are overwritten by the codec, so the old contents
+/// need no clearing.
+fn room(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
+    if buf.len() < n {
+        buf.resize(n, 0);
+    }
+    &mut buf[..n]
 }
 
 /// True if a compressed block is worth keeping: it saves at least 1/8.
@@ -200,8 +235,23 @@ mod tests {
             CompressionType::Lz4,
             CompressionType::Zstd,
         ] {
-            let mut out = Vec::new();
-            assert!(compress(kind, &raw, &mut out), "{kind:?}");
+            let mut c = Compressor::default();
+            // A large block first, so the buffer holds stale bytes past
+            // the small block's output.
+            let big = c.compress(kind, &raw).unwrap().to_vec();
+            assert_eq!(decompress(kind, &big).unwrap(), raw, "{kind:?}");
+            let small = &raw[..500];
+            let out = c.compress(kind, small).unwrap().to_vec();
+            assert_eq!(
+                decompress(kind, &out).unwrap(),
+                small,
+                "{kind:?} after a larger block"
+            );
+            let out = c.compress(kind, &raw).unwrap().to_vec();
+            assert_eq!(
+                out, big,
+                "{kind:?}: the same block compresses the same on reuse"
+            );
             assert!(good_ratio(raw.len(), out.len()), "{kind:?} should shrink");
             assert_eq!(decompress(kind, &out).unwrap(), raw, "{kind:?}");
             // Truncated input is an error, not a panic.

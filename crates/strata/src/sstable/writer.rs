@@ -162,6 +162,8 @@ pub struct SstWriter {
     /// (start internal key, end user key).
     tombstones: Vec<(Vec<u8>, Vec<u8>)>,
     scratch: Vec<u8>,
+    /// Reused for every block (`compression::Compressor`).
+    compressor: compression::Compressor,
     // Counters that become properties.
     num_entries: u64,
     num_deletions: u64,
@@ -202,6 +204,7 @@ impl SstWriter {
             has_last_prefix: false,
             tombstones: Vec::new(),
             scratch: Vec::new(),
+            compressor: compression::Compressor::default(),
             num_entries: 0,
             num_deletions: 0,
             num_merges: 0,
@@ -414,14 +417,16 @@ impl SstWriter {
 
     /// Writes a block and its trailer, compressing it if that pays.
     fn write_block(&mut self, raw: &[u8], compression: CompressionType) -> Result<BlockHandle> {
-        let mut compressed = Vec::new();
-        let (body, kind): (&[u8], CompressionType) = if compression != CompressionType::None
-            && compression::compress(compression, raw, &mut compressed)
-            && compression::good_ratio(raw.len(), compressed.len())
-        {
-            (&compressed, compression)
-        } else {
-            (raw, CompressionType::None)
+        let compressed = match compression {
+            CompressionType::None => None,
+            _ => self
+                .compressor
+                .compress(compression, raw)
+                .filter(|c| compression::good_ratio(raw.len(), c.len())),
+        };
+        let (body, kind): (&[u8], CompressionType) = match compressed {
+            Some(c) => (c, compression),
+            None => (raw, CompressionType::None),
         };
         let handle = BlockHandle::new(self.offset, body.len() as u64);
         let mut trailer = [0u8; BLOCK_TRAILER_SIZE];
