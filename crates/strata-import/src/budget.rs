@@ -11,10 +11,8 @@
 //!   ([`Budget::chunks_in_flight`]), plus [`RECYCLED_CHUNKS`] parsed
 //!   chunks' buffers waiting to be read into again, per index
 //!   [`RECYCLED_BATCHES`] empty entry batches waiting to be filled again
-//!   (`pool`), and the chunks' batches an index in key order has with its
-//!   SST writer threads (`handoff::stream_batches`; two lanes when the
-//!   chunks are at least [`LANE_MIN_CHUNK`], else one,
-//!   [`Budget::stream_lanes`]). The chunk size is
+//!   (`pool`), and the [`STREAM_BATCHES`] chunks' batches an index in key
+//!   order has with its SST writer thread (`handoff`). The chunk size is
 //!   chosen so they take at most a quarter of the budget, counting
 //!   [`PARSED_EXPANSION`] times the raw bytes for each chunk in flight (raw
 //!   bytes plus the entries made from them), once for each recycled
@@ -37,7 +35,7 @@
 //! (`sort::IndexSorter::with_merge_memory`), while the last buffer of each
 //! index stays inside the sort share and the writers inside theirs.
 
-use crate::handoff::{stream_batches, STREAM_LANES};
+use crate::handoff::STREAM_BATCHES;
 use crate::pool::RECYCLED_BATCHES;
 
 /// Bytes a chunk holds at its peak over its raw bytes: the raw bytes plus
@@ -56,12 +54,6 @@ pub const READ_SLACK: usize = 64 << 10;
 
 /// Write buffer of a spill run.
 pub const SPILL_WRITE_BUFFER: usize = 256 << 10;
-
-/// The smallest chunk with which an in-order stream is written by
-/// [`STREAM_LANES`] SST writer threads: each lane's file ends at every
-/// segment of two chunks' batches, so smaller chunks would make hundreds
-/// of small files (and as many syncs) for little gain.
-pub const LANE_MIN_CHUNK: usize = 1 << 20;
 
 /// The smallest writer share (smaller cuts files too often).
 const MIN_WRITER: usize = 256 << 10;
@@ -99,8 +91,6 @@ pub struct Budget {
     pub writer_cap: usize,
     /// Bytes for the sort buffers of all indexes together.
     pub sort: usize,
-    /// SST writer threads of an index streamed in key order.
-    pub stream_lanes: usize,
 }
 
 impl Budget {
@@ -116,20 +106,12 @@ impl Budget {
         let threads = threads.max(1);
         let queue_depth = threads;
         let in_flight = Self::chunks_in_flight(threads);
+        let copies = in_flight * PARSED_EXPANSION
+            + RECYCLED_CHUNKS
+            + (RECYCLED_BATCHES + STREAM_BATCHES) * (PARSED_EXPANSION - 1);
         let slack = (in_flight + RECYCLED_CHUNKS) * READ_SLACK;
-        let fit_with = |lanes: usize| {
-            let copies = in_flight * PARSED_EXPANSION
-                + RECYCLED_CHUNKS
-                + (RECYCLED_BATCHES + stream_batches(lanes)) * (PARSED_EXPANSION - 1);
-            let fit = (total / 4).saturating_sub(slack) / copies;
-            (max_chunk.min(fit.max(MIN_CHUNK)).max(1), copies)
-        };
-        let (mut stream_lanes, (mut chunk_size, mut copies)) =
-            (STREAM_LANES, fit_with(STREAM_LANES));
-        if chunk_size < LANE_MIN_CHUNK {
-            stream_lanes = 1;
-            (chunk_size, copies) = fit_with(1);
-        }
+        let fit = (total / 4).saturating_sub(slack) / copies;
+        let chunk_size = max_chunk.min(fit.max(MIN_CHUNK)).max(1);
         let chunks = copies * chunk_size + slack;
         let indexes = indexes.max(1);
         let writer_cap = (total / 8 / indexes)
@@ -145,7 +127,6 @@ impl Budget {
             writers,
             writer_cap,
             sort,
-            stream_lanes,
         }
     }
 
@@ -172,26 +153,12 @@ mod tests {
                 assert!(b.sort >= total / 4, "{b:?}");
                 assert!(b.writers <= total / 4, "{b:?}");
                 assert_eq!(b.writers, 2 * (b.writer_cap + SPILL_WRITE_BUFFER));
-                assert!(
-                    b.stream_lanes == 1 || b.chunk_size >= LANE_MIN_CHUNK,
-                    "{b:?}"
-                );
             }
         }
         // Big budgets keep the options' chunk size.
         assert_eq!(
             Budget::new(4 << 30, 2, 2, 4 << 20, 64 << 20).chunk_size,
             4 << 20
-        );
-        // Big budgets stream with two SST writer lanes, small ones (small
-        // chunks, so small segments) with one.
-        assert_eq!(
-            Budget::new(4 << 30, 2, 2, 4 << 20, 64 << 20).stream_lanes,
-            2
-        );
-        assert_eq!(
-            Budget::new(64 << 20, 2, 2, 4 << 20, 64 << 20).stream_lanes,
-            1
         );
         // Tiny budgets (tests) still sort in a quarter of the budget.
         let b = Budget::new(200, 2, 3, 16, 64 << 20);

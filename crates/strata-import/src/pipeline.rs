@@ -472,7 +472,6 @@ impl Loader<'_> {
                 )
                 .with_mem_run_at(mem_run_at)
                 .with_writer_cap(self.budget.writer_cap)
-                .with_stream_lanes(self.budget.stream_lanes)
                 .with_merge_memory(self.budget.chunks / nidx.max(1))
                 .with_pool(Arc::clone(&self.pool), i)
             })

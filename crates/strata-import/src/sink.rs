@@ -12,14 +12,6 @@
 //!
 //! [`Output`] is where a merge writes: a [`RollingSink`] (the pipeline
 //! and direct modes) or a write batch (the batch mode).
-//!
-//! Segments: one stream may be written by several sinks at once (the
-//! in-order stream's lanes, `handoff::StreamWriter`), each taking whole
-//! consecutive *segments* of it in turn. A sink ends its open file when a
-//! new segment starts ([`RollingSink::start_segment`]) and tags every file
-//! with the segment it holds, so no file spans two segments; the stream's
-//! keys strictly increase, so the files of all lanes ordered by segment
-//! are disjoint and in key order ([`RollingSink::join`]).
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -71,9 +63,6 @@ pub struct RollingSink {
     file_raw: u64,
     /// Memory the open file's writer may hold before the file is cut.
     memory_cap: usize,
-    /// The segment being written, and the one each file of `files` holds.
-    segment: u64,
-    file_segments: Vec<u64>,
     /// Entries written.
     pub kvs: u64,
     /// Uncompressed key and value bytes written.
@@ -95,72 +84,9 @@ impl RollingSink {
             file_kvs: 0,
             file_raw: 0,
             memory_cap: usize::MAX,
-            segment: 0,
-            file_segments: Vec::new(),
             kvs: 0,
             bytes: 0,
         }
-    }
-
-    /// An empty sink like this one (directory, target size, memory cap),
-    /// its files named `<name>-<n>.sst`: another lane of the same stream.
-    pub fn sibling(&self, name: &str) -> RollingSink {
-        RollingSink::new(&self.dir, name, self.target).with_memory_cap(self.memory_cap)
-    }
-
-    /// Ends the open file: what comes next is segment `segment` of the
-    /// stream (see the module documentation), which other sinks' files may
-    /// precede.
-    pub fn start_segment(&mut self, segment: u64) -> Result<()> {
-        self.cut()?;
-        self.segment = segment;
-        Ok(())
-    }
-
-    /// One sink for the files of several lanes of one stream: every lane's
-    /// files, ordered by segment (each file holds one segment, each
-    /// segment is one lane's); writing goes on in the lane that wrote the
-    /// greatest key, after its open file is ended. Fails if two lanes'
-    /// files hold one segment (a lane switch without `start_segment`).
-    pub fn join(lanes: Vec<RollingSink>) -> Result<RollingSink> {
-        let mut parts: Vec<(u64, usize, usize, SstFile)> = Vec::new();
-        let mut rest = Vec::new();
-        for (l, mut lane) in lanes.into_iter().enumerate() {
-            lane.cut()?;
-            let segs = std::mem::take(&mut lane.file_segments);
-            for (i, (f, seg)) in std::mem::take(&mut lane.files)
-                .into_iter()
-                .zip(segs)
-                .enumerate()
-            {
-                parts.push((seg, l, i, f));
-            }
-            rest.push(lane);
-        }
-        parts.sort_by_key(|p| (p.0, p.1, p.2));
-        if parts
-            .windows(2)
-            .any(|w| w[0].0 == w[1].0 && w[0].1 != w[1].1)
-        {
-            return Err(Error::invalid(
-                "internal: two SST writer lanes wrote one segment",
-            ));
-        }
-        let (kvs, bytes) = rest
-            .iter()
-            .fold((0, 0), |(k, b), l| (k + l.kvs, b + l.bytes));
-        let mut keep = rest
-            .into_iter()
-            .max_by(|a, b| a.last.cmp(&b.last))
-            .ok_or_else(|| Error::invalid("internal: no SST writer lanes to join"))?;
-        keep.segment = parts.last().map_or(0, |p| p.0);
-        for (seg, _, _, f) in parts {
-            keep.file_segments.push(seg);
-            keep.files.push(f);
-        }
-        keep.kvs = kvs;
-        keep.bytes = bytes;
-        Ok(keep)
     }
 
     /// Cuts the files before the first key at or past each of `keys`
@@ -181,16 +107,6 @@ impl RollingSink {
     /// [`Self::with_memory_cap`] on a sink in use.
     pub fn set_memory_cap(&mut self, cap: usize) {
         self.memory_cap = cap;
-    }
-
-    /// The memory cap (see [`Self::with_memory_cap`]).
-    pub fn memory_cap(&self) -> usize {
-        self.memory_cap
-    }
-
-    /// The name its files start with.
-    pub fn name(&self) -> &str {
-        &self.name
     }
 
     /// What the open file's writer holds now (estimated, see
@@ -274,7 +190,6 @@ impl RollingSink {
                 size: info.file_size,
                 entries: info.num_entries,
             });
-            self.file_segments.push(self.segment);
         }
         Ok(())
     }

@@ -114,8 +114,6 @@ pub struct IndexSorter {
     split_keys: Vec<Vec<u8>>,
     /// Memory each output SST writer may hold (see `RollingSink`).
     writer_cap: usize,
-    /// SST writer threads of the in-order stream.
-    stream_lanes: usize,
     /// Bytes the merge's run read buffers may take together.
     merge_memory: usize,
     /// Where batches go once their entries are written or copied (this
@@ -157,7 +155,6 @@ impl IndexSorter {
             keep_dups,
             split_keys: Vec::new(),
             writer_cap: usize::MAX,
-            stream_lanes: 1,
             merge_memory: usize::MAX,
             pool: None,
         }
@@ -168,13 +165,6 @@ impl IndexSorter {
     pub fn with_writer_cap(mut self, cap: usize) -> IndexSorter {
         self.writer_cap = cap;
         self.sink.set_memory_cap(cap);
-        self
-    }
-
-    /// Writes an in-order stream with `lanes` SST writer threads
-    /// (`handoff::StreamWriter`; one by default).
-    pub fn with_stream_lanes(mut self, lanes: usize) -> IndexSorter {
-        self.stream_lanes = lanes.max(1);
         self
     }
 
@@ -413,11 +403,8 @@ impl IndexSorter {
                 None => {
                     let placeholder = self.new_sink(&format!("{}-unused", self.name));
                     let sink = std::mem::replace(&mut self.sink, placeholder);
-                    self.stream.insert(StreamWriter::start(
-                        sink,
-                        self.pool.clone(),
-                        crate::handoff::STREAM_LANES,
-                    )?)
+                    self.stream
+                        .insert(StreamWriter::start(sink, self.pool.clone())?)
                 }
             };
             for b in buf {
@@ -1055,85 +1042,5 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "case {case}");
         }
-    }
-
-    /// An index streamed in key order by 1-3 SST writer lanes, its order
-    /// then broken (or not): the streamed files come back as the first
-    /// run, in key order with their rows' sources, so the output holds
-    /// exactly the sorted keys, and a key of the broken tail equal to a
-    /// streamed one is a duplicate naming the streamed row's own line.
-    #[test]
-    fn streamed_lanes_merge_back_in_order() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-        let mut lanes_then_broken = 0;
-        for case in 0..24 {
-            let dir = tempfile::tempdir().unwrap();
-            let lanes = 1 + case % 3;
-            let n = rng.gen_range(1000..6000u64);
-            let mut keys: Vec<u64> = (0..n).collect();
-            // Sorted up to `brk`, a shuffled tail after it.
-            let brk = rng.gen_range(0..=n as usize);
-            for i in (brk + 1..keys.len()).rev() {
-                keys.swap(i, rng.gen_range(brk..=i));
-            }
-            let dup = case % 4 == 3 && brk > 10 && brk + 1 < n as usize;
-            let dup_of = rng.gen_range(0..brk.max(1));
-            if dup {
-                keys[n as usize - 1] = keys[dup_of];
-            }
-            let mut s =
-                IndexSorter::new(dir.path(), "t", rng.gen_range(2_000..60_000), true, false)
-                    .with_stream_lanes(lanes);
-            let mut r = Ok(());
-            let mut at = 0;
-            for part in keys.chunks(rng.gen_range(1..400)) {
-                let mut b = EntryBatch::default();
-                for (j, &k) in part.iter().enumerate() {
-                    let line = (at + j) as u64 + 1;
-                    b.push(
-                        &k.to_be_bytes(),
-                        &line.to_le_bytes(),
-                        Src { file: 0, line },
-                        false,
-                    );
-                }
-                at += part.len();
-                r = r.and_then(|_| s.push(b));
-                if rng.gen_bool(0.5) || at <= brk {
-                    r = r.and_then(|_| s.spill());
-                }
-            }
-            if s.streamed && lanes > 1 && !s.in_order {
-                lanes_then_broken += 1;
-            }
-            let r = r.and_then(|_| s.finish(|_| Ok(Keep::Put(0))));
-            if dup {
-                match r {
-                    Err(SortError::Dup(d)) => {
-                        assert_eq!(d.first.line, dup_of as u64 + 1, "case {case}");
-                        assert_eq!(d.second.line, n, "case {case}");
-                    }
-                    _ => panic!("case {case}: duplicate not found"),
-                }
-                continue;
-            }
-            let files = match r {
-                Ok(f) => f,
-                Err(SortError::Dup(d)) => panic!("case {case}: {d:?}"),
-                Err(SortError::Other(e)) => panic!("case {case}: {e}"),
-            };
-            let mut got = Vec::new();
-            for f in &files {
-                for kv in strata::sstable::SstReader::open(&f.path).unwrap() {
-                    let (k, v) = kv.unwrap();
-                    let k = u64::from_be_bytes(k.as_slice().try_into().unwrap());
-                    let line = u64::from_le_bytes(v.as_slice().try_into().unwrap());
-                    assert_eq!(keys[line as usize - 1], k, "case {case}: value moved");
-                    got.push(k);
-                }
-            }
-            assert_eq!(got, (0..n).collect::<Vec<_>>(), "case {case}");
-        }
-        assert!(lanes_then_broken >= 5, "{lanes_then_broken} cases");
     }
 }
