@@ -32,12 +32,12 @@ use crate::codec::TableCodec;
 use crate::csv::dialect::{Dialect, Header};
 use crate::csv::input::Input;
 use crate::error::{Error, Result, RowSource};
-use crate::parse::{parse_chunk, BadRow, Entry, Layout, Parsed, Src};
+use crate::parse::{parse_chunk, BadRow, Layout, Parsed, Src};
 use crate::pool::BatchPool;
 use crate::resolve::Resolver;
 use crate::schema::Table;
 use crate::sink::{Output, RollingSink, SstFile};
-use crate::sort::{IndexSorter, SortError, MEM_RUN_AT, SPLIT_MERGE_AT};
+use crate::sort::{IndexSorter, SortError, MEM_RUN_AT};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -471,7 +471,6 @@ impl Loader<'_> {
                     keep_dups,
                 )
                 .with_mem_run_at(mem_run_at)
-                .with_split_merge_at(if pipeline { SPLIT_MERGE_AT } else { usize::MAX })
                 .with_writer_cap(self.budget.writer_cap)
                 .with_merge_memory(self.budget.chunks / nidx.max(1))
                 .with_pool(Arc::clone(&self.pool), i)
@@ -675,13 +674,8 @@ impl Loader<'_> {
                 .enumerate()
                 .map(|(i, sorter)| {
                     s.spawn(move || {
-                        // Each half of a split merge decides with its own
-                        // resolver: under `error` a group is decided from
-                        // itself (and the table), never from other groups.
-                        sorter.finish_split(|| {
-                            let mut resolver = Resolver::new(db, codec, names, mode, has_rows);
-                            move |g: &[Entry]| resolver.decide(i, g)
-                        })
+                        let mut resolver = Resolver::new(db, codec, names, mode, has_rows);
+                        sorter.finish(|g| resolver.decide(i, g))
                     })
                 })
                 .collect();

@@ -9,10 +9,7 @@
 //! SSTs were already streamed, they become the first run (read back with
 //! `strata::sstable::SstReader`, their rows' sources from a side file).
 //! [`IndexSorter::finish`] k-way merges the runs and the last buffer into
-//! the output; [`IndexSorter::finish_split`] merges a sorter held wholly
-//! in in-memory runs as two halves at once, split at one key (every key
-//! below it in the first half's files, every key at or past it in the
-//! second's, so the files stay disjoint and equal keys meet in one half). Equal keys anywhere (in a buffer, across runs, at the join
+//! the output. Equal keys anywhere (in a buffer, across runs, at the join
 //! of two chunks) are a duplicate, reported with both rows' sources; ties
 //! are ordered by source (input order: file, then line), so the earlier
 //! row is named first. With `keep_dups` the merge instead hands every group
@@ -119,8 +116,6 @@ pub struct IndexSorter {
     writer_cap: usize,
     /// Bytes the merge's run read buffers may take together.
     merge_memory: usize,
-    /// Bytes of in-memory runs from which `finish_split` splits.
-    split_merge_at: usize,
     /// Where batches go once their entries are written or copied (this
     /// sorter's index in the pool).
     pool: Option<(Arc<BatchPool>, usize)>,
@@ -161,7 +156,6 @@ impl IndexSorter {
             split_keys: Vec::new(),
             writer_cap: usize::MAX,
             merge_memory: usize::MAX,
-            split_merge_at: usize::MAX,
             pool: None,
         }
     }
@@ -188,13 +182,6 @@ impl IndexSorter {
                 pool.give(*index, b);
             }
         }
-    }
-
-    /// Lets [`Self::finish_split`] split the merge once the in-memory runs
-    /// hold `bytes` (by default it never does).
-    pub fn with_split_merge_at(mut self, bytes: usize) -> IndexSorter {
-        self.split_merge_at = bytes;
-        self
     }
 
     /// Makes the merge's read buffers (one per spilled run) take at most
@@ -519,157 +506,48 @@ impl IndexSorter {
             });
         }
         for run in std::mem::take(&mut self.mem_runs) {
-            let end = run.len();
-            sources.push(Source::MemRun(Arc::new(run), 0, end));
+            sources.push(Source::MemRun(run, 0));
         }
-        sources.push(Source::Mem(order.into_iter(), Arc::new(buf)));
-        merge_sources(sources, self.keep_dups, out, each)?;
+        sources.push(Source::Mem(order.into_iter(), buf));
+        let mut heap = BinaryHeap::new();
+        // Entries written are reused for the next ones read (their key
+        // and value buffers keep their capacity): no allocation per entry.
+        let mut spare: Vec<Entry> = Vec::new();
+        for (i, s) in sources.iter_mut().enumerate() {
+            if let Some(e) = s.next(&mut spare)? {
+                heap.push(HeapItem(e, i));
+            }
+        }
+        while let Some(HeapItem(e, i)) = heap.pop() {
+            if let Some(n) = sources[i].next(&mut spare)? {
+                heap.push(HeapItem(n, i));
+            }
+            if group.first().is_some_and(|g| g.key != e.key) {
+                write_group(out, &group, each(&group)?)?;
+                spare.append(&mut group);
+            }
+            if let (Some(first), false) = (group.first(), self.keep_dups) {
+                return Err(SortError::Dup(Dup {
+                    key: e.key,
+                    first: first.src,
+                    second: e.src,
+                }));
+            }
+            group.push(e);
+        }
+        if !group.is_empty() {
+            write_group(out, &group, each(&group)?)?;
+        }
         for p in streamed_files.iter().chain(self.runs.iter()) {
             let _ = std::fs::remove_file(p);
         }
         Ok(())
     }
-
-    /// Like [`Self::finish`], but with a sorter held wholly in memory (in
-    /// sorted runs, no spilled or streamed run) of at least the bytes set
-    /// by [`Self::with_split_merge_at`], the merge is split at a key near
-    /// the middle into two merges on threads of their own, each with its
-    /// own SST writer thread: the keys below the split go to the first
-    /// half's files, the rest to the second's, so their files are disjoint
-    /// and in key order, first half first. A merge and its writer kept
-    /// about 1.2 of the two cores busy (W1 in random order, where the
-    /// primary index's merge was the last 0.7 s of the import alone);
-    /// two use both. Each half gets its own `each` from `make_each` (so
-    /// it suits callbacks that decide a group from the group alone, as
-    /// `--on-duplicate error` does) and half the writer share and hand-off
-    /// memory. Errors: the first half's before the second's, as one merge
-    /// in key order would find them.
-    pub fn finish_split<F>(
-        mut self,
-        make_each: impl Fn() -> F + Sync,
-    ) -> std::result::Result<Vec<SstFile>, SortError>
-    where
-        F: FnMut(&[Entry]) -> Result<Keep>,
-    {
-        let held: usize = self.mem_runs.iter().map(Vec::len).sum();
-        if self.in_order
-            || self.streamed_run.is_some()
-            || !self.runs.is_empty()
-            || self.mem_runs.is_empty()
-            || held < self.split_merge_at
-        {
-            return self.finish(make_each());
-        }
-        // The split: the middle key of the biggest run (runs are samples
-        // of the whole key range, each sorted).
-        let Some(biggest) = self.mem_runs.iter().max_by_key(|r| r.len()) else {
-            return self.finish(make_each());
-        };
-        let split = match run_key_at(biggest, biggest.len() / 2)? {
-            Some(k) => k,
-            None => return self.finish(make_each()),
-        };
-        self.reclaim_sink()?;
-        let buf = Arc::new(std::mem::take(&mut self.buf));
-        let order = sort_checked(&buf, self.keep_dups)?;
-        let cut =
-            order.partition_point(|&(_, b, i)| buf[b as usize].key(i as usize) < split.as_slice());
-        let mut lo: Vec<Source> = Vec::new();
-        let mut hi: Vec<Source> = Vec::new();
-        for run in std::mem::take(&mut self.mem_runs) {
-            let at = run_cut(&run, &split)?;
-            let (end, run) = (run.len(), Arc::new(run));
-            lo.push(Source::MemRun(Arc::clone(&run), 0, at));
-            hi.push(Source::MemRun(run, at, end));
-        }
-        let mut first = order;
-        let second = first.split_off(cut);
-        lo.push(Source::Mem(first.into_iter(), Arc::clone(&buf)));
-        hi.push(Source::Mem(second.into_iter(), Arc::clone(&buf)));
-        let splits = std::mem::take(&mut self.split_keys);
-        let cap = self.writer_cap / 2;
-        let mut lo_sink = self
-            .new_sink(&format!("{}-out", self.name))
-            .with_memory_cap(cap);
-        let mut hi_sink = self
-            .new_sink(&format!("{}-out-hi", self.name))
-            .with_memory_cap(cap);
-        lo_sink.set_split_keys(splits.clone());
-        hi_sink.set_split_keys(splits);
-        let keep_dups = self.keep_dups;
-        let memory = crate::handoff::HANDOFF_MEMORY / 2;
-        let make_each = &make_each;
-        let (lo_files, hi_files) = std::thread::scope(|sc| {
-            let hi_done = sc.spawn(move || {
-                crate::handoff::write_on_thread_within(hi_sink, memory, |out| {
-                    merge_sources(hi, keep_dups, out, make_each())
-                })
-            });
-            let lo_done = crate::handoff::write_on_thread_within(lo_sink, memory, |out| {
-                merge_sources(lo, keep_dups, out, make_each())
-            });
-            let hi_done = hi_done.join().unwrap_or_else(|_| {
-                Err(Error::invalid("internal: a merge thread panicked").into())
-            });
-            (lo_done, hi_done)
-        });
-        let ((), mut files) = lo_files?;
-        let ((), hi_files) = hi_files?;
-        files.extend(hi_files);
-        Ok(files)
-    }
-}
-
-/// The k-way merge of `sources` (each in key order, ties in input order
-/// across sources by their place) into `out`, one group of equal keys at
-/// a time through `each`.
-fn merge_sources(
-    mut sources: Vec<Source>,
-    keep_dups: bool,
-    out: &mut dyn Output,
-    mut each: impl FnMut(&[Entry]) -> Result<Keep>,
-) -> std::result::Result<(), SortError> {
-    let mut group: Vec<Entry> = Vec::with_capacity(1);
-    let mut heap = BinaryHeap::new();
-    // Entries written are reused for the next ones read (their key
-    // and value buffers keep their capacity): no allocation per entry.
-    let mut spare: Vec<Entry> = Vec::new();
-    for (i, s) in sources.iter_mut().enumerate() {
-        if let Some(e) = s.next(&mut spare)? {
-            heap.push(HeapItem(e, i));
-        }
-    }
-    while let Some(HeapItem(e, i)) = heap.pop() {
-        if let Some(n) = sources[i].next(&mut spare)? {
-            heap.push(HeapItem(n, i));
-        }
-        if group.first().is_some_and(|g| g.key != e.key) {
-            write_group(out, &group, each(&group)?)?;
-            spare.append(&mut group);
-        }
-        if let (Some(first), false) = (group.first(), keep_dups) {
-            return Err(SortError::Dup(Dup {
-                key: e.key,
-                first: first.src,
-                second: e.src,
-            }));
-        }
-        group.push(e);
-    }
-    if !group.is_empty() {
-        write_group(out, &group, each(&group)?)?;
-    }
-    Ok(())
 }
 
 /// Buffered bytes after which an index in key order is written to its
 /// output SSTs.
 const STREAM_AT: usize = 8 << 20;
-
-/// Bytes of in-memory runs from which the pipeline's final merge of an
-/// index is split in two (`IndexSorter::finish_split`): two merges pay
-/// only when each has a few runs' worth to do.
-pub const SPLIT_MERGE_AT: usize = 2 * MEM_RUN_AT;
 
 /// Buffered bytes (out of key order) after which the buffer becomes a
 /// sorted run in memory (a few MiB keep the sort's working set close to
@@ -770,60 +648,6 @@ fn decode_run_entry(run: &[u8], pos: &mut usize, spare: &mut Vec<Entry>) -> Resu
     let line = get_varint(&mut rest).map_err(corrupt)?;
     *pos = run.len() - rest.len();
     Ok(Some(run_entry(key, value, file, line, delete)))
-}
-
-/// The offset just past the entry at `pos` of a run in memory, and that
-/// entry's key.
-fn run_entry_span(run: &[u8], pos: usize) -> Result<(usize, &[u8])> {
-    let corrupt = |m: String| Error::invalid(format!("(sorted run in memory): {m}"));
-    let mut rest = run.get(pos..).unwrap_or_default();
-    let take = |rest: &mut &[u8]| -> Result<usize> {
-        let n = get_varint(rest).map_err(corrupt)?;
-        usize::try_from(n)
-            .ok()
-            .filter(|&n| n <= rest.len())
-            .ok_or_else(|| corrupt("run ends inside an entry".into()))
-    };
-    let klen = take(&mut rest)?;
-    let (key, after) = rest.split_at(klen);
-    rest = after;
-    let vlen = get_varint(&mut rest).map_err(corrupt)?;
-    let vlen = usize::try_from(vlen >> 1)
-        .ok()
-        .filter(|&n| n <= rest.len())
-        .ok_or_else(|| corrupt("run ends inside an entry".into()))?;
-    rest = &rest[vlen..];
-    get_varint(&mut rest).map_err(corrupt)?;
-    get_varint(&mut rest).map_err(corrupt)?;
-    Ok((run.len() - rest.len(), key))
-}
-
-/// The key of the first entry of a run in memory that starts at or past
-/// byte `at`; `None` past its last entry.
-fn run_key_at(run: &[u8], at: usize) -> Result<Option<Vec<u8>>> {
-    let mut pos = 0;
-    while pos < run.len() {
-        let (next, key) = run_entry_span(run, pos)?;
-        if pos >= at {
-            return Ok(Some(key.to_vec()));
-        }
-        pos = next;
-    }
-    Ok(None)
-}
-
-/// The offset of the first entry of a run in memory whose key is at or
-/// past `split` (the run's length if none is).
-fn run_cut(run: &[u8], split: &[u8]) -> Result<usize> {
-    let mut pos = 0;
-    while pos < run.len() {
-        let (next, key) = run_entry_span(run, pos)?;
-        if key >= split {
-            return Ok(pos);
-        }
-        pos = next;
-    }
-    Ok(run.len())
 }
 
 /// A run entry from its decoded fields (both run readers' last step).
@@ -957,12 +781,10 @@ impl Ord for HeapItem {
 }
 
 enum Source {
-    /// The last buffer (shared by the halves of a split merge), its
-    /// entries in the sort's order.
-    Mem(std::vec::IntoIter<Pair>, Arc<Vec<EntryBatch>>),
-    /// A sorted run in memory (shared by the halves of a split merge), the
-    /// offset of its next entry and the end of the part read here.
-    MemRun(Arc<Vec<u8>>, usize, usize),
+    /// The last buffer, in the sort's order.
+    Mem(std::vec::IntoIter<Pair>, Vec<EntryBatch>),
+    /// A sorted run in memory and the offset of its next entry.
+    MemRun(Vec<u8>, usize),
     Run {
         r: BufReader<File>,
         path: PathBuf,
@@ -990,10 +812,7 @@ impl Source {
                 (e.src, e.delete) = (s.src, s.delete);
                 e
             })),
-            Source::MemRun(run, pos, end) => {
-                let part = run.get(..*end).unwrap_or(run.as_slice());
-                decode_run_entry(part, pos, spare)
-            }
+            Source::MemRun(run, pos) => decode_run_entry(run, pos, spare),
             Source::Run { r, path } => {
                 // An entry whole in the read buffer is decoded from the
                 // slice; one that straddles the buffer's end (or a
@@ -1223,174 +1042,5 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "case {case}");
         }
-    }
-
-    /// The split final merge (`finish_split`) writes exactly what one
-    /// merge writes: every key once, in order, its value, the first
-    /// half's files before the second's and none overlapping the next;
-    /// every group goes through one of the halves' callbacks; and of two
-    /// duplicates (in one half or one in each) the one with the lower key
-    /// is reported, with both rows, as one merge reports it.
-    #[test]
-    fn split_merge_writes_what_one_merge_writes() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
-        let mut split_cases = 0;
-        for case in 0..30 {
-            let n = rng.gen_range(1..6000usize);
-            let mut keys: Vec<u64> = (0..n as u64).map(|k| k * 3).collect();
-            for i in (1..keys.len()).rev() {
-                keys.swap(i, rng.gen_range(0..=i));
-            }
-            let dups = if case % 3 == 2 && n > 20 { 2 } else { 0 };
-            for _ in 0..dups {
-                let (a, b) = (rng.gen_range(0..n), rng.gen_range(0..n));
-                if a != b {
-                    keys[a] = keys[b];
-                }
-            }
-            let mem_run_at = rng.gen_range(500..30_000);
-            let chunk = rng.gen_range(1..700);
-            let run = |split: bool| {
-                let dir = tempfile::tempdir().unwrap();
-                let mut s = IndexSorter::new(dir.path(), "t", rng_target(case), true, false)
-                    .with_mem_run_at(mem_run_at)
-                    .with_split_merge_at(if split { 1 } else { usize::MAX });
-                for (c, part) in keys.chunks(chunk).enumerate() {
-                    let mut b = EntryBatch::default();
-                    for (j, &k) in part.iter().enumerate() {
-                        let line = (c * chunk + j) as u64 + 1;
-                        b.push(
-                            &k.to_be_bytes(),
-                            &line.to_le_bytes(),
-                            Src { file: 0, line },
-                            false,
-                        );
-                    }
-                    if let Err(e) = s.push(b) {
-                        return (Err(e), Vec::new(), 0);
-                    }
-                }
-                let groups = std::sync::atomic::AtomicUsize::new(0);
-                let r = s.finish_split(|| {
-                    |_: &[Entry]| {
-                        groups.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        Ok(Keep::Put(0))
-                    }
-                });
-                let mut read = Vec::new();
-                if let Ok(files) = &r {
-                    for f in files {
-                        let mut ks = Vec::new();
-                        for kv in strata::sstable::SstReader::open(&f.path).unwrap() {
-                            let (k, v) = kv.unwrap();
-                            ks.push((
-                                u64::from_be_bytes(k.as_slice().try_into().unwrap()),
-                                u64::from_le_bytes(v.as_slice().try_into().unwrap()),
-                            ));
-                        }
-                        let hi = f.path.to_string_lossy().contains("-out-hi");
-                        read.push((hi, ks));
-                    }
-                }
-                (r, read, groups.into_inner())
-            };
-            let (one, one_files, _) = run(false);
-            let (two, two_files, groups) = run(true);
-            match (one, two) {
-                (Err(SortError::Dup(a)), Err(SortError::Dup(b))) => {
-                    assert_eq!(
-                        (a.key, a.first, a.second),
-                        (b.key, b.first, b.second),
-                        "case {case}"
-                    );
-                    continue;
-                }
-                (Ok(_), Ok(_)) => {}
-                (a, b) => panic!("case {case}: one merge {}, split {}", a.is_ok(), b.is_ok()),
-            }
-            if two_files.iter().any(|(hi, _)| *hi) {
-                split_cases += 1;
-            }
-            // First half first, and no file overlapping the next.
-            let halves: Vec<bool> = two_files.iter().map(|(hi, _)| *hi).collect();
-            assert!(
-                halves.windows(2).all(|w| w[0] <= w[1]),
-                "case {case}: {halves:?}"
-            );
-            for w in two_files.windows(2) {
-                assert!(
-                    w[0].1.last().map(|e| e.0) < w[1].1.first().map(|e| e.0),
-                    "case {case}: files overlap or out of order"
-                );
-            }
-            let flat = |f: Vec<(bool, Vec<(u64, u64)>)>| -> Vec<(u64, u64)> {
-                f.into_iter().flat_map(|(_, ks)| ks).collect()
-            };
-            let got = flat(two_files);
-            assert_eq!(got.len(), n, "case {case}");
-            assert_eq!(groups, n, "case {case}: groups decided");
-            for &(k, line) in &got {
-                assert_eq!(keys[line as usize - 1], k, "case {case}: value moved");
-            }
-            assert!(
-                got == flat(one_files),
-                "case {case}: differs from one merge"
-            );
-        }
-        assert!(split_cases >= 10, "{split_cases} cases split");
-    }
-
-    /// A key equal to the split key, in the last buffer, is still a
-    /// duplicate of the run entry the split key came from: both go to the
-    /// same half.
-    #[test]
-    fn split_key_duplicate_is_found() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = IndexSorter::new(dir.path(), "t", 1 << 20, false, false)
-            .with_mem_run_at(4_000)
-            .with_split_merge_at(1);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
-        let mut keys: Vec<u64> = (0..3000).collect();
-        for i in (1..keys.len()).rev() {
-            keys.swap(i, rng.gen_range(0..=i));
-        }
-        let mut line = 0;
-        let batch = |ks: &[u64], line: &mut u64| {
-            let mut b = EntryBatch::default();
-            for &k in ks {
-                *line += 1;
-                b.push(
-                    &k.to_be_bytes(),
-                    b"v",
-                    Src {
-                        file: 0,
-                        line: *line,
-                    },
-                    false,
-                );
-            }
-            b
-        };
-        for part in keys.chunks(100) {
-            s.push(batch(part, &mut line)).map_err(|_| ()).unwrap();
-        }
-        assert!(s.mem_runs.len() > 1);
-        let biggest = s.mem_runs.iter().max_by_key(|r| r.len()).unwrap();
-        let split = run_key_at(biggest, biggest.len() / 2).unwrap().unwrap();
-        let k = u64::from_be_bytes(split.as_slice().try_into().unwrap());
-        s.push(batch(&[k], &mut line)).map_err(|_| ()).unwrap();
-        assert!(!s.buf.is_empty(), "the duplicate is in the last buffer");
-        match s.finish_split(|| |_: &[Entry]| Ok(Keep::Put(0))) {
-            Err(SortError::Dup(d)) => {
-                assert_eq!(d.key, split);
-                assert_eq!(d.second.line, line);
-            }
-            _ => panic!("the duplicate of the split key {k} was not found"),
-        }
-    }
-
-    /// A target file size for case `case`: some small enough to cut.
-    fn rng_target(case: usize) -> u64 {
-        [2_000, 20_000, 1 << 30][case % 3]
     }
 }
