@@ -391,7 +391,8 @@ impl SkipList {
             *p = node;
         }
         self.store_splice(&prev, &next, max.max(height), valid_from.max(height));
-        self.len.fetch_add(1, Relaxed);
+        // A load and a store, not a locked add: only this writer runs.
+        self.len.store(self.len.load(Relaxed) + 1, Relaxed);
         true
     }
 
