@@ -339,3 +339,50 @@ fn a_read_write_open_empties_the_scratch_directory() {
     assert!(!db.scratch_dir().exists(), "left after a read-write open");
     assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
 }
+
+/// Memtables after the first run on the arena chunks of flushed ones
+/// (`Metrics::memtable_pool_bytes` holds what waits for the next memtable,
+/// never more than a memtable's worth), and every write reads back through
+/// rotations onto reused memory, an iterator opened before them included.
+#[test]
+fn flushed_memtables_lend_their_memory_to_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        memtable_size: 2 << 20,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let mut model = Model::new();
+    let value = |i: u32, round: u32| format!("{round:02}-{i:08}-{}", "v".repeat(100)).into_bytes();
+    let early = {
+        db.put("aaaa", "first").unwrap();
+        model.insert(b"aaaa".to_vec(), b"first".to_vec());
+        db.iter()
+    };
+    let mut seen_pool = 0;
+    for round in 0..6u32 {
+        for i in 0..20_000u32 {
+            let k = format!("k{:08}", (i * 7919 + round) % 30_000).into_bytes();
+            db.put(&k, value(i, round)).unwrap();
+            model.insert(k, value(i, round));
+        }
+        db.flush().unwrap();
+        let m = db.metrics();
+        assert!(
+            m.memtable_pool_bytes <= 2 << 20,
+            "{}",
+            m.memtable_pool_bytes
+        );
+        seen_pool = seen_pool.max(m.memtable_pool_bytes);
+    }
+    assert!(seen_pool > 0, "no flushed memtable's memory was kept");
+    // The iterator opened first still sees its own state only.
+    let early: Vec<_> = early.map(|kv| kv.unwrap()).collect();
+    assert_eq!(early, vec![(b"aaaa".to_vec(), b"first".to_vec())]);
+    let all: Model = db.iter().map(|kv| kv.unwrap()).collect();
+    assert_eq!(all, model);
+    drop(db);
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let all: Model = db.iter().map(|kv| kv.unwrap()).collect();
+    assert_eq!(all, model);
+}
