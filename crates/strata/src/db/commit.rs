@@ -917,7 +917,7 @@ impl CommitPipeline {
         }
         let mut st = db.state.lock();
         let (sealed, sealed_wal) = (st.mem.id(), st.mem_wal);
-        st.seal_memtable(db.new_memtable(number), number, last_seq);
+        st.seal_memtable(Arc::new(MemTable::new(number)), number, last_seq);
         db.install_super_version(&st);
         drop(st);
         db.memtable_rotated(sealed, sealed_wal, reason);
@@ -1042,7 +1042,7 @@ impl CommitPipeline {
                 // no WAL sync) is needed here.
                 let wal_number = st.mem_wal;
                 if !st.mem.is_empty() {
-                    let fresh = db.new_memtable(db.new_file_number());
+                    let fresh = Arc::new(MemTable::new(db.new_file_number()));
                     let sealed = st.mem.id();
                     st.seal_memtable(fresh, wal_number, seq - 1);
                     db.memtable_rotated(sealed, wal_number, "ingest");

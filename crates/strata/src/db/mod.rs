@@ -53,7 +53,6 @@ pub use write_wait::WriteWaitMetrics;
 
 use crate::compaction::picker::{self, Running};
 use crate::error::{Error, Result};
-use crate::memtable::chunk_pool::ChunkPool;
 use crate::memtable::MemTable;
 use crate::version::sublevels::L0Sublevels;
 use crate::version::{Version, VersionSet, NUM_LEVELS};
@@ -224,9 +223,6 @@ pub struct Metrics {
     pub compaction_debt: u64,
     /// Memory used by the active memtable.
     pub memtable_bytes: usize,
-    /// Memory kept from dropped memtables' arenas (already faulted in) for
-    /// the next memtables: at most `Options::memtable_size`.
-    pub memtable_pool_bytes: usize,
     /// Immutable memtables (and queued ingestions) waiting for flush.
     pub immutable_memtables: usize,
     /// Flushes since open (this process).
@@ -327,9 +323,6 @@ pub(crate) struct DbInner {
     pub debt: AtomicU64,
     /// Opened with `Db::open_read_only`: every write is refused.
     pub read_only: bool,
-    /// Arena chunks of dropped memtables, for the next memtables
-    /// (`memtable::chunk_pool`): at most one memtable's worth.
-    pub chunk_pool: Arc<ChunkPool>,
     _lock: Box<dyn std::any::Any + Send + Sync>,
 }
 
@@ -370,12 +363,6 @@ impl DbInner {
         // moment it is released, while the caller may still hold the commit
         // slot (an ingestion: ~2-3 ms of Put latency in W4). Each caller
         // wakes them after letting go instead.
-    }
-
-    /// A new, empty memtable numbered `id`, its arena drawing on the
-    /// chunk pool.
-    pub fn new_memtable(&self, id: u64) -> Arc<MemTable> {
-        Arc::new(MemTable::with_pool(id, &self.chunk_pool))
     }
 
     pub fn new_file_number(&self) -> u64 {
@@ -1081,7 +1068,6 @@ impl Db {
             peak_l0_sublevels: ld(&st.peak_l0_sublevels),
             compaction_debt: picker::compaction_debt(v, &targets),
             memtable_bytes: sv.mem.approximate_memory_usage(),
-            memtable_pool_bytes: self.inner.chunk_pool.idle_bytes(),
             immutable_memtables: sv.imm.len(),
             flushes: ld(&st.flushes),
             compactions: ld(&st.compactions),

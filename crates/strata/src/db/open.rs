@@ -30,7 +30,6 @@ use super::write_batch::WriteBatch;
 use super::{filenames, Db, DbInner, DbState, Stats};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
-use crate::memtable::chunk_pool::ChunkPool;
 use crate::memtable::MemTable;
 use crate::sstable::{SstOptions, Table, TableOptions};
 use crate::version::{FileMeta, VersionEdit, VersionSet};
@@ -231,11 +230,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
 
     let next_file = versions.file_number_allocator();
     let manifest = versions.manifest_log();
-    let chunk_pool = Arc::new(ChunkPool::new(
-        crate::memtable::arena::DEFAULT_CHUNK_SIZE,
-        opts.memtable_size,
-    ));
-    let mem = Arc::new(MemTable::with_pool(wal_number, &chunk_pool));
+    let mem = Arc::new(MemTable::new(wal_number));
     let state = DbState {
         versions,
         mem,
@@ -277,7 +272,6 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             EventLog::open(vfs_for_events, dir, listener)
         },
         read_only,
-        chunk_pool,
         l0_depth: AtomicU64::new(0),
         debt: AtomicU64::new(0),
         _lock: lock,

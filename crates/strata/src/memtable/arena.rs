@@ -9,20 +9,11 @@
 //! process really holds) and `memory_usage` is that minus the unused tail of
 //! the current chunk (RocksDB's `Arena::ApproximateMemoryUsage`), so it grows
 //! with every allocation, including the tails wasted when a chunk fills.
-//!
-//! An arena made with a [`ChunkPool`] takes its standard-size chunks from
-//! the pool first and gives them back when it is dropped (not before:
-//! while any reader holds the arena its chunks stay its own). Chunks from
-//! the pool hold old bytes; nothing here reads memory it has not handed
-//! out, and its users write every byte they read (a skiplist node is
-//! written whole before it is linked), so the old bytes are never seen.
 
-use super::chunk_pool::ChunkPool;
 use parking_lot::Mutex;
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 /// Alignment of every allocation: enough for the `u32` lengths and the
 /// pointer-sized atomic links a skiplist node holds.
@@ -45,13 +36,6 @@ pub struct Arena {
     /// Copies of the figures in `state`, readable without the lock.
     allocated: AtomicUsize,
     usage: AtomicUsize,
-    /// Where standard-size chunks come from first and go back to.
-    pool: Option<Arc<ChunkPool>>,
-}
-
-/// `chunk_size` as arenas use it: a multiple of 8, at least 256.
-pub(super) fn round_chunk_size(chunk_size: usize) -> usize {
-    chunk_size.max(MIN_CHUNK_SIZE).next_multiple_of(ALIGN)
 }
 
 struct State {
@@ -80,16 +64,7 @@ impl Arena {
     /// multiple of 8, at least 256). No memory is taken until the first
     /// allocation.
     pub fn with_chunk_size(chunk_size: usize) -> Arena {
-        Arena::build(round_chunk_size(chunk_size), None)
-    }
-
-    /// An arena taking chunks of the pool's size, from the pool when it
-    /// has some, and giving them back to it when dropped.
-    pub fn with_pool(pool: Arc<ChunkPool>) -> Arena {
-        Arena::build(pool.chunk_size(), Some(pool))
-    }
-
-    fn build(chunk_size: usize, pool: Option<Arc<ChunkPool>>) -> Arena {
+        let chunk_size = chunk_size.max(MIN_CHUNK_SIZE).next_multiple_of(ALIGN);
         Arena {
             state: Mutex::new(State {
                 chunks: Vec::new(),
@@ -100,7 +75,6 @@ impl Arena {
             chunk_size,
             allocated: AtomicUsize::new(0),
             usage: AtomicUsize::new(0),
-            pool,
         }
     }
 
@@ -126,11 +100,11 @@ impl Arena {
             p
         } else if size > self.chunk_size / OWN_CHUNK_FRACTION {
             // Leaves the current chunk (and its tail) in use.
-            s.new_chunk(size, None)
+            s.new_chunk(size)
         } else {
             // The tail of the current chunk is abandoned: it stays counted
             // in `memory_usage`, since the process still holds it.
-            let p = s.new_chunk(self.chunk_size, self.pool.as_deref());
+            let p = s.new_chunk(self.chunk_size);
             // SAFETY: `size <= chunk_size`, so `p + size` is at most one past
             // the end of the new chunk.
             s.cur = Some(unsafe { p.add(size) });
@@ -166,22 +140,12 @@ impl Default for Arena {
 }
 
 impl State {
-    /// A chunk of `size` bytes: from `pool` if given and it has one (the
-    /// caller passes a pool only for `size == pool.chunk_size()`), else
-    /// from the system.
-    fn new_chunk(&mut self, size: usize, pool: Option<&ChunkPool>) -> NonNull<u8> {
+    fn new_chunk(&mut self, size: usize) -> NonNull<u8> {
         let layout = Layout::from_size_align(size, ALIGN).expect("arena chunk too large");
-        let p = match pool.and_then(ChunkPool::take) {
-            Some(p) => p,
-            None => {
-                // SAFETY: `layout` has a non-zero size (callers pass
-                // `size > 0`).
-                let raw = unsafe { alloc::alloc(layout) };
-                let Some(p) = NonNull::new(raw) else {
-                    alloc::handle_alloc_error(layout)
-                };
-                p
-            }
+        // SAFETY: `layout` has a non-zero size (callers pass `size > 0`).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(p) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
         };
         self.chunks.push((p, layout));
         self.allocated += size;
@@ -191,21 +155,12 @@ impl State {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        let pool = self.pool.take();
         for &(p, layout) in &self.state.get_mut().chunks {
-            match &pool {
-                // SAFETY: a chunk of the pool's size was allocated with the
-                // pool's layout (by the pool's previous arenas or by
-                // `new_chunk` with that size and `ALIGN`), is owned by this
-                // arena alone, and is not touched again: `&mut self` proves
-                // no one can still use memory handed out (its users borrow
-                // the arena or hold an `Arc` to it).
-                Some(pool) if layout.size() == pool.chunk_size() => unsafe { pool.put(p) },
-                // SAFETY: each chunk was allocated by `alloc::alloc` with
-                // exactly this layout and is freed once, here; no one can
-                // still use it, as above.
-                _ => unsafe { alloc::dealloc(p.as_ptr(), layout) },
-            }
+            // SAFETY: each chunk was allocated by `alloc::alloc` with exactly
+            // this layout and is freed once, here; `&mut self` proves no one
+            // can still use memory handed out (its users borrow the arena or
+            // hold an `Arc` to it).
+            unsafe { alloc::dealloc(p.as_ptr(), layout) };
         }
     }
 }

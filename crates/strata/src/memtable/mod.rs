@@ -22,11 +22,9 @@
 //! is already present keeps the first and returns false.
 
 pub mod arena;
-pub mod chunk_pool;
 pub mod skiplist;
 
 use self::arena::Arena;
-use self::chunk_pool::ChunkPool;
 use self::skiplist::SkipList;
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -60,18 +58,7 @@ impl MemTable {
 
     /// A memtable whose arena takes memory `chunk_size` bytes at a time.
     pub fn with_arena_chunk_size(id: u64, chunk_size: usize) -> MemTable {
-        MemTable::with_arena(id, Arena::with_chunk_size(chunk_size))
-    }
-
-    /// A memtable whose arena takes its chunks from `pool` (chunks a
-    /// dropped memtable used) and gives them back when the memtable and
-    /// every reader of it are gone.
-    pub fn with_pool(id: u64, pool: &Arc<ChunkPool>) -> MemTable {
-        MemTable::with_arena(id, Arena::with_pool(Arc::clone(pool)))
-    }
-
-    fn with_arena(id: u64, arena: Arena) -> MemTable {
-        let arena = Arc::new(arena);
+        let arena = Arc::new(Arena::with_chunk_size(chunk_size));
         MemTable {
             id,
             points: SkipList::new(Arc::clone(&arena)),
