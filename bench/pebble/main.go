@@ -190,6 +190,9 @@ func w2(a args) {
 	start := time.Now()
 	b := db.NewBatch()
 	inBatch, done, capped := 0, 0, false
+	// One key buffer for all rows (Set copies it), as the Strata driver
+	// keeps its key on the stack.
+	var key [10]byte
 	for n, line := range lines {
 		tab := strings.IndexByte(string(line), '\t')
 		if tab < 0 {
@@ -199,8 +202,9 @@ func w2(a args) {
 		if err != nil {
 			die("%s line %d: first column is not an integer", a.input, n+1)
 		}
-		key := append([]byte{0x82, 0x01}, enc(i)...)
-		if err := b.Set(key, line, nil); err != nil {
+		key[0], key[1] = 0x82, 0x01
+		copy(key[2:], enc(i))
+		if err := b.Set(key[:], line, nil); err != nil {
 			die("batch: %v", err)
 		}
 		inBatch++

@@ -218,8 +218,10 @@ fn w2(a: &Args) -> Result<()> {
                     n + 1
                 )
             })?;
-        let mut key = vec![0x82, 0x01];
-        key.extend_from_slice(&enc(i));
+        // On the stack (the batch copies it), as the Pebble driver does.
+        let mut key = [0u8; 10];
+        key[..2].copy_from_slice(&[0x82, 0x01]);
+        key[2..].copy_from_slice(&enc(i));
         b.put(key, line);
         in_batch += 1;
         if in_batch == a.batch_rows {

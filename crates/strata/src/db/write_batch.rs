@@ -15,14 +15,63 @@
 //! Log data (RocksDB's `kTypeLogData`) takes none and is never applied:
 //! Strata writes it only in an ingestion's WAL marker (`db::marker`), and
 //! [`WriteBatch::iter`] skips it.
+//!
+//! Buffer reuse (Pebble's batch pool): a dropped batch (the engine drops
+//! every batch it has committed) leaves its buffer in a small per-thread
+//! pool, and [`WriteBatch::new`] takes one from there, so a caller writing
+//! batch after batch grows its buffer once instead of reallocating it up
+//! from empty every commit. The pool holds at most [`POOL_BUFFERS`]
+//! buffers and [`POOL_MAX_BYTES`] of capacity per thread; larger buffers
+//! are freed as before. A pooled buffer is cleared before reuse, so no
+//! batch ever sees another's bytes.
 
 use crate::key::ValueKind;
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Reader};
+use std::cell::RefCell;
 
 pub const HEADER: usize = 12;
 
 /// Tag of a log-data record (RocksDB's `kTypeLogData`).
 const LOG_DATA: u8 = 0x03;
+
+/// Most buffers a thread's pool keeps.
+pub(crate) const POOL_BUFFERS: usize = 4;
+
+/// Most capacity, summed over its buffers, a thread's pool keeps: Pebble
+/// retains batches up to 1 MiB. A larger buffer is freed on drop.
+pub(crate) const POOL_MAX_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// Buffers of dropped batches, for the next `WriteBatch::new` on this
+    /// thread.
+    static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A cleared buffer from this thread's pool, if it has one.
+fn pooled_buffer() -> Option<Vec<u8>> {
+    POOL.try_with(|p| p.try_borrow_mut().ok()?.pop())
+        .ok()
+        .flatten()
+}
+
+/// Keeps `rep` in this thread's pool if it fits, else frees it.
+fn return_buffer(mut rep: Vec<u8>) {
+    let cap = rep.capacity();
+    if cap <= HEADER || cap > POOL_MAX_BYTES {
+        return;
+    }
+    rep.clear();
+    // `try_with`: a batch dropped during thread teardown just frees its
+    // buffer.
+    let _ = POOL.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            let held: usize = p.iter().map(Vec::capacity).sum();
+            if p.len() < POOL_BUFFERS && held + cap <= POOL_MAX_BYTES {
+                p.push(rep);
+            }
+        }
+    });
+}
 
 /// A group of writes applied atomically by [`Db::write`](crate::Db::write):
 /// after a crash either every one of them is there or none is, and readers
@@ -55,6 +104,12 @@ impl Default for WriteBatch {
     }
 }
 
+impl Drop for WriteBatch {
+    fn drop(&mut self) {
+        return_buffer(std::mem::take(&mut self.rep));
+    }
+}
+
 /// One update of a batch, as [`WriteBatch::iter`] yields it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BatchOp<'a> {
@@ -69,9 +124,17 @@ pub enum BatchOp<'a> {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> WriteBatch {
-        WriteBatch {
-            rep: vec![0; HEADER],
-        }
+        let rep = match pooled_buffer() {
+            Some(mut rep) => {
+                // Cleared when pooled; cleared again here so that the
+                // header is zeros whatever the pool held.
+                rep.clear();
+                rep.resize(HEADER, 0);
+                rep
+            }
+            None => vec![0; HEADER],
+        };
+        WriteBatch { rep }
     }
 
     /// Rebuilds a batch from the bytes of [`data`](Self::data) (RocksDB's
@@ -300,6 +363,48 @@ impl<'a> Iterator for BatchIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dropped batch's buffer comes back from `new` (so its capacity is
+    /// reused) but empty: no updates, a zero header, none of the old bytes.
+    /// The pool keeps no more than its limits.
+    #[test]
+    fn pooled_buffers_come_back_empty_and_bounded() {
+        // Tests share threads only one at a time; start from an empty pool.
+        POOL.with(|p| p.borrow_mut().clear());
+        let mut b = WriteBatch::new();
+        for i in 0..100u32 {
+            b.put(i.to_be_bytes(), [0xEE; 40]);
+        }
+        b.set_sequence(77);
+        let (ptr, cap) = (b.rep.as_ptr(), b.rep.capacity());
+        drop(b);
+        let c = WriteBatch::new();
+        assert_eq!(c.rep.as_ptr(), ptr, "the dropped buffer is reused");
+        assert_eq!(c.rep.capacity(), cap);
+        assert_eq!(c.data(), &[0u8; HEADER][..]);
+        assert_eq!((c.count(), c.sequence(), c.len()), (0, 0, 0));
+        assert_eq!(c.iter().count(), 0);
+        assert_eq!(WriteBatch::from_bytes(c.data().to_vec()).unwrap(), c);
+        drop(c);
+        // Bounds: never more than POOL_BUFFERS buffers nor POOL_MAX_BYTES.
+        let many: Vec<WriteBatch> = (0..2 * POOL_BUFFERS)
+            .map(|_| {
+                let mut b = WriteBatch::new();
+                b.put(b"k", [1u8; 1000]);
+                b
+            })
+            .collect();
+        drop(many);
+        let mut big = WriteBatch::new();
+        big.put(b"k", vec![2u8; POOL_MAX_BYTES]);
+        drop(big);
+        POOL.with(|p| {
+            let p = p.borrow();
+            assert!(p.len() <= POOL_BUFFERS);
+            assert!(p.iter().map(Vec::capacity).sum::<usize>() <= POOL_MAX_BYTES);
+            assert!(p.iter().all(Vec::is_empty));
+        });
+    }
 
     #[test]
     fn round_trip_and_counts() {

@@ -9,6 +9,11 @@
 //! process really holds) and `memory_usage` is that minus the unused tail of
 //! the current chunk (RocksDB's `Arena::ApproximateMemoryUsage`), so it grows
 //! with every allocation, including the tails wasted when a chunk fills.
+//!
+//! On Linux a new chunk's pages are mapped in at once (`prefault`), so a
+//! memtable does not take a page fault per 4 KiB as it fills; the price is
+//! that a chunk is resident from its first allocation rather than page by
+//! page (at most one chunk, 1 MiB by default, ahead of use).
 
 use parking_lot::Mutex;
 use std::alloc::{self, Layout};
@@ -147,10 +152,43 @@ impl State {
         let Some(p) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
+        prefault(p, size);
         self.chunks.push((p, layout));
         self.allocated += size;
         p
     }
+}
+
+/// Faults a fresh chunk's pages in with one system call
+/// (`MADV_POPULATE_WRITE`, Linux 5.14+) instead of one page fault per
+/// 4 KiB page as the skiplist first writes to each: the kernel still
+/// zeroes new pages, but the trap in and out of the kernel per page,
+/// which cost about as much again in a bulk load (W2), is gone. Pages
+/// already present (memory the allocator reused) are left as they are.
+/// Best effort: an older kernel, or a range not aligned to the system's
+/// page size, just leaves the pages to fault in one by one.
+fn prefault(p: NonNull<u8>, size: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = (p.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (p.as_ptr() as usize + size) & !(PAGE - 1);
+        if end > start {
+            // SAFETY: `[start, end)` lies inside the chunk just allocated,
+            // which this arena owns and no one else uses yet;
+            // MADV_POPULATE_WRITE only maps the pages in (as a write to
+            // each would), changing no byte and no mapping's protection.
+            let _ = unsafe {
+                rustix::mm::madvise(
+                    start as *mut std::ffi::c_void,
+                    end - start,
+                    rustix::mm::Advice::LinuxPopulateWrite,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (p, size);
 }
 
 impl Drop for Arena {
@@ -167,6 +205,7 @@ impl Drop for Arena {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
     use super::*;
 
     #[test]
@@ -192,6 +231,26 @@ mod tests {
         }
         assert_eq!(a.memory_usage(), requested);
         assert!(a.allocated_bytes() >= requested);
+    }
+
+    /// Prefaulting maps pages in and changes nothing: bytes already
+    /// written stay (the advice must not be one that drops pages), and an
+    /// arena's chunks read back what was written to them.
+    #[test]
+    fn prefault_keeps_every_byte() {
+        let mut v: Vec<u8> = (0..3 * 4096 + 123).map(|i| (i % 251) as u8).collect();
+        let want = v.clone();
+        let p = NonNull::new(v.as_mut_ptr()).unwrap();
+        prefault(p, v.len());
+        assert_eq!(v, want);
+        let a = Arena::with_chunk_size(64 << 10);
+        let q = a.allocate(40_000);
+        // SAFETY: the allocation holds 40,000 writable bytes.
+        let got = unsafe {
+            std::ptr::write_bytes(q.as_ptr(), 0x5A, 40_000);
+            std::slice::from_raw_parts(q.as_ptr(), 40_000)
+        };
+        assert!(got.iter().all(|&b| b == 0x5A));
     }
 
     #[test]

@@ -12,8 +12,11 @@
 //! threads at once (the members of a parallel commit group). The arena
 //! serialises allocations under its own lock and its figures are atomics,
 //! so `approximate_memory_usage` and the entry counts stay exact under
-//! concurrent adds; the sequence bounds move with `fetch_min`/`fetch_max`. Calling `add` from two threads at once is memory-safe
-//! but may lose or misplace entries (debug builds assert against it).
+//! concurrent adds (`add_concurrent` counts with atomic adds; `add`, alone
+//! by contract, with a plain load and store); the sequence bounds move
+//! with `fetch_min`/`fetch_max`. Calling `add` from two threads at once is
+//! memory-safe but may lose or misplace entries and miscount them (debug
+//! builds assert against it).
 //!
 //! Internal keys are unique: adding an entry whose (user key, seq, kind)
 //! is already present keeps the first and returns false.
@@ -130,16 +133,14 @@ impl MemTable {
         if seq > self.last_seq.load(Relaxed) {
             self.last_seq.fetch_max(seq, Relaxed);
         }
-        match kind {
-            ValueKind::Deletion | ValueKind::SingleDeletion => {
-                self.num_deletes.fetch_add(1, Relaxed);
-            }
-            ValueKind::RangeDeletion => {
-                self.num_range_deletes.fetch_add(1, Relaxed);
-            }
-            ValueKind::Value | ValueKind::Merge => {}
+        let count = match kind {
+            ValueKind::Deletion | ValueKind::SingleDeletion => Some(&self.num_deletes),
+            ValueKind::RangeDeletion => Some(&self.num_range_deletes),
+            ValueKind::Value | ValueKind::Merge => None,
+        };
+        for c in count.into_iter().chain([&self.num_entries]) {
+            bump(c, concurrent);
         }
-        self.num_entries.fetch_add(1, Relaxed);
         true
     }
 
@@ -332,6 +333,17 @@ impl fmt::Debug for MemTable {
 
 /// Calls `f` with `user_key ++ trailer`, built on the stack when short so
 /// that adds and gets do not allocate.
+/// Adds one to a counter: a read-modify-write for concurrent adds, a plain
+/// load and store (no locked instruction) for the single writer, whose
+/// adds the caller serialises.
+fn bump(c: &AtomicU64, concurrent: bool) {
+    if concurrent {
+        c.fetch_add(1, Relaxed);
+    } else {
+        c.store(c.load(Relaxed) + 1, Relaxed);
+    }
+}
+
 fn with_internal_key<R>(user_key: &[u8], trailer: u64, f: impl FnOnce(&[u8]) -> R) -> R {
     const STACK: usize = 128;
     let n = user_key.len() + 8;

@@ -12,7 +12,12 @@
 //! hold a position indefinitely.
 //!
 //! Writers: [`SkipList::insert`] assumes one writer at a time (LevelDB's
-//! scheme: plain stores of each link). [`SkipList::insert_concurrently`] may
+//! scheme: plain stores of each link). It keeps the splice of its last
+//! insert (the nodes before and after that key at every level, RocksDB's
+//! `seq_splice_`) and starts the next search from the lowest level whose
+//! splice still brackets the new key: keys arriving in order (a bulk load,
+//! a batch of sorted rows) then cost one comparison each instead of a
+//! search from the head. [`SkipList::insert_concurrently`] may
 //! run on any number of threads at once (RocksDB's `InsertConcurrently`: each
 //! level is linked with a CAS, and a failed CAS re-searches that level from
 //! the node found before). Calling `insert` concurrently with another insert
@@ -21,7 +26,11 @@
 //! Invariants: every level is sorted; a node linked at level `i` is already
 //! linked at every level below `i` (links are made bottom-up), and has a
 //! tower taller than `i`, so following level-`i` links only ever touches
-//! towers that exist. Keys are unique under `compare_internal`.
+//! towers that exist. Keys are unique under `compare_internal`. The cached
+//! splice only ever holds, at level `i`, the head, null or nodes with a
+//! tower taller than `i`, so even a stale or torn splice never leads a link
+//! access out of a tower; before a level of it is trusted, the insert checks
+//! that its two nodes are still adjacent at that level and bracket the key.
 
 use super::arena::Arena;
 use crate::key::compare_internal;
@@ -154,6 +163,34 @@ pub struct SkipList {
     /// xorshift64 state for tower heights.
     rng: AtomicU64,
     len: AtomicUsize,
+    /// Where the last single-writer `insert` linked its node.
+    splice: Splice,
+}
+
+/// The splice of the last [`SkipList::insert`]: for each level `i` below
+/// `height`, `prev[i]` (the head or a node whose tower is taller than `i`)
+/// and `next[i]` (null or such a node) were adjacent at level `i` with the
+/// inserted key between them, and `prev[i]` is the inserted node itself
+/// for the levels it was linked at. Atomics (all `Relaxed`) rather than
+/// plain fields so that a misused `insert` from two threads at once stays
+/// memory-safe: every stored pointer is valid for its level whatever the
+/// interleaving, and each level is re-checked before it is trusted.
+/// `insert_concurrently` resets `height` to 0, since it links nodes the
+/// splice does not know about.
+struct Splice {
+    height: AtomicUsize,
+    prev: [AtomicPtr<u8>; MAX_HEIGHT],
+    next: [AtomicPtr<u8>; MAX_HEIGHT],
+}
+
+impl Splice {
+    fn empty() -> Splice {
+        Splice {
+            height: AtomicUsize::new(0),
+            prev: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+        }
+    }
 }
 
 // SAFETY: the raw pointers inside (`head` and the links) address arena
@@ -174,6 +211,7 @@ impl SkipList {
             max_height: AtomicUsize::new(1),
             rng: AtomicU64::new(0x2545_f491_4f6c_dd1d),
             len: AtomicUsize::new(0),
+            splice: Splice::empty(),
         }
     }
 
@@ -318,11 +356,19 @@ impl SkipList {
     /// `insert_concurrently`. Readers may run alongside.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> bool {
         assert!(key.len() >= 8, "skiplist keys are internal keys");
-        let mut prev = [self.head; MAX_HEIGHT];
-        if let Some(n) = self.find_greater_or_equal(key, Some(&mut prev)) {
-            if compare_internal(n.key(), key).is_eq() {
-                return false;
-            }
+        let max = self.max_height.load(Relaxed);
+        // prev[i] < key <= next[i] at each level below `max`; prev[max] is
+        // the head, so a search from the top starts there.
+        let mut prev = [self.head; MAX_HEIGHT + 1];
+        let mut next = [None; MAX_HEIGHT + 1];
+        // Levels at and above `valid_from` come from the cached splice.
+        let valid_from = self.load_splice(key, max, &mut prev, &mut next);
+        for i in (0..valid_from).rev() {
+            (prev[i], next[i]) = self.find_splice_for_level(key, prev[i + 1], i);
+        }
+        if next[0].is_some_and(|n| compare_internal(n.key(), key).is_eq()) {
+            self.store_splice(&prev, &next, max, valid_from);
+            return false;
         }
         let height = self.random_height();
         // Levels above the old maximum start from the head, as `prev` does.
@@ -332,15 +378,87 @@ impl SkipList {
             // Acquire, though no other writer runs: should one (wrongly) run,
             // this keeps the successor's bytes ordered before the Release
             // below, so misuse can lose entries but never expose unwritten
-            // memory to readers.
+            // memory to readers. The successor is re-read rather than taken
+            // from `next`, for the same reason.
             let succ = p.link(i).load(Acquire);
             // Relaxed: `node` is unreachable until the Release store below,
             // which publishes this link together with the node's bytes.
             node.link(i).store(succ, Relaxed);
             p.link(i).store(node.as_ptr(), Release);
         }
-        self.len.fetch_add(1, Relaxed);
+        // The new node is now the predecessor of whatever follows it.
+        for p in prev.iter_mut().take(height) {
+            *p = node;
+        }
+        self.store_splice(&prev, &next, max.max(height), valid_from.max(height));
+        // A load and a store, not a locked add: only this writer runs.
+        self.len.store(self.len.load(Relaxed) + 1, Relaxed);
         true
+    }
+
+    /// Loads the cached splice into `prev` and `next` and returns the
+    /// lowest level at which it brackets `key` (its two nodes still
+    /// adjacent, `prev < key <= next`); the levels below it must be
+    /// searched afresh. Bottom up, as RocksDB does: for keys arriving in
+    /// order level 0 already brackets, at the cost of one comparison. The
+    /// levels above the one checked are trusted without a check: each
+    /// splice is a search result for the last key, so its levels nest
+    /// (`prev[i+1] <= prev[i]`, `next[i] <= next[i+1]`), and only `insert`
+    /// changes the list while a splice is set. Returns `max` (search from
+    /// the head) when the splice is unset or from another height.
+    fn load_splice(
+        &self,
+        key: &[u8],
+        max: usize,
+        prev: &mut [Node; MAX_HEIGHT + 1],
+        next: &mut [Option<Node>; MAX_HEIGHT + 1],
+    ) -> usize {
+        let s = &self.splice;
+        if s.height.load(Relaxed) != max {
+            return max;
+        }
+        let load = |i: usize| {
+            let p = NonNull::new(s.prev[i].load(Relaxed)).map(Node);
+            let n = NonNull::new(s.next[i].load(Relaxed)).map(Node);
+            (p, n)
+        };
+        let Some(from) = (0..max).find(|&i| match load(i) {
+            (Some(p), n) => {
+                p.next(i) == n
+                    && (p == self.head || compare_internal(p.key(), key).is_lt())
+                    && n.is_none_or(|n| !compare_internal(n.key(), key).is_lt())
+            }
+            (None, _) => false,
+        }) else {
+            return max;
+        };
+        for i in from..max {
+            if let (Some(p), n) = load(i) {
+                (prev[i], next[i]) = (p, n);
+            } else {
+                // Only a misused (concurrent) `insert` leaves a hole.
+                return max;
+            }
+        }
+        from
+    }
+
+    /// Saves `prev` and `next` for levels below `height` as the splice;
+    /// levels at and above `changed_from` are already in it.
+    fn store_splice(
+        &self,
+        prev: &[Node; MAX_HEIGHT + 1],
+        next: &[Option<Node>; MAX_HEIGHT + 1],
+        height: usize,
+        changed_from: usize,
+    ) {
+        let s = &self.splice;
+        let as_ptr = |n: Option<Node>| n.map_or(ptr::null_mut(), Node::as_ptr);
+        for i in 0..changed_from.min(height) {
+            s.prev[i].store(prev[i].as_ptr(), Relaxed);
+            s.next[i].store(as_ptr(next[i]), Relaxed);
+        }
+        s.height.store(height, Relaxed);
     }
 
     /// Inserts `(key, value)` unless an equal key exists (then returns
@@ -350,6 +468,11 @@ impl SkipList {
     /// but unreachable.
     pub fn insert_concurrently(&self, key: &[u8], value: &[u8]) -> bool {
         assert!(key.len() >= 8, "skiplist keys are internal keys");
+        // This insert may split a level of `insert`'s cached splice. Load
+        // first: the writers of a group then share the line read-only.
+        if self.splice.height.load(Relaxed) != 0 {
+            self.splice.height.store(0, Relaxed);
+        }
         let height = self.random_height();
         let max = self.raise_max_height(height);
         // The splice: at each level `i`, prev[i] < key <= next[i], found top
@@ -598,6 +721,44 @@ mod tests {
         }
         back.reverse();
         assert_eq!(back, want);
+    }
+
+    /// The cached splice against a model: runs of ascending keys (where it
+    /// pays), descending runs, jumps back and forth, duplicates (in order
+    /// and not) and `insert_concurrently` calls in between, which link
+    /// nodes the splice does not know about. After every run the list must
+    /// hold exactly the model's keys, in order, with intact levels.
+    #[test]
+    fn splice_follows_runs_jumps_and_foreign_inserts() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let list = SkipList::new(Arc::new(Arena::with_chunk_size(4096)));
+        let mut model = BTreeSet::new();
+        let (runs, space) = if cfg!(miri) { (20, 400) } else { (400, 20_000) };
+        for _ in 0..runs {
+            let start: u64 = rng.gen_range(0..space);
+            let len = rng.gen_range(1..60);
+            let seq = rng.gen_range(0..3);
+            let mode = rng.gen_range(0..4);
+            for j in 0..len {
+                let i = match mode {
+                    0 | 1 => start + j,
+                    2 => start.saturating_sub(j),
+                    _ => rng.gen_range(0..space),
+                };
+                let k = ikey(i, seq);
+                let fresh = model.insert(IKey(k.clone()));
+                let added = if mode == 1 && rng.gen_bool(0.3) {
+                    list.insert_concurrently(&k, &k[..3])
+                } else {
+                    list.insert(&k, &k[..3])
+                };
+                assert_eq!(added, fresh, "key {i} seq {seq} mode {mode}");
+            }
+            list.check_invariants().unwrap();
+            assert_eq!(list.len(), model.len());
+        }
+        let want: Vec<Vec<u8>> = model.iter().map(|k| k.0.clone()).collect();
+        assert_eq!(collect(&list), want);
     }
 
     /// Several writers insert at once (overlapping key sets, so duplicates
