@@ -168,7 +168,9 @@ impl State {
 /// Best effort: an older kernel, or a range not aligned to the system's
 /// page size, just leaves the pages to fault in one by one.
 fn prefault(p: NonNull<u8>, size: usize) {
-    #[cfg(target_os = "linux")]
+    // Not under Miri, which cannot run the system call (and needs no
+    // speed).
+    #[cfg(all(target_os = "linux", not(miri)))]
     {
         const PAGE: usize = 4096;
         let start = (p.as_ptr() as usize).next_multiple_of(PAGE);
@@ -187,7 +189,7 @@ fn prefault(p: NonNull<u8>, size: usize) {
             };
         }
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(any(not(target_os = "linux"), miri))]
     let _ = (p, size);
 }
 
