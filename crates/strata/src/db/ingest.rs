@@ -329,9 +329,16 @@ fn walk_watched(
 /// Worker threads for walking `files` files: one per core, at most one
 /// per file.
 fn walkers(files: usize) -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(files)
+    cores().min(files)
+}
+
+/// The number of cores, asked once per process: `available_parallelism`
+/// reads three cgroup files on every call (`/proc/self/cgroup`, the CPU
+/// quota and period), 85 µs of a 0.5 ms W3 call when it was asked per
+/// ingestion (traced, `docs/benchmarks.md`).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// [`walk`]s every opened file, several at once when there are several
