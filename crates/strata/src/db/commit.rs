@@ -1030,10 +1030,7 @@ impl CommitPipeline {
             } else {
                 // Opened before taking the state lock: reads through the
                 // flushable need the tables, at this sequence number.
-                let mut tables = Vec::new();
-                for f in &job.files {
-                    tables.push(db.table_cache.get(&f.meta(seq))?);
-                }
+                let tables = ingest::queued_tables(db, &job.files, seq)?;
                 let mut st = db.state.lock();
                 // The memtable holds older data that the files must shadow:
                 // it goes into the queue first, then the files. Both keep
