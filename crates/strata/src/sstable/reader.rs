@@ -324,7 +324,7 @@ impl Table {
         Ok(Arc::new(Table {
             file: Arc::clone(&self.file),
             name,
-            footer: self.footer.clone(),
+            footer: self.footer,
             data_limit: self.data_limit,
             props: self.props.clone(),
             index: Arc::clone(&self.index),
