@@ -39,7 +39,7 @@
 //! backpressure (`make_room`), group size and sync limits, the WAL
 //! write-out and sync, rotation and ingestion jobs, insert errors, wait
 //! accounting, and a synced group's MANIFEST sync (`write_group`: `if sync
-//! && db.manifest.has_unsynced() { db.manifest.sync() }`, after the WAL
+//! && db.manifest.owes() { db.manifest.sync() }`, after the WAL
 //! sync). Since the MANIFEST lock was split from the state lock that step
 //! takes only `ManifestLog`'s own locks, never `q` or the state lock, so
 //! it adds no ordering between the threads modelled here;

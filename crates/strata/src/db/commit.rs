@@ -727,7 +727,7 @@ impl CommitPipeline {
             // Else the WAL thread writes it out within the interval.
             phase(WaitCause::WalWrite, &mut t);
         }
-        if sync && db.manifest.has_unsynced() {
+        if sync && db.manifest.owes() {
             // An ingestion ahead of this group may not have synced its
             // MANIFEST record yet; an acknowledged synced write must not
             // survive a crash that the ingestion before it does not. (No
@@ -988,6 +988,7 @@ impl CommitPipeline {
                 let v = st.versions.current();
                 let placed = ingest::placement(db, &v, &st.running, &job.files, seq, cut)?;
                 st.versions.log_and_apply_unsynced(placed.edit, seq)?;
+                db.manifest.owe();
                 // A tombstone file is placed only if the range was not cut.
                 marker.files = job
                     .files
@@ -1029,10 +1030,7 @@ impl CommitPipeline {
             } else {
                 // Opened before taking the state lock: reads through the
                 // flushable need the tables, at this sequence number.
-                let mut tables = Vec::new();
-                for f in &job.files {
-                    tables.push(db.table_cache.get(&f.meta(seq))?);
-                }
+                let tables = ingest::queued_tables(db, &job.files, seq)?;
                 let mut st = db.state.lock();
                 // The memtable holds older data that the files must shadow:
                 // it goes into the queue first, then the files. Both keep
@@ -1052,6 +1050,7 @@ impl CommitPipeline {
                     ..Default::default()
                 };
                 st.versions.log_and_apply_unsynced(edit, seq)?;
+                db.manifest.owe();
                 marker.files = job.files.iter().map(|f| f.meta(seq)).collect();
                 st.imm.push_back(Arc::new(ingest::IngestedFlushable {
                     id: seq,

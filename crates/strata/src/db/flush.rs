@@ -7,6 +7,23 @@
 //! Flushing one entry at a time, oldest first, keeps the invariant that L0
 //! files are newer than everything below them and older than everything
 //! still queued.
+//!
+//! **No MANIFEST sync of its own.** A flush (or the placement of a queued
+//! ingestion) writes its edit without waiting for the disk. Nothing needs
+//! the edit durable until a file it makes obsolete is deleted: the entry's
+//! data stays durable where it was (a synced WAL, which `flush_one` syncs
+//! before the table is written if it is the active one; a queued
+//! ingestion's record, synced by its caller), and the WAL is deleted only
+//! once the edit moving the log number past it is durable. So the sync is
+//! left to [`delete_obsolete_files`], which syncs before it deletes
+//! anything, and to whoever syncs next (an ingestion's caller, a
+//! compaction, [`Db::flush`](crate::Db::flush), `close`). A crash that
+//! loses the edit leaves the table unnamed: recovery finds its entries in
+//! the WAL it replays (or the ingestion still queued) and deletes it as
+//! redundant (`recovery_checks`). Two fsyncs fewer per flush of a memtable
+//! sealed by an ingestion; they ran beside the next ingestion call's own
+//! fsyncs (W3 overlap: the call waited for them on the disk's journal,
+//! `docs/benchmarks.md`).
 
 use super::events::{micros, tables};
 use super::flushable::Flushable;
@@ -78,6 +95,16 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     // that thread; if it has not got to it yet, it is done here.
     db.commit.sync_retired(db)?;
     if imm.wal_number() == db.state.lock().mem_wal {
+        // Such a memtable was sealed by a queued ingestion, whose caller
+        // is syncing its MANIFEST record right now (the flush thread is
+        // woken before that sync). That record first: this WAL sync (the
+        // memtable's unsynced writes, 1.2 MB in W3) run beside it made the
+        // caller's fsync wait on the disk for it (W3 overlap: the MANIFEST
+        // fsync 2-4x the directory fsync). Whoever comes first syncs; the
+        // other finds it done (`ManifestLog::sync`).
+        if db.manifest.owes() {
+            db.manifest.sync()?;
+        }
         db.commit.sync_wal(db)?;
     }
     let job = db.events.new_job();
@@ -104,13 +131,9 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     edit.log_number = Some(next_wal);
     edit.flushed_seq = Some(imm.last_seq());
     let seq = db.visible_seq.load(Ordering::Acquire).max(largest_seq);
+    // Written, not synced: see the module documentation ("No MANIFEST
+    // sync of its own").
     st.versions.log_and_apply_unsynced(edit, seq)?;
-    // The record is written and synced without the state lock, so the
-    // commit pipeline (an ingestion) is never held up by this disk I/O;
-    // the memtable leaves the queue only once the record is durable.
-    drop(st);
-    db.manifest.sync()?;
-    let mut st = db.state.lock();
     st.imm.pop_front();
     db.install_super_version(&st);
     db.stats.flushes.fetch_add(1, Ordering::Relaxed);
@@ -156,11 +179,10 @@ fn place_ingested(
     edit.ingested_seq = Some(ing.seq);
     edit.flushed_seq = Some(ing.seq);
     let seq = db.visible_seq.load(Ordering::Acquire).max(ing.seq);
+    // Written, not synced, as in `flush_one`: if the record is lost, the
+    // MANIFEST still holds the ingestion as queued (synced by its caller)
+    // and recovery places it again.
     st.versions.log_and_apply_unsynced(edit, seq)?;
-    // Synced without the state lock, as in `flush_one`.
-    drop(st);
-    db.manifest.sync()?;
-    let mut st = db.state.lock();
     st.imm.pop_front();
     db.install_super_version(&st);
     db.stats.flushes.fetch_add(1, Ordering::Relaxed);
@@ -256,22 +278,45 @@ pub(crate) fn write_tables(
 /// deleted file's reader here affects nothing else.
 pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super::DbState>) {
     // A file may leave the version through a record not yet durable (an
-    // ingestion's, whose caller syncs it, or another job's between its
-    // framing and its sync): files are deleted only once every record is
-    // durable, or recovery could name a deleted file. The sync runs with
-    // the state lock released (`version::manifest_log`); if more records
-    // keep arriving meanwhile, a later pass deletes the files.
-    for _ in 0..3 {
-        if !st.versions.has_unsynced() {
-            break;
+    // ingestion's, whose caller syncs it, a flush's, which is never synced
+    // by the flush itself, or another job's between its framing and its
+    // sync): files are deleted only once every record is durable, or
+    // recovery could name a deleted file. The sync runs with the state
+    // lock released (`version::manifest_log`), and only if there is
+    // something to delete (a flush that makes nothing obsolete leaves its
+    // record to the next sync); if more records keep arriving meanwhile, a
+    // later pass deletes the files.
+    let mut tries = 0;
+    let doomed = loop {
+        let doomed = obsolete_files(db, st);
+        if doomed.is_empty() || !st.versions.has_unsynced() {
+            break doomed;
         }
-        if MutexGuard::unlocked(st, || db.manifest.sync()).is_err() {
+        tries += 1;
+        if tries > 3 || MutexGuard::unlocked(st, || db.manifest.sync()).is_err() {
             return;
         }
-    }
-    if st.versions.has_unsynced() {
+    };
+    if doomed.is_empty() {
         return;
     }
+    MutexGuard::unlocked(st, || {
+        for name in doomed {
+            let removed = db.vfs.remove(&db.dir.join(&name)).is_ok();
+            if let Some(filenames::FileKind::Table(n)) = filenames::parse(&name) {
+                db.table_cache.evict(n);
+                if removed {
+                    db.events.record(Event::TableDeleted { number: n });
+                }
+            }
+        }
+    });
+}
+
+/// The files of the directory that nothing needs any more, by the current
+/// version (whose last records may not be durable yet: the caller syncs
+/// before it deletes).
+fn obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super::DbState>) -> Vec<String> {
     let mut live = st.versions.live_files();
     // Ingested files waiting in the immutable queue are in no version yet.
     for e in &st.imm {
@@ -290,7 +335,7 @@ pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super:
     // a concurrent pass may try the same file, and only the one that
     // removes it records the event.
     let Ok(names) = db.vfs.list(&db.dir) else {
-        return;
+        return Vec::new();
     };
     let mut doomed = Vec::new();
     for name in names {
@@ -312,20 +357,7 @@ pub(crate) fn delete_obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super:
             doomed.push(name);
         }
     }
-    if doomed.is_empty() {
-        return;
-    }
-    MutexGuard::unlocked(st, || {
-        for name in doomed {
-            let removed = db.vfs.remove(&db.dir.join(&name)).is_ok();
-            if let Some(filenames::FileKind::Table(n)) = filenames::parse(&name) {
-                db.table_cache.evict(n);
-                if removed {
-                    db.events.record(Event::TableDeleted { number: n });
-                }
-            }
-        }
-    });
+    doomed
 }
 
 /// Blocks until the immutable queue is empty (or a background error).

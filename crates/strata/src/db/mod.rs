@@ -927,11 +927,13 @@ impl Db {
     }
 
     /// Moves the memtable onto the immutable queue and waits until every
-    /// queued memtable is in L0.
+    /// queued memtable is in L0, recorded in a synced MANIFEST.
     pub fn flush(&self) -> Result<()> {
         self.check_writable()?;
         self.inner.commit.commit(&self.inner, Job::Rotate, false)?;
-        flush::wait_for_flushes(&self.inner)
+        flush::wait_for_flushes(&self.inner)?;
+        // The flush thread leaves its records unsynced (`db::flush`).
+        self.inner.manifest.sync()
     }
 
     /// Compacts every file overlapping `[lo, hi]` (`None`: unbounded) down
@@ -1126,6 +1128,11 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
+        // The background jobs' last records (a flush leaves its own
+        // unsynced, `db::flush`), so the next open need not replay what
+        // is already in tables. An error here leaves the WAL to recover
+        // from: the WAL is still synced below.
+        let manifest = self.inner.manifest.sync();
         if let Err(e) = self.inner.commit.sync_wal(&self.inner) {
             self.inner.commit.write_out_on_error();
             return Err(e);
@@ -1133,7 +1140,7 @@ impl Db {
         self.inner.commit.discard_spare(&self.inner);
         match self.inner.bg_error() {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => manifest,
         }
     }
 }

@@ -625,6 +625,7 @@ fn queued_flushable(
             num_deletions: f.num_deletions,
             num_range_deletions: f.num_range_deletions,
             excise_tombstone: false,
+            opened: None,
         });
     }
     Ok(super::ingest::IngestedFlushable {

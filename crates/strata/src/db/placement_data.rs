@@ -53,6 +53,7 @@ fn prepared(number: u64, range: &str, size: u64) -> Result<Prepared, String> {
         num_deletions: 0,
         num_range_deletions: u64::from(exclusive),
         excise_tombstone: false,
+        opened: None,
     })
 }
 

@@ -87,6 +87,17 @@ impl TableCache {
         Ok(t)
     }
 
+    /// Caches table `number`, which the caller has open already as `t` (a
+    /// file to ingest, opened through a hard link to the same inode), read
+    /// at `global_seqno` (`Table::with_global_seqno`); returns what `get`
+    /// returns for it from now on.
+    pub fn adopt(&self, number: u64, t: &Table, global_seqno: u64) -> Result<Arc<Table>> {
+        let name = filenames::table(&self.dir, number).display().to_string();
+        let t = t.with_global_seqno(name, Some(Arc::clone(&self.block_cache)), global_seqno)?;
+        self.tables.insert((0, number), Arc::clone(&t), 1);
+        Ok(t)
+    }
+
     /// An iterator over `f`'s point entries, within its bounds.
     pub fn iter(&self, f: &FileMeta) -> Result<FileIter> {
         Ok(BoundedIter::new(self.get(f)?.iter(), read_bounds(f)))

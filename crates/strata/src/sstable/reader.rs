@@ -298,6 +298,59 @@ impl Table {
         }))
     }
 
+    /// This table as a database reads it once ingested at `global_seqno`:
+    /// the same open file, footer, index, filter and properties, named
+    /// `name`, reading through `cache`, every key and range tombstone at
+    /// `global_seqno` (as [`Table::open`] with that `global_seqno` and
+    /// otherwise default options gives). For a table opened with default
+    /// options and sequence number 0 (a file to ingest): the ingestion's
+    /// second open of a file it has just opened and checked (a file open
+    /// and four block reads) is saved. The file must be the one the
+    /// database names (a hard link to it), not a copy.
+    pub fn with_global_seqno(
+        &self,
+        name: String,
+        cache: Option<Arc<BlockCache>>,
+        global_seqno: u64,
+    ) -> Result<Arc<Table>> {
+        if global_seqno > MAX_SEQUENCE {
+            return Err(Error::corruption(
+                &name,
+                0,
+                format!("global sequence number {global_seqno} is too large"),
+            ));
+        }
+        let cache_id = cache.as_ref().map(|c| c.new_id()).unwrap_or(0);
+        Ok(Arc::new(Table {
+            file: Arc::clone(&self.file),
+            name,
+            footer: self.footer,
+            data_limit: self.data_limit,
+            props: self.props.clone(),
+            index: Arc::clone(&self.index),
+            index_mode: self.index_mode,
+            data_mode: BlockIterMode {
+                global_seqno: Some(global_seqno),
+                ..self.data_mode
+            },
+            filter: self.filter.clone(),
+            filter_error: self.filter_error.clone(),
+            filter_bytes: self.filter_bytes,
+            prefix: self.prefix.clone(),
+            tombstones: self
+                .tombstones
+                .iter()
+                .map(|t| RangeTombstone {
+                    seq: global_seqno,
+                    ..t.clone()
+                })
+                .collect(),
+            cache,
+            cache_id,
+            verify: self.verify,
+        }))
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -110,6 +110,10 @@ pub struct ManifestLog {
     /// Mirror of `Pending::framed`, readable without a lock.
     framed: AtomicU64,
     synced: AtomicU64,
+    /// The `framed` total a synced write must see durable before it is
+    /// acknowledged (`owe`): raised past an ingestion's record, not past a
+    /// flush's, whose data a synced WAL holds anyway.
+    owed: AtomicU64,
     io: Mutex<Io>,
     /// Held across each fsync through a handle and the recording of its
     /// outcome (module docs).
@@ -134,6 +138,7 @@ impl ManifestLog {
             }),
             framed: AtomicU64::new(0),
             synced: AtomicU64::new(0),
+            owed: AtomicU64::new(0),
             io: Mutex::new(Io {
                 file: None,
                 written: 0,
@@ -179,6 +184,25 @@ impl ManifestLog {
     pub fn has_unsynced(&self) -> bool {
         self.poisoned_flag.load(Ordering::Acquire)
             || self.synced.load(Ordering::Acquire) < self.framed.load(Ordering::Acquire)
+    }
+
+    /// Marks every record framed so far as owed by later synced writes
+    /// (see `owes`): called after an ingestion's record is framed, before
+    /// its sequence number is published.
+    pub fn owe(&self) {
+        self.owed
+            .fetch_max(self.framed.load(Ordering::Acquire), Ordering::AcqRel);
+    }
+
+    /// Whether an owed record (`owe`) is not known durable (always, once
+    /// poisoned): a synced write syncs the MANIFEST first, so it never
+    /// survives a crash that an ingestion before it does not. Records
+    /// nobody owes (a flush's or a queued ingestion's placement, which a
+    /// crash may lose without losing data: `db::flush`) do not make a
+    /// synced write wait.
+    pub fn owes(&self) -> bool {
+        self.poisoned_flag.load(Ordering::Acquire)
+            || self.synced.load(Ordering::Acquire) < self.owed.load(Ordering::Acquire)
     }
 
     /// Writes every framed record out and makes it durable. Never takes the

@@ -8,22 +8,26 @@
 //! in one critical section, so records lie in the file in the order the
 //! versions were built; nothing there touches the disk. The caller then
 //! makes the record durable with `ManifestLog::sync` after releasing the
-//! state lock, so Puts and an ingestion's commit (which takes the state
-//! lock inside the commit pipeline) never wait behind a flush's or a
-//! compaction's MANIFEST write or fsync; only the ingesting caller's final
-//! sync waits for an fsync in progress (`version::manifest_log`).
+//! state lock (if anything needs it durable: a flush's record waits for
+//! the next sync, `db::flush`), so Puts and an ingestion's commit (which
+//! takes the state lock inside the commit pipeline) never wait behind a
+//! flush's or a compaction's MANIFEST write or fsync; only the ingesting
+//! caller's final sync waits for an fsync in progress
+//! (`version::manifest_log`).
 //!
 //! Durability rule: the in-memory version may run ahead of the MANIFEST on
 //! disk only by records framed and not yet synced, and nothing is done on
-//! the strength of such a record until it is synced: a flush does not drop
-//! its memtable from the queue, nor a compaction publish its result, before
-//! its own sync returns; no file is deleted while any record is unsynced
+//! the strength of such a record until it is synced that a crash could not
+//! undo: a compaction does not publish its result before its own sync
+//! returns; no file (table or WAL) is deleted while any record is unsynced
 //! (`has_unsynced`, see `flush::delete_obsolete_files`); an ingestion is
-//! acknowledged, and a synced write that follows it too, only once the
-//! MANIFEST is synced. What readers may see early (a flush's table beside
-//! its memtable, a compaction's outputs instead of its inputs) holds the
-//! same data either way, and recovery rebuilds the old version plus the
-//! WALs if the record is lost.
+//! acknowledged, and a synced write that follows it too (`ManifestLog::owe`),
+//! only once the MANIFEST is synced. A flush drops its memtable from the
+//! queue at once: the data stays in a synced WAL, which is not deleted
+//! before the record is durable. What readers may see early (a flush's
+//! table instead of its memtable, a compaction's outputs instead of its
+//! inputs) holds the same data either way, and recovery rebuilds the old
+//! version plus the WALs if the record is lost.
 //!
 //! `CURRENT` names the live MANIFEST and is replaced by writing a temporary
 //! file, syncing it and renaming it over `CURRENT` (atomic), then syncing
