@@ -1151,8 +1151,7 @@ impl CommitPipeline {
                 let older_snapshot = snapshots.keys().next().is_some_and(|&s| s < seq);
                 if older_snapshot && job.excise.is_some() && !has_tombstone {
                     // The snapshot needs the tombstone file. Nothing is
-                    // applied: `seq` goes unused (published below with
-                    // nothing at it), which no reader can tell.
+                    // applied: `seq` is handed back below.
                     return Ok(IngestOutcome::NeedTombstone(job.files));
                 }
                 let cut = job.excise.as_ref().filter(|_| !older_snapshot);
@@ -1250,9 +1249,17 @@ impl CommitPipeline {
             };
             Ok(IngestOutcome::Done(result))
         });
-        // `seq` is published on every path (an unused or failed one too,
-        // holding nothing): a later pipelined group waits for it.
-        db.visible_seq.fetch_max(seq, Ordering::Release);
+        if matches!(r, Ok(IngestOutcome::NeedTombstone(_))) {
+            // Nothing took `seq`: it is handed back (only the slot holder
+            // assigns numbers, so none came after it) and nothing is
+            // published.
+            debug_assert_eq!(q.last_seq, seq);
+            q.last_seq = seq - 1;
+        } else {
+            // Published on every other path (a failed one too, holding
+            // nothing): a later pipelined group waits for it.
+            db.visible_seq.fetch_max(seq, Ordering::Release);
+        }
         let outcome = match r {
             Ok(o) => o,
             Err(e) => {
