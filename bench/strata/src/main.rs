@@ -854,19 +854,19 @@ fn w4(a: &Args) -> Result<()> {
 fn micro(a: &Args) -> Result<()> {
     let v = a.variant.as_deref().unwrap_or("puts-1").to_string();
     // `puts-N-serial`: the same with `concurrent_memtable_writes` off (the
-    // group's leader inserts every batch); `puts-N-unpipelined`: with
-    // `pipelined_commit` off (a group leaves the queue only once
-    // published); for A/B runs in one binary.
-    let (name, serial, unpipelined) = if let Some(base) = v.strip_suffix("-serial") {
+    // group's leader inserts every batch); `puts-N-pipelined`: with
+    // `pipelined_commit` on (a group leaves the queue once its WAL record
+    // is framed); for A/B runs in one binary.
+    let (name, serial, pipelined) = if let Some(base) = v.strip_suffix("-serial") {
         (base.to_string(), true, false)
-    } else if let Some(base) = v.strip_suffix("-unpipelined") {
+    } else if let Some(base) = v.strip_suffix("-pipelined") {
         (base.to_string(), false, true)
     } else {
         (v.clone(), false, false)
     };
     let db = Arc::new(open_with(&a.dir, |o| {
         o.concurrent_memtable_writes = !serial;
-        o.pipelined_commit = !unpipelined;
+        o.pipelined_commit = pipelined;
     })?);
     let val = [b'v'; 100];
     let secs = a.seconds;

@@ -1,6 +1,7 @@
 //! Model of the commit pipeline: `strata/src/db/commit.rs`
 //! (`CommitPipeline::commit`, `follow`, `lead`, `write_group`,
-//! `insert_group`, `wait_done`, `release_slot`).
+//! `insert_group`, `wait_done`, `release_slot`, `leave_slot`,
+//! `wait_published`, `publish_in_order`, `quiesce`, `rotate`).
 //!
 //! Kept from the real code, in its order: writers queue under the queue
 //! lock `q`; the writer at the front leads; a queued writer first watches
@@ -28,33 +29,55 @@
 //! then sleep on its condition variable under `q`). A follower that sees
 //! `INSERT` after its group was released finds no group and waits too.
 //!
+//! Pipelined groups (`Options::pipelined_commit` on, `Bug::None`;
+//! `Bug::Unpipelined` is the mode without, the engine's default):
+//! under `q` the leader decides, as `lead` does, that its group is
+//! pipelined unless it is a lone writer (one batch, nobody queued behind
+//! it, `visible_seq` at its first number - 1), which inserts with plain
+//! `add` in the slot as above. A pipelined group, once its WAL record is
+//! appended and `q` retaken, leaves the queue (`leave_slot`: pop, wake the
+//! front) before its members insert (`add_concurrent`); the member whose
+//! decrement of `pending` reaches zero waits until `visible_seq` (`Acquire`)
+//! reaches the group's first number - 1 (`wait_published`: the real code
+//! spins, then sleeps on `publish_cv` with a timed wait as a backstop;
+//! here a yield loop), stores `visible_seq`, and, under `q`, hands the
+//! other members their results (`finish_member`). A rotation job
+//! (`Job::Rotate`) at the front of the queue waits, with `q` released,
+//! until `visible_seq` reaches `last_seq` (`quiesce`), then seals the
+//! memtable. A synced write does not join a group led by an unsynced one,
+//! which is how, with three writers, two groups can be in flight at once.
+//!
 //! Replaced: a batch is a count of entries; the WAL is the list of records'
 //! sequence ranges; the memtable is one flag per sequence number, set with
 //! `Release` as the skiplist publishes a node (`insert_concurrently`'s CAS
 //! is `Release`); a follower's result is its batch's sequence range (the
 //! real code hands the group's `Result`), so the checks can see which
 //! numbers each writer got. The small-group rule (`PARALLEL_MIN_ENTRIES`,
-//! 2 entries) is kept as "more than one batch". Left out (they take no
-//! lock of their own beyond the ones modelled, or are other jobs):
-//! backpressure (`make_room`), group size and sync limits, the WAL
-//! write-out and sync, rotation and ingestion jobs, insert errors, wait
-//! accounting, and a synced group's MANIFEST sync (`write_group`: `if sync
+//! 2 entries) is kept as "more than one batch". A rotation is the check
+//! that every number up to `last_seq` is in the memtable when it seals it.
+//! Left out (they take no lock of their own beyond the ones modelled, or
+//! are other jobs): backpressure (`make_room`, whose rotation is the
+//! `rotate` modelled), the group size limit, the WAL write-out and sync,
+//! ingestion jobs (they quiesce as a rotation does, and publish their
+//! one number), insert errors (a failed group still publishes in order),
+//! the sleep of `wait_published` and its `SeqCst` hand-shake with
+//! `publish_in_order` (a lost wake-up there costs the 10 ms backstop, not
+//! a hang), wait accounting, and a synced group's MANIFEST sync (`write_group`: `if sync
 //! && db.manifest.has_unsynced() { db.manifest.sync() }`, after the WAL
 //! sync). Since the MANIFEST lock was split from the state lock that step
 //! takes only `ManifestLog`'s own locks, never `q` or the state lock, so
 //! it adds no ordering between the threads modelled here;
 //! `ManifestLog::sync` against the obsolete-file pass is in
-//! `version_refs`. Rotation and ingestion are jobs that run only at the
-//! front of the queue, which a group leaves only in `release_slot`, after
-//! its last insert: so they never race an insert, as this model's
-//! queue discipline shows for the next group.
+//! `version_refs`.
 //!
 //! Checked in every interleaving: a reader that loads `visible_seq`
 //! (`Acquire`, as `Db::snapshot` and reads do) finds every entry at or
 //! below it in the memtable (no gap), and never sees `visible_seq` go
 //! back; WAL records are in sequence order with no gap or overlap; every
 //! writer gets a distinct range and all of them together are `1..=total`;
-//! no writer waits forever (loom reports a deadlock).
+//! a plain `add` never overlaps another insert; a rotation finds every
+//! assigned number in the memtable it seals; no writer waits forever
+//! (loom reports a deadlock).
 
 use crate::lock;
 use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};

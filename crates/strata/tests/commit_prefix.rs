@@ -142,8 +142,19 @@ fn sequence_numbers(wals: &BTreeMap<String, Vec<u8>>) -> HashMap<Vec<u8>, u64> {
 
 #[test]
 fn every_snapshot_sees_a_prefix_of_sequence_numbers() {
+    prefix_under(false);
+}
+
+/// The same with pipelined write groups (`Options::pipelined_commit`).
+#[test]
+fn every_snapshot_sees_a_prefix_with_pipelined_groups() {
+    prefix_under(true);
+}
+
+fn prefix_under(pipelined_commit: bool) {
     let vfs = Arc::new(GatedVfs::with_gate(WalTee::default()));
     let opts = Options {
+        pipelined_commit,
         memtable_size: 256 << 10,
         vfs: Some(Arc::clone(&vfs) as Arc<dyn Vfs>),
         sst: SstOptions {

@@ -5,9 +5,9 @@
 //! range of sequence numbers and writes it to the WAL as one record (one
 //! fsync if any member asked for `sync`). Then the group goes into the
 //! memtable, in one of two ways:
-//! - **Pipelined** (Pebble's commit pipeline; `pipelined_commit` and
-//!   `concurrent_memtable_writes` on, and someone queued behind the group
-//!   or an earlier group still inserting): the leader leaves the commit
+//! - **Pipelined** (Pebble's commit pipeline; `pipelined_commit`, off by
+//!   default, and `concurrent_memtable_writes` on, and someone queued
+//!   behind the group or an earlier group still inserting): the leader leaves the commit
 //!   slot as soon as the record is framed, so the next group forms and
 //!   frames while this one inserts. Every member inserts its own batch
 //!   with `MemTable::add_concurrent` (a member done with its own takes the
@@ -1371,6 +1371,7 @@ mod tests {
         let vfs: Arc<dyn crate::vfs::Vfs> = Arc::new(crate::vfs::MemVfs::new());
         let opts = crate::Options {
             vfs: Some(vfs),
+            pipelined_commit: true,
             ..crate::Options::default()
         };
         Arc::new(crate::Db::open("/db", opts).unwrap())
