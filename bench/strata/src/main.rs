@@ -856,13 +856,19 @@ fn w4(a: &Args) -> Result<()> {
 fn micro(a: &Args) -> Result<()> {
     let v = a.variant.as_deref().unwrap_or("puts-1").to_string();
     // `puts-N-serial`: the same with `concurrent_memtable_writes` off (the
-    // group's leader inserts every batch), for A/B runs in one binary.
-    let (name, serial) = match v.strip_suffix("-serial") {
-        Some(base) => (base.to_string(), true),
-        None => (v.clone(), false),
+    // group's leader inserts every batch); `puts-N-pipelined`: with
+    // `pipelined_commit` on (a group leaves the queue once its WAL record
+    // is framed); for A/B runs in one binary.
+    let (name, serial, pipelined) = if let Some(base) = v.strip_suffix("-serial") {
+        (base.to_string(), true, false)
+    } else if let Some(base) = v.strip_suffix("-pipelined") {
+        (base.to_string(), false, true)
+    } else {
+        (v.clone(), false, false)
     };
     let db = Arc::new(open_with(&a.dir, |o| {
         o.concurrent_memtable_writes = !serial;
+        o.pipelined_commit = pipelined;
     })?);
     let val = [b'v'; 100];
     let secs = a.seconds;

@@ -1,6 +1,7 @@
 //! Model of the commit pipeline: `strata/src/db/commit.rs`
 //! (`CommitPipeline::commit`, `follow`, `lead`, `write_group`,
-//! `insert_group`, `wait_done`, `release_slot`).
+//! `insert_group`, `wait_done`, `release_slot`, `leave_slot`,
+//! `wait_published`, `publish_in_order`, `quiesce`, `rotate`).
 //!
 //! Kept from the real code, in its order: writers queue under the queue
 //! lock `q`; the writer at the front leads; a queued writer first watches
@@ -28,33 +29,55 @@
 //! then sleep on its condition variable under `q`). A follower that sees
 //! `INSERT` after its group was released finds no group and waits too.
 //!
+//! Pipelined groups (`Options::pipelined_commit` on, `Bug::None`;
+//! `Bug::Unpipelined` is the mode without, the engine's default):
+//! under `q` the leader decides, as `lead` does, that its group is
+//! pipelined unless it is a lone writer (one batch, nobody queued behind
+//! it, `visible_seq` at its first number - 1), which inserts with plain
+//! `add` in the slot as above. A pipelined group, once its WAL record is
+//! appended and `q` retaken, leaves the queue (`leave_slot`: pop, wake the
+//! front) before its members insert (`add_concurrent`); the member whose
+//! decrement of `pending` reaches zero waits until `visible_seq` (`Acquire`)
+//! reaches the group's first number - 1 (`wait_published`: the real code
+//! spins, then sleeps on `publish_cv` with a timed wait as a backstop;
+//! here a yield loop), stores `visible_seq`, and, under `q`, hands the
+//! other members their results (`finish_member`). A rotation job
+//! (`Job::Rotate`) at the front of the queue waits, with `q` released,
+//! until `visible_seq` reaches `last_seq` (`quiesce`), then seals the
+//! memtable. A synced write does not join a group led by an unsynced one,
+//! which is how, with three writers, two groups can be in flight at once.
+//!
 //! Replaced: a batch is a count of entries; the WAL is the list of records'
 //! sequence ranges; the memtable is one flag per sequence number, set with
 //! `Release` as the skiplist publishes a node (`insert_concurrently`'s CAS
 //! is `Release`); a follower's result is its batch's sequence range (the
 //! real code hands the group's `Result`), so the checks can see which
 //! numbers each writer got. The small-group rule (`PARALLEL_MIN_ENTRIES`,
-//! 2 entries) is kept as "more than one batch". Left out (they take no
-//! lock of their own beyond the ones modelled, or are other jobs):
-//! backpressure (`make_room`), group size and sync limits, the WAL
-//! write-out and sync, rotation and ingestion jobs, insert errors, wait
-//! accounting, and a synced group's MANIFEST sync (`write_group`: `if sync
+//! 2 entries) is kept as "more than one batch". A rotation is the check
+//! that every number up to `last_seq` is in the memtable when it seals it.
+//! Left out (they take no lock of their own beyond the ones modelled, or
+//! are other jobs): backpressure (`make_room`, whose rotation is the
+//! `rotate` modelled), the group size limit, the WAL write-out and sync,
+//! ingestion jobs (they quiesce as a rotation does, and publish their
+//! one number), insert errors (a failed group still publishes in order),
+//! the sleep of `wait_published` and its `SeqCst` hand-shake with
+//! `publish_in_order` (a lost wake-up there costs the 10 ms backstop, not
+//! a hang), wait accounting, and a synced group's MANIFEST sync (`write_group`: `if sync
 //! && db.manifest.owes() { db.manifest.sync() }`, after the WAL
 //! sync). Since the MANIFEST lock was split from the state lock that step
 //! takes only `ManifestLog`'s own locks, never `q` or the state lock, so
 //! it adds no ordering between the threads modelled here;
 //! `ManifestLog::sync` against the obsolete-file pass is in
-//! `version_refs`. Rotation and ingestion are jobs that run only at the
-//! front of the queue, which a group leaves only in `release_slot`, after
-//! its last insert: so they never race an insert, as this model's
-//! queue discipline shows for the next group.
+//! `version_refs`.
 //!
 //! Checked in every interleaving: a reader that loads `visible_seq`
 //! (`Acquire`, as `Db::snapshot` and reads do) finds every entry at or
 //! below it in the memtable (no gap), and never sees `visible_seq` go
 //! back; WAL records are in sequence order with no gap or overlap; every
 //! writer gets a distinct range and all of them together are `1..=total`;
-//! no writer waits forever (loom reports a deadlock).
+//! a plain `add` never overlaps another insert; a rotation finds every
+//! assigned number in the memtable it seals; no writer waits forever
+//! (loom reports a deadlock).
 
 use crate::lock;
 use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -69,6 +92,19 @@ pub enum Bug {
     /// The real code with `concurrent_memtable_writes` off: the leader
     /// inserts every batch of its group (not a mistake: the other mode).
     Serial,
+    /// The real code with `pipelined_commit` off: a group keeps the slot
+    /// until it is published (not a mistake: the other mode).
+    Unpipelined,
+    /// A pipelined group publishes as soon as its inserts are done,
+    /// without waiting for the groups before it to publish.
+    PublishOutOfOrder,
+    /// A rotation seals the memtable without waiting for the pipelined
+    /// groups still inserting into it (`quiesce` left out).
+    RotateWithoutQuiesce,
+    /// The lone-writer shortcut ignores groups still inserting: a group
+    /// keeps the slot and inserts with plain `add` whenever nobody is
+    /// queued behind it, though an earlier group may still be inserting.
+    LoneIgnoresInFlight,
     /// A serial group stores `visible_seq` before it is in the memtable.
     PublishBeforeApply,
     /// `visible_seq` is stored `Relaxed` instead of `Release`.
@@ -98,10 +134,18 @@ const INSERT: u8 = 1;
 /// Its group is published; `result` holds its range.
 const DONE: u8 = 2;
 
-/// `commit.rs`'s `Writer`: a job (here a batch's entry count) and the
-/// hand-off between the leader and this writer.
+/// `commit.rs`'s `Job`: a batch (its entry count) or a memtable rotation.
+enum Job {
+    Batch(u64),
+    Rotate,
+}
+
+/// `commit.rs`'s `Writer`: a job and the hand-off between the leader and
+/// this writer.
 struct Writer {
-    job: Mutex<Option<u64>>,
+    job: Mutex<Option<Job>>,
+    /// A synced write: it does not ride in a group whose leader is not.
+    sync: bool,
     cv: Condvar,
     state: AtomicU8,
     result: Mutex<Option<(u64, u64)>>,
@@ -115,7 +159,10 @@ struct Group {
     members: Vec<Arc<Writer>>,
     ranges: Vec<(u64, u64)>,
     batches: Vec<Mutex<Option<(u64, u64)>>>,
+    first_seq: u64,
     last_seq: u64,
+    /// Keeps the slot until published; else pipelined.
+    holds_slot: bool,
     pending: AtomicUsize,
 }
 
@@ -143,6 +190,10 @@ pub struct Pipeline {
     wal: Mutex<Vec<(u64, u64)>>,
     /// Memtable: entry `s` inserted.
     mem: Vec<AtomicBool>,
+    /// Inserts running now with plain `add` / with `add_concurrent`: the
+    /// two must never overlap (the skiplist's `add` is single-writer).
+    adding: AtomicUsize,
+    adding_concurrently: AtomicUsize,
     visible_seq: AtomicU64,
     bug: Bug,
 }
@@ -157,6 +208,8 @@ impl Pipeline {
             }),
             wal: Mutex::new(Vec::new()),
             mem: (0..=entries).map(|_| AtomicBool::new(false)).collect(),
+            adding: AtomicUsize::new(0),
+            adding_concurrently: AtomicUsize::new(0),
             visible_seq: AtomicU64::new(0),
             bug,
         }
@@ -170,18 +223,63 @@ impl Pipeline {
         }
     }
 
-    /// The memtable insert of one batch.
-    fn insert(&self, (a, b): (u64, u64)) {
+    /// The memtable insert of one batch, with plain `add` (`apply`, one
+    /// writer) or `add_concurrent` (`apply_concurrently`). The check: no
+    /// plain insert overlaps any other insert. (The counters are `SeqCst`
+    /// read-modify-writes: they are the check's, not the real code's.)
+    fn insert(&self, (a, b): (u64, u64), concurrent: bool) {
+        let (mine, other) = if concurrent {
+            (&self.adding_concurrently, &self.adding)
+        } else {
+            (&self.adding, &self.adding_concurrently)
+        };
+        let before = mine.fetch_add(1, Ordering::SeqCst);
+        assert!(
+            other.load(Ordering::SeqCst) == 0 && (concurrent || before == 0),
+            "a plain memtable add overlaps another insert"
+        );
         for s in a..=b {
             self.mem[s as usize].store(true, Ordering::Release);
+        }
+        mine.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// `CommitPipeline::wait_published`: until `visible_seq` reaches `seq`
+    /// (watching with `Acquire`; the real code spins, yields, then sleeps
+    /// on `publish_cv` with a timed wait as a backstop, which loom's
+    /// yield loop stands for).
+    fn wait_published(&self, seq: u64) {
+        while self.visible_seq.load(Ordering::Acquire) < seq {
+            loom::thread::yield_now();
         }
     }
 
     /// `CommitPipeline::commit` for a batch of `count` entries: returns the
     /// sequence range the batch was given.
     pub fn commit(&self, count: u64) -> (u64, u64) {
+        self.commit_synced(count, false)
+    }
+
+    /// [`Pipeline::commit`] of a write with `sync` set or not (the WAL
+    /// sync itself is left out).
+    pub fn commit_synced(&self, count: u64, sync: bool) -> (u64, u64) {
+        self.run_job(Job::Batch(count), sync)
+            .expect("a batch gets a sequence range")
+    }
+
+    /// `Db::flush`'s `Job::Rotate` through the queue: at the front of the
+    /// queue it waits for every assigned number to be published
+    /// (`quiesce`, with `q` released), then seals the memtable: every
+    /// entry up to the last assigned number must be in it.
+    pub fn rotate(&self) {
+        assert!(self.run_job(Job::Rotate, false).is_none());
+    }
+
+    /// `CommitPipeline::commit` for any job.
+    fn run_job(&self, job: Job, sync: bool) -> Option<(u64, u64)> {
         let w = Arc::new(Writer {
-            job: Mutex::new(Some(count)),
+            job: Mutex::new(Some(job)),
+            sync,
             cv: Condvar::new(),
             state: AtomicU8::new(WAITING),
             result: Mutex::new(None),
@@ -195,7 +293,7 @@ impl Pipeline {
             let state = w.state.load(Ordering::Acquire);
             if state != WAITING {
                 drop(q);
-                return self.follow(&w, state);
+                return Some(self.follow(&w, state));
             }
             if q.writers.front().is_some_and(|f| Arc::ptr_eq(f, &w)) {
                 break;
@@ -206,7 +304,7 @@ impl Pipeline {
                 for _ in 0..SPIN_ROUNDS {
                     let state = w.state.load(Ordering::Acquire);
                     if state != WAITING {
-                        return self.follow(&w, state);
+                        return Some(self.follow(&w, state));
                     }
                     if w.turn.load(Ordering::Acquire) {
                         break;
@@ -221,10 +319,53 @@ impl Pipeline {
                 Err(p) => p.into_inner(),
             };
         }
-        let first = lock(&w.job).take().expect("the leader's job is its own");
+        let first = match lock(&w.job).take() {
+            Some(Job::Batch(c)) => c,
+            Some(Job::Rotate) => {
+                // `rotate`: `quiesce`, then `rotate_now` seals at `last`.
+                let mut q = q;
+                let last = q.last_seq;
+                if self.bug != Bug::RotateWithoutQuiesce
+                    && self.visible_seq.load(Ordering::Acquire) < last
+                {
+                    drop(q);
+                    self.wait_published(last);
+                    q = lock(&self.q);
+                }
+                for s in 1..=last {
+                    assert!(
+                        self.mem[s as usize].load(Ordering::Acquire),
+                        "the rotation sealed the memtable while entry {s} was still being inserted"
+                    );
+                }
+                // `release_slot` of a group of one.
+                let front = q.writers.pop_front();
+                assert!(
+                    front.is_some_and(|f| Arc::ptr_eq(&f, &w)),
+                    "the rotation is at the front of the queue"
+                );
+                wake_front(&q);
+                return None;
+            }
+            None => unreachable!("the leader's job is its own"),
+        };
         let (mut q, led) = self.lead(q, &w, first);
-        match led {
+        Some(match led {
             Led::Parallel(group) => {
+                if !group.holds_slot && self.bug != Bug::LeaveSlotEarly {
+                    // `leave_slot`: pipelined, the group leaves the queue
+                    // now that it has its numbers and its WAL record.
+                    for m in &group.members {
+                        let front = q.writers.pop_front();
+                        assert!(
+                            front.is_some_and(|f| Arc::ptr_eq(&f, m)),
+                            "the group is at the front of the queue"
+                        );
+                    }
+                    if self.bug != Bug::NoWakeNext {
+                        wake_front(&q);
+                    }
+                }
                 for m in group.members.iter().skip(1) {
                     m.state.store(INSERT, Ordering::Release);
                 }
@@ -257,7 +398,7 @@ impl Pipeline {
                 drop(q);
                 mine.expect("the leader is in its group")
             }
-        }
+        })
     }
 
     /// `CommitPipeline::follow`: a queued writer whose state left
@@ -288,10 +429,16 @@ impl Pipeline {
     ) -> (MutexGuard<'a, Queue>, Led) {
         let mut members = vec![(Arc::clone(w), first)];
         for f in q.writers.iter().skip(1) {
+            if f.sync && !w.sync {
+                break;
+            }
             let mut j = lock(&f.job);
             match j.take() {
-                Some(b) => members.push((Arc::clone(f), b)),
-                None => break,
+                Some(Job::Batch(b)) => members.push((Arc::clone(f), b)),
+                other => {
+                    *j = other;
+                    break;
+                }
             }
         }
         let count: u64 = members.iter().map(|(_, c)| c).sum();
@@ -307,7 +454,13 @@ impl Pipeline {
                 (m, r)
             })
             .collect();
-        let parallel = self.bug != Bug::Serial && members.len() > 1;
+        // Pipelined unless a lone writer: nobody queued behind, nothing
+        // still inserting (`visible_seq` is at the group's first number).
+        let in_flight = self.bug != Bug::LoneIgnoresInFlight
+            && self.visible_seq.load(Ordering::Acquire) != first_seq - 1;
+        let pipelined = !matches!(self.bug, Bug::Serial | Bug::Unpipelined)
+            && (members.len() > 1 || q.writers.len() > 1 || in_flight);
+        let parallel = pipelined || (self.bug != Bug::Serial && members.len() > 1);
         if self.bug == Bug::LeaveSlotEarly {
             for _ in &members {
                 q.writers.pop_front();
@@ -323,7 +476,7 @@ impl Pipeline {
                 self.visible_seq.store(last_seq, Ordering::Release);
             }
             for (_, r) in &members {
-                self.insert(*r);
+                self.insert(*r, false);
             }
             self.visible_seq.store(last_seq, self.publish_order());
             return (lock(&self.q), Led::Serial(members));
@@ -334,7 +487,9 @@ impl Pipeline {
             ranges: members.iter().map(|(_, r)| *r).collect(),
             batches: members.iter().map(|(_, r)| Mutex::new(Some(*r))).collect(),
             members: members.into_iter().map(|(m, _)| m).collect(),
+            first_seq,
             last_seq,
+            holds_slot: !pipelined,
         });
         for (i, m) in group.members.iter().enumerate().skip(1) {
             *lock(&m.group) = Some((Arc::clone(&group), i));
@@ -357,16 +512,32 @@ impl Pipeline {
             let Some(r) = lock(&group.batches[i]).take() else {
                 continue;
             };
-            self.insert(r);
+            self.insert(r, true);
             last |= group.pending.fetch_sub(1, pending_order) == 1;
             if self.bug == Bug::PublishBeforeAllFinish && i == 0 {
                 self.visible_seq.store(group.last_seq, Ordering::Release);
             }
         }
         if last {
+            if group.holds_slot {
+                self.visible_seq.store(group.last_seq, self.publish_order());
+                let mut q = lock(&self.q);
+                self.release_slot(&mut q, group, w);
+                return;
+            }
+            // `publish_in_order`, then the members' results.
+            if self.bug != Bug::PublishOutOfOrder {
+                self.wait_published(group.first_seq - 1);
+            }
             self.visible_seq.store(group.last_seq, self.publish_order());
-            let mut q = lock(&self.q);
-            self.release_slot(&mut q, group, w);
+            if group.members.len() > 1 {
+                let _q = lock(&self.q);
+                for (member, range) in group.members.iter().zip(&group.ranges) {
+                    if !Arc::ptr_eq(member, w) {
+                        finish(member, *range);
+                    }
+                }
+            }
             return;
         }
         self.wait_done(w);
@@ -402,10 +573,7 @@ impl Pipeline {
                 "the group is at the front of the queue"
             );
             if !Arc::ptr_eq(member, me) {
-                lock(&member.group).take();
-                *lock(&member.result) = Some(*range);
-                member.state.store(DONE, Ordering::Release);
-                member.cv.notify_one();
+                finish(member, *range);
             }
         }
         if self.bug != Bug::NoWakeNext {
@@ -434,6 +602,15 @@ fn follower_done(w: &Writer) -> (u64, u64) {
         .expect("a follower's result is set before its state is DONE")
 }
 
+/// `commit.rs`'s `finish_member`: hands a follower its result (taking back
+/// its group) and wakes it; under `q`.
+fn finish(member: &Writer, range: (u64, u64)) {
+    lock(&member.group).take();
+    *lock(&member.result) = Some(range);
+    member.state.store(DONE, Ordering::Release);
+    member.cv.notify_one();
+}
+
 /// Wakes the writer at the front of the queue (it leads next).
 fn wake_front(q: &Queue) {
     if let Some(next) = q.writers.front() {
@@ -446,6 +623,19 @@ fn wake_front(q: &Queue) {
 /// last one on the model's main thread, and, with `reader`, a reader
 /// reading twice while they commit; then every check.
 pub fn run(batches: &[u64], reader: bool, bug: Bug) {
+    run_with(batches, reader, false, bug);
+}
+
+/// [`run`], and with `rotation` a thread that rotates the memtable
+/// (`Job::Rotate`) while the writers commit.
+pub fn run_with(batches: &[u64], reader: bool, rotation: bool, bug: Bug) {
+    run_all(batches, reader, rotation, false, bug);
+}
+
+/// [`run_with`], and with `synced_last` the last writer's write synced
+/// (it does not join a group led by an unsynced write, so it forms a
+/// group of its own behind them).
+pub fn run_all(batches: &[u64], reader: bool, rotation: bool, synced_last: bool, bug: Bug) {
     let total: u64 = batches.iter().sum();
     let p = Arc::new(Pipeline::new(total, bug));
     let (last, rest) = batches.split_last().expect("at least one writer");
@@ -462,9 +652,16 @@ pub fn run(batches: &[u64], reader: bool, bug: Bug) {
             assert!(b >= a, "visible sequence went back from {a} to {b}");
         })
     });
-    let mut ranges = vec![p.commit(*last)];
+    let rot = rotation.then(|| {
+        let p = Arc::clone(&p);
+        loom::thread::spawn(move || p.rotate())
+    });
+    let mut ranges = vec![p.commit_synced(*last, synced_last)];
     for w in writers {
         ranges.push(w.join().expect("writer"));
+    }
+    if let Some(r) = rot {
+        r.join().expect("rotation");
     }
     if let Some(r) = r {
         r.join().expect("reader");
@@ -558,6 +755,95 @@ mod tests {
         crate::explore_within(3, || run(&[1, 1, 1], true, Bug::None));
     }
 
+    /// Three writers, the last one synced: the second writer's group is
+    /// cut short by the synced write queued behind it, so it is pipelined
+    /// (it leaves the slot once framed) and the synced write forms,
+    /// frames and inserts its own group while the second may still be
+    /// inserting.
+    #[test]
+    fn pipelined_groups() {
+        check(&[1, 1, 1], false, Bug::None);
+        crate::explore_within(2, || run_all(&[1, 1, 1], false, false, true, Bug::None));
+    }
+
+    /// The same with a reader, at bound 2 (about N interleavings).
+    #[test]
+    fn pipelined_groups_and_a_reader() {
+        crate::explore_within(2, || run_all(&[1, 1, 1], true, false, true, Bug::None));
+    }
+
+    /// A rotation queued behind pipelined groups waits for their inserts.
+    #[test]
+    fn pipelined_groups_and_a_rotation() {
+        crate::explore_within(2, || run_with(&[1, 1], false, true, Bug::None));
+    }
+
+    /// With pipelining off (a group keeps the slot until published).
+    #[test]
+    fn two_writers_and_a_reader_unpipelined() {
+        check(&[1, 2], true, Bug::Unpipelined);
+    }
+
+    #[test]
+    fn three_writers_group_unpipelined() {
+        check(&[1, 1, 1], false, Bug::Unpipelined);
+    }
+
+    /// A pipelined group that publishes without waiting for the one
+    /// before it: a reader sees the later number while the earlier entry
+    /// is not in, or the number goes back.
+    #[test]
+    fn finds_publish_out_of_order() {
+        let m = crate::planted_failure(|| {
+            crate::explore_within(2, || {
+                run_all(&[1, 1, 1], false, false, true, Bug::PublishOutOfOrder)
+            })
+        });
+        assert!(
+            [
+                "misses entry",
+                "went back",
+                "everything committed is visible"
+            ]
+            .iter()
+            .any(|w| m.contains(w)),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn finds_rotation_without_quiesce() {
+        let m = crate::planted_failure(|| {
+            crate::explore_within(2, || {
+                run_with(&[1, 1], false, true, Bug::RotateWithoutQuiesce)
+            })
+        });
+        assert!(m.contains("sealed the memtable while entry"), "{m}");
+    }
+
+    /// The lone-writer shortcut (plain `add`, slot kept) taken while an
+    /// earlier pipelined group is still inserting.
+    #[test]
+    fn finds_lone_writer_beside_a_pipelined_group() {
+        let m = crate::planted_failure(|| {
+            crate::explore_within(2, || {
+                run_all(&[1, 1, 1], false, false, true, Bug::LoneIgnoresInFlight)
+            })
+        });
+        // Either its plain `add` runs beside the earlier group's inserts,
+        // or its publication lands before the earlier group's, which then
+        // takes `visible_seq` back.
+        assert!(
+            [
+                "plain memtable add overlaps",
+                "everything committed is visible"
+            ]
+            .iter()
+            .any(|w| m.contains(w)),
+            "{m}"
+        );
+    }
+
     #[test]
     fn finds_publish_before_apply() {
         let m = finds(&[1, 2], true, Bug::PublishBeforeApply);
@@ -610,7 +896,8 @@ mod tests {
                 "everything committed is visible",
                 "went back",
                 "misses entry",
-                "front of the queue"
+                "front of the queue",
+                "plain memtable add overlaps"
             ]
             .iter()
             .any(|w| m.contains(w)),

@@ -8,7 +8,10 @@
 //!   condition variable; `state`, `turn`), sequence numbers assigned under
 //!   the queue lock, the members of a group inserting its batches in
 //!   parallel, and the publication of `visible_seq` by the last of them,
-//!   after the whole group is in the memtable.
+//!   after the whole group is in the memtable; pipelined groups (a group
+//!   leaves the queue once its WAL record is framed, inserts beside the
+//!   next group and publishes in sequence order) and a rotation waiting
+//!   for their inserts before it seals the memtable.
 //! - [`version_refs`] mirrors version reference counting and the MANIFEST
 //!   window (`strata/src/version/set.rs`: `log_and_apply_unsynced`,
 //!   `remember`, `live_files`; `strata/src/version/manifest_log.rs`:

@@ -14,7 +14,10 @@
 //!
 //! This catches a group published before all its members have inserted
 //! (a snapshot sees a later write but not an earlier one) and inserts
-//! that lose entries (a write is missing at every later snapshot).
+//! that lose entries (a write is missing at every later snapshot). Each
+//! writer also reads its own write back once `write` returns, and each
+//! reader checks that the visible sequence never goes back: pipelined
+//! groups publishing out of order fail both.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -139,8 +142,19 @@ fn sequence_numbers(wals: &BTreeMap<String, Vec<u8>>) -> HashMap<Vec<u8>, u64> {
 
 #[test]
 fn every_snapshot_sees_a_prefix_of_sequence_numbers() {
+    prefix_under(false);
+}
+
+/// The same with pipelined write groups (`Options::pipelined_commit`).
+#[test]
+fn every_snapshot_sees_a_prefix_with_pipelined_groups() {
+    prefix_under(true);
+}
+
+fn prefix_under(pipelined_commit: bool) {
     let vfs = Arc::new(GatedVfs::with_gate(WalTee::default()));
     let opts = Options {
+        pipelined_commit,
         memtable_size: 256 << 10,
         vfs: Some(Arc::clone(&vfs) as Arc<dyn Vfs>),
         sst: SstOptions {
@@ -160,7 +174,12 @@ fn every_snapshot_sees_a_prefix_of_sequence_numbers() {
         writers.push(std::thread::spawn(move || {
             let mut i = 0;
             while i < PER_WRITER {
-                let n = if i % 5 == 0 {
+                // Now and then a large batch: its insert takes far longer
+                // than framing the small groups behind it, so pipelined
+                // groups finish out of order and must wait to publish.
+                let n = if i % 40 == 0 {
+                    200.min(PER_WRITER - i)
+                } else if i % 5 == 0 {
                     16.min(PER_WRITER - i)
                 } else {
                     1
@@ -171,6 +190,14 @@ fn every_snapshot_sees_a_prefix_of_sequence_numbers() {
                     b.put(key(w, j), j.to_le_bytes());
                 }
                 db.write(b, &WriteOptions { sync: i % 3 == 0 }).unwrap();
+                // Read your writes: once `write` returns, the write is
+                // published (with pipelined groups, only after every
+                // group before it).
+                assert!(
+                    db.get(key(w, i + n - 1)).unwrap().is_some(),
+                    "writer {w}: write {} not visible after it returned",
+                    i + n - 1
+                );
                 i += n;
             }
         }));
@@ -181,10 +208,18 @@ fn every_snapshot_sees_a_prefix_of_sequence_numbers() {
         readers.push(std::thread::spawn(move || {
             let mut seen = Seen::default();
             let mut round = 0u64;
+            let mut last_seq = 0;
             // Bounded, to bound the test's memory (64 MiB a reader).
             while !stop.load(Ordering::SeqCst) && seen.points.len() < 1 << 22 {
                 let snap = db.snapshot();
                 let seq = snap.sequence();
+                // Groups publish in sequence order: the visible sequence
+                // only grows.
+                assert!(
+                    seq >= last_seq,
+                    "visible sequence went back from {last_seq} to {seq}"
+                );
+                last_seq = seq;
                 // The newest write of every writer first: the one most
                 // likely still being inserted.
                 for back in 1..=2 {

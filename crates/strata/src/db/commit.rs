@@ -4,30 +4,48 @@
 //! queued batches behind it as one group, assigns the group a contiguous
 //! range of sequence numbers and writes it to the WAL as one record (one
 //! fsync if any member asked for `sync`). Then the group goes into the
-//! memtable: a group of one batch (or any group with
-//! `concurrent_memtable_writes` off) is inserted by the leader, which
-//! publishes the group's last sequence number as visible and wakes the
-//! followers; in a larger group (a `Group`) every member inserts its own
-//! batch at once with `MemTable::add_concurrent`, a member done with its
-//! own takes the batches nobody has started (so a sleeping follower never
-//! holds the group up), and the member whose insert finishes last
-//! publishes and releases the slot (RocksDB's parallel memtable writes).
+//! memtable, in one of two ways:
+//! - **Pipelined** (Pebble's commit pipeline; `pipelined_commit`, off by
+//!   default, and `concurrent_memtable_writes` on, and someone queued
+//!   behind the group or an earlier group still inserting): the leader leaves the commit
+//!   slot as soon as the record is framed, so the next group forms and
+//!   frames while this one inserts. Every member inserts its own batch
+//!   with `MemTable::add_concurrent` (a member done with its own takes the
+//!   batches nobody has started, so a sleeping follower never holds the
+//!   group up); the member whose insert finishes last waits until every
+//!   earlier group has published (`visible_seq` = its first number - 1:
+//!   a brief spin, then a sleep on `publish_cv`), publishes, and hands the
+//!   members their result.
+//! - **In the slot**: a lone writer (nobody queued behind it, no group
+//!   still inserting) inserts with plain `add` while it keeps the slot,
+//!   the cheapest path for one thread; with pipelining off a larger group
+//!   inserts in parallel as above but keeps the slot until published
+//!   (RocksDB's parallel memtable writes); with `concurrent_memtable_writes`
+//!   off the leader inserts every batch with `add`.
 //!
 //! Invariants:
 //! - Sequence numbers are assigned under the queue lock, in queue order, and
-//!   never reused: `last_seq` only grows.
-//! - Only the leader touches the WAL. The memtable sees one group at a
-//!   time: within a parallel group inserts run at once (`add_concurrent`
-//!   only; `add` only when one thread inserts the whole group), and a
-//!   group holds the slot (stays at the front of the queue) until its last
-//!   insert is done, so the next group, rotation or ingestion starts after.
-//! - `visible_seq` is stored after the whole group is in the memtable: by
-//!   the leader after its inserts, or by the member whose decrement of
-//!   `Group::pending` (`AcqRel`, after each batch's inserts) reaches zero,
-//!   which has therefore seen every member's inserts. Groups publish in
-//!   sequence order, so a reader at `visible_seq` never sees a gap.
-//! - Memtable rotation is a job in the same queue, so it never races an
-//!   insert; ingestion takes its sequence number the same way.
+//!   never reused: `last_seq` only grows. Every number assigned is
+//!   published (`visible_seq` reaches it) even when its group or ingestion
+//!   fails or goes unused, or later groups would wait for it forever.
+//! - Only the slot holder frames WAL records, so records are in sequence
+//!   order. Plain `add` runs only when no other insert can: the slot is
+//!   held and `visible_seq` showed every earlier group published; every
+//!   other insert is `add_concurrent`.
+//! - `visible_seq` only grows and never passes an unfinished insert: a
+//!   group stores it after all its batches are in (by the leader after its
+//!   inserts, or by the member whose decrement of `Group::pending`,
+//!   `AcqRel` after each batch's inserts, reaches zero and has therefore
+//!   seen every member's inserts), and only once `visible_seq` is at its
+//!   first number - 1, so groups publish in sequence order and a reader at
+//!   `visible_seq` never sees a gap. A write returns only once published.
+//! - A group's memtable is the active one when it takes it in the slot,
+//!   and stays so until the group publishes: whatever needs a quiescent
+//!   memtable holds the slot and first waits until every assigned number
+//!   is published (`quiesce`): a rotation (it seals the memtable at
+//!   `last_seq`), an ingestion (its overlap check, its flushable entry's
+//!   rotation and its own number). Snapshots and reads take `visible_seq`
+//!   and need nothing more.
 //! - Nothing in the leader slot waits for a disk sync that the group did not
 //!   ask for: an ingestion writes its MANIFEST record, publishes and leaves
 //!   the slot, and its own caller syncs afterwards (see `version::set`).
@@ -47,11 +65,13 @@
 //!   (`write_wait`); followers count theirs under their leader's slowest
 //!   phase when it explains at least half of the wait.
 //!
-//! The queue, the leader/follower hand-off, the parallel insert and the
-//! publication order are checked by a loom model,
-//! `crates/strata-loom/src/commit.rs`, which mirrors `commit`, `follow`,
-//! `lead`, `write_group`, `insert_group`, `wait_done` and `release_slot`
-//! step by step: change it with them. Likewise `crates/strata-loom/src/stall.rs` mirrors `make_room`,
+//! The queue, the leader/follower hand-off, the parallel insert, the
+//! pipelined groups, the publication order and a rotation's quiescing are
+//! checked by a loom model, `crates/strata-loom/src/commit.rs`, which
+//! mirrors `commit`, `follow`, `lead`, `write_group`, `insert_group`,
+//! `wait_done`, `release_slot`, `leave_slot`, `wait_published`,
+//! `publish_in_order`, `quiesce` and `rotate` step by step: change it with
+//! them. Likewise `crates/strata-loom/src/stall.rs` mirrors `make_room`,
 //! `rotate_now` and `notify_room` (stops for queue room and L0 depth,
 //! woken by flush and compaction or a background error), and
 //! `crates/strata-loom/src/wal_rotation.rs` mirrors `rotate_now`'s
@@ -145,7 +165,13 @@ struct Group {
     /// The memtable to insert into: no rotation runs while the group holds
     /// the slot, so it stays the active one until the group is published.
     mem: Arc<MemTable>,
+    first_seq: u64,
     last_seq: u64,
+    /// Whether the group keeps the commit slot until it is published (the
+    /// next group forms only after). Else (a pipelined group) the leader
+    /// released the slot once the WAL record was framed, and the member
+    /// that publishes first waits for every earlier group to publish.
+    holds_slot: bool,
     /// Batches not yet fully inserted. Decremented with `AcqRel` after each
     /// batch's inserts: the member that brings it to zero has seen every
     /// other batch's inserts happen before, so its `Release` store of
@@ -179,6 +205,27 @@ const PARALLEL_MIN_ENTRIES: u64 = 2;
 /// Rounds a queued writer watches for its group to finish (yielding the
 /// CPU between looks) before it sleeps on its condition variable.
 const SPIN_ROUNDS: u32 = 64;
+
+/// Rounds a pipelined group watches `visible_seq` (busy, `spin_loop`) for
+/// the groups before it to publish before it sleeps. Short: on two cores
+/// the group waited for is often not running (preempted by the waiter or
+/// another writer), and then only sleeping gives it the CPU. Tried on the
+/// 2-core machine under load (docs/benchmarks.md, issue 12): 512 busy
+/// rounds then 4 yields, or 4 then 2 yields, cost 40-60% of the puts/s of
+/// 16 busy rounds then sleeping.
+const PUBLISH_SPINS: u32 = 16;
+
+/// Hands a follower its group's result and wakes it; called under the
+/// queue lock (the follower sleeps on its condition variable with it).
+fn finish_member(member: &Writer, result: &Result<()>, slowest: Option<(WaitCause, Duration)>) {
+    // A follower that never looked drops its share of a parallel group
+    // here (the group holds the member).
+    member.group.lock().take();
+    *member.result.lock() = Some(result.clone());
+    *member.slowest.lock() = slowest;
+    member.state.store(DONE, Ordering::Release);
+    member.cv.notify_one();
+}
 
 /// Counts a follower's wait, blamed on the leader's slowest phase if that
 /// explains at least half of it.
@@ -239,6 +286,12 @@ pub(crate) struct CommitPipeline {
     /// A WAL file created ahead of the next rotation by the WAL thread:
     /// `(file number, WAL)`.
     spare: Mutex<Option<(u64, Wal)>>,
+    /// Where a pipelined group (or a job quiescing the memtable) sleeps
+    /// until an earlier group publishes; `publish_sleepers` counts them, so
+    /// a publisher with nobody asleep takes no lock.
+    publish_lock: Mutex<()>,
+    publish_cv: Condvar,
+    publish_sleepers: AtomicUsize,
 }
 
 impl CommitPipeline {
@@ -254,6 +307,9 @@ impl CommitPipeline {
             retired: Mutex::new(None),
             retired_pending: AtomicBool::new(false),
             spare: Mutex::new(None),
+            publish_lock: Mutex::new(()),
+            publish_cv: Condvar::new(),
+            publish_sleepers: AtomicUsize::new(0),
         }
     }
 
@@ -261,6 +317,68 @@ impl CommitPipeline {
     pub fn notify_room(&self) {
         let _q = self.q.lock();
         self.room_cv.notify_all();
+    }
+
+    /// Waits until every sequence number up to `seq` is published
+    /// (`visible_seq` >= `seq`): a pipelined group before it publishes its
+    /// own, a job that needs a quiescent memtable before it starts. The
+    /// groups waited for are inserting on other threads, usually for a
+    /// microsecond or two: watch briefly, then sleep until a publisher
+    /// wakes it (on two cores the thread waited for may be preempted by
+    /// the waiter itself: see `PUBLISH_SPINS`). Returns how long it waited, if at all
+    /// (the clock is read only once a wait begins).
+    fn wait_published(&self, db: &DbInner, seq: u64) -> Option<Duration> {
+        if db.visible_seq.load(Ordering::Acquire) >= seq {
+            return None;
+        }
+        let start = Instant::now();
+        for _ in 0..PUBLISH_SPINS {
+            std::hint::spin_loop();
+            if db.visible_seq.load(Ordering::Acquire) >= seq {
+                return Some(start.elapsed());
+            }
+        }
+        // Counted before the check under the lock, and `publish` stores
+        // `visible_seq` before it reads the count (both `SeqCst`-ordered):
+        // either the publisher sees a sleeper and notifies under the lock,
+        // or this check sees its number. The timeout is only a backstop.
+        self.publish_sleepers.fetch_add(1, Ordering::SeqCst);
+        let mut g = self.publish_lock.lock();
+        while db.visible_seq.load(Ordering::SeqCst) < seq {
+            self.publish_cv.wait_for(&mut g, Duration::from_millis(10));
+        }
+        drop(g);
+        self.publish_sleepers.fetch_sub(1, Ordering::SeqCst);
+        Some(start.elapsed())
+    }
+
+    /// Publishes a pipelined group (`first_seq..=last_seq`, all in the
+    /// memtable) once every group before it has published, so `visible_seq`
+    /// only grows and never passes an unfinished insert; wakes whoever
+    /// sleeps on publication. Returns how long it waited for earlier
+    /// groups.
+    fn publish_in_order(&self, db: &DbInner, first_seq: u64, last_seq: u64) -> Option<Duration> {
+        let waited = self.wait_published(db, first_seq - 1);
+        db.visible_seq.store(last_seq, Ordering::Release);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.publish_sleepers.load(Ordering::Relaxed) > 0 {
+            let _g = self.publish_lock.lock();
+            self.publish_cv.notify_all();
+        }
+        waited
+    }
+
+    /// Waits, with the queue lock released, until every sequence number
+    /// assigned so far is published: the caller holds the commit slot (no
+    /// number is assigned meanwhile), so afterwards no pipelined group is
+    /// still inserting and the memtable is quiescent (a rotation may seal
+    /// it, an ingestion may check it for overlap and take the next number).
+    fn quiesce(&self, db: &DbInner, q: &mut MutexGuard<'_, Queue>) {
+        let last = q.last_seq;
+        if db.visible_seq.load(Ordering::Acquire) >= last {
+            return;
+        }
+        MutexGuard::unlocked(q, || self.wait_published(db, last));
     }
 
     /// Writes out the framed WAL records and syncs them (at close, and for a
@@ -455,6 +573,14 @@ impl CommitPipeline {
             Some(Job::Batch(b)) => match self.lead(db, &mut q, &w, b, &mut phases) {
                 Led::Serial(r, group) => (r, group),
                 Led::Parallel(group) => {
+                    if !group.holds_slot {
+                        // Pipelined: the group has its numbers and its WAL
+                        // record, and its memtable is pinned until it
+                        // publishes (a rotation quiesces first), so the
+                        // next group may form and frame while this one
+                        // inserts.
+                        self.leave_slot(&mut q, &group.members);
+                    }
                     // Followers still watching their state (not asleep)
                     // insert their own batches now; the leader inserts its
                     // own and takes what nobody has. No follower is woken
@@ -523,10 +649,25 @@ impl CommitPipeline {
             p.add(db, WaitCause::MemtableInsert, t.elapsed());
         }
         if last {
-            db.visible_seq.store(group.last_seq, Ordering::Release);
             let result = group.error.lock().clone().map_or(Ok(()), Err);
-            let mut q = self.q.lock();
-            self.release_slot(&mut q, &group.members, w, &result, group.slowest);
+            if group.holds_slot {
+                // Nothing before the group is unpublished (`lead`).
+                db.visible_seq.store(group.last_seq, Ordering::Release);
+                let mut q = self.q.lock();
+                self.release_slot(&mut q, &group.members, w, &result, group.slowest);
+            } else {
+                if let Some(d) = self.publish_in_order(db, group.first_seq, group.last_seq) {
+                    db.record_wait(WaitCause::CommitQueue, d);
+                }
+                if group.members.len() > 1 {
+                    let _q = self.q.lock();
+                    for m in &group.members {
+                        if !Arc::ptr_eq(m, w) {
+                            finish_member(m, &result, group.slowest);
+                        }
+                    }
+                }
+            }
             return result;
         }
         self.wait_done(w)
@@ -562,17 +703,19 @@ impl CommitPipeline {
         slowest: Option<(WaitCause, Duration)>,
     ) {
         for member in members {
+            if !Arc::ptr_eq(member, me) {
+                finish_member(member, result, slowest);
+            }
+        }
+        self.leave_slot(q, members);
+    }
+
+    /// Pops a group (`members`, the front of the queue) and wakes the
+    /// writer now at the front (it leads next).
+    fn leave_slot(&self, q: &mut MutexGuard<'_, Queue>, members: &[Arc<Writer>]) {
+        for member in members {
             let front = q.writers.pop_front();
             debug_assert!(front.is_some_and(|f| Arc::ptr_eq(&f, member)));
-            if !Arc::ptr_eq(member, me) {
-                // A follower that never looked drops its share of a
-                // parallel group here (the group holds the member).
-                member.group.lock().take();
-                *member.result.lock() = Some(result.clone());
-                *member.slowest.lock() = slowest;
-                member.state.store(DONE, Ordering::Release);
-                member.cv.notify_one();
-            }
         }
         if let Some(next) = q.writers.front() {
             next.turn.store(true, Ordering::Release);
@@ -623,15 +766,31 @@ impl CommitPipeline {
         let first_seq = q.last_seq + 1;
         q.last_seq += count;
         let last_seq = q.last_seq;
+        let concurrent = db.opts.concurrent_memtable_writes;
+        // Pipelined: the group leaves the slot once its WAL record is
+        // framed and inserts (`add_concurrent`) while the next group forms
+        // and frames. A lone writer (nobody queued behind it, no group
+        // still inserting) keeps the slot instead and inserts with plain
+        // `add`: the cheapest path for a single thread, and nothing can
+        // overlap it. (`visible_seq` cannot reach `first_seq - 1` after
+        // this check unless it already has: only groups before this one
+        // publish, and while this group holds the slot no other forms.)
+        let pipelined = concurrent
+            && db.opts.pipelined_commit
+            && (group.len() > 1
+                || q.writers.len() > 1
+                || db.visible_seq.load(Ordering::Acquire) != first_seq - 1);
         let parallel =
-            db.opts.concurrent_memtable_writes && group.len() > 1 && count >= PARALLEL_MIN_ENTRIES;
+            pipelined || (concurrent && group.len() > 1 && count >= PARALLEL_MIN_ENTRIES);
         let result = MutexGuard::unlocked(q, || -> Result<Option<Arc<MemTable>>> {
             // The WAL phases' end is the insert's start: one clock read.
             let t = self.write_group(db, &mut batches, first_seq, last_seq, sync, phases)?;
-            if parallel {
-                return Ok(Some(db.super_version().mem.clone()));
-            }
+            // Taken in the slot: no rotation can run until this group is
+            // published (a rotation quiesces first).
             let mem = db.super_version().mem.clone();
+            if parallel {
+                return Ok(Some(mem));
+            }
             for b in batches.iter() {
                 apply(&mem, b)?;
             }
@@ -647,6 +806,9 @@ impl CommitPipeline {
                 // The WAL or memtable may now hold part of this group: stop
                 // accepting writes rather than risk a gap or a duplicate.
                 db.set_bg_error(e.clone());
+                // Its numbers are still published, in order: a pipelined
+                // group after it (or a quiescing job) waits for them.
+                self.publish_in_order(db, first_seq, last_seq);
                 return Led::Serial(Err(e), group);
             }
         };
@@ -655,7 +817,9 @@ impl CommitPipeline {
             members: group,
             batches: batches.into_iter().map(|b| Mutex::new(Some(b))).collect(),
             mem,
+            first_seq,
             last_seq,
+            holds_slot: !pipelined,
             error: Mutex::new(None),
             slowest: phases.slowest,
         });
@@ -857,8 +1021,11 @@ impl CommitPipeline {
         reason: &str,
         phases: &mut Phases,
     ) -> Result<()> {
-        let last_seq = q.last_seq;
         let t = Instant::now();
+        // Pipelined groups still inserting into the memtable finish first:
+        // it is sealed whole, at `last_seq`.
+        self.quiesce(db, q);
+        let last_seq = q.last_seq;
         let r = self.rotate_now(db, last_seq, reason);
         phases.add(db, WaitCause::Rotation, t.elapsed());
         r
@@ -936,6 +1103,10 @@ impl CommitPipeline {
         if let Some(e) = db.bg_error() {
             return Err(e);
         }
+        // The overlap check needs a memtable no pipelined group still
+        // inserts into, and the ingestion's number is published after
+        // every earlier one.
+        self.quiesce(db, q);
         let has_tombstone = job.files.iter().any(|f| f.excise_tombstone);
         let sv = db.super_version();
         // With its tombstone file among `files`, memory over the excise
@@ -980,8 +1151,7 @@ impl CommitPipeline {
                 let older_snapshot = snapshots.keys().next().is_some_and(|&s| s < seq);
                 if older_snapshot && job.excise.is_some() && !has_tombstone {
                     // The snapshot needs the tombstone file. Nothing is
-                    // applied: `seq` goes unused (the next commit publishes
-                    // past it), which no reader can tell.
+                    // applied: `seq` is handed back below.
                     return Ok(IngestOutcome::NeedTombstone(job.files));
                 }
                 let cut = job.excise.as_ref().filter(|_| !older_snapshot);
@@ -1078,6 +1248,17 @@ impl CommitPipeline {
             };
             Ok(IngestOutcome::Done(result))
         });
+        if matches!(r, Ok(IngestOutcome::NeedTombstone(_))) {
+            // Nothing took `seq`: it is handed back (only the slot holder
+            // assigns numbers, so none came after it) and nothing is
+            // published.
+            debug_assert_eq!(q.last_seq, seq);
+            q.last_seq = seq - 1;
+        } else {
+            // Published on every other path (a failed one too, holding
+            // nothing): a later pipelined group waits for it.
+            db.visible_seq.fetch_max(seq, Ordering::Release);
+        }
         let outcome = match r {
             Ok(o) => o,
             Err(e) => {
@@ -1128,6 +1309,8 @@ fn apply_concurrently(mem: &MemTable, b: &WriteBatch) -> Result<()> {
 }
 
 fn apply_with(mem: &MemTable, b: &WriteBatch, concurrent: bool) -> Result<()> {
+    #[cfg(test)]
+    tests::slow_insert_hook(b);
     let add = |seq, kind, k: &[u8], v: &[u8]| {
         if concurrent {
             mem.add_concurrent(seq, kind, k, v)
@@ -1164,6 +1347,115 @@ mod tests {
     /// entry of every batch must be in the memtable afterwards, in order,
     /// with the memtable's counts and sequence bounds right. (With plain
     /// `add` here entries are lost, or debug builds panic.)
+    /// Batches holding a key that starts with `slow-insert` sleep this long
+    /// before their insert (0: no sleep), in every test of this module.
+    static SLOW_INSERT_MS: AtomicUsize = AtomicUsize::new(0);
+    /// Held by the tests that set `SLOW_INSERT_MS`, one at a time.
+    static SLOW_TESTS: Mutex<()> = Mutex::new(());
+
+    pub(super) fn slow_insert_hook(b: &WriteBatch) {
+        let ms = SLOW_INSERT_MS.load(Ordering::Relaxed);
+        if ms == 0 {
+            return;
+        }
+        let slow = b
+            .iter()
+            .any(|op| matches!(op, Ok(BatchOp::Put(k, _)) if k.starts_with(b"slow-insert")));
+        if slow {
+            std::thread::sleep(Duration::from_millis(ms as u64));
+        }
+    }
+
+    fn open_mem() -> Arc<crate::Db> {
+        let vfs: Arc<dyn crate::vfs::Vfs> = Arc::new(crate::vfs::MemVfs::new());
+        let opts = crate::Options {
+            vfs: Some(vfs),
+            pipelined_commit: true,
+            ..crate::Options::default()
+        };
+        Arc::new(crate::Db::open("/db", opts).unwrap())
+    }
+
+    /// Sets up two pipelined groups the second of which finishes its
+    /// insert first: `first` holds the slot (its insert sleeps) while
+    /// `slow-insert` (unsynced) and then `behind` queue; when `first` is
+    /// done, `slow-insert` leads a group of its own (what is behind it
+    /// does not ride with it: a synced write, or a rotation), leaves the
+    /// slot once framed, as there is a writer queued behind it, and
+    /// sleeps in its insert while `behind` runs. Returns the thread
+    /// writing `slow-insert`.
+    fn slow_group_then(
+        db: &Arc<crate::Db>,
+        behind: impl FnOnce(&crate::Db) + Send + 'static,
+    ) -> std::thread::JoinHandle<()> {
+        SLOW_INSERT_MS.store(400, Ordering::Relaxed);
+        // Sleeps order the writers, generously for a loaded machine; a
+        // writer late to queue makes the test pass without checking.
+        let d = Arc::clone(db);
+        let first = std::thread::spawn(move || d.put("slow-insert-first", "1").unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+        let d = Arc::clone(db);
+        let slow = std::thread::spawn(move || d.put("slow-insert", "2").unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+        let d = Arc::clone(db);
+        let behind = std::thread::spawn(move || behind(&d));
+        first.join().unwrap();
+        behind.join().unwrap();
+        slow
+    }
+
+    /// A synced write pipelined behind a group still inserting: it may
+    /// insert first, but it is published (and returns) only after the
+    /// group before it. (Publishing without waiting for earlier groups,
+    /// `publish_in_order` without its `wait_published`, fails here: the
+    /// synced write returns while `slow-insert` is not yet visible.)
+    #[test]
+    fn a_pipelined_group_publishes_after_the_group_before_it() {
+        let _serial = SLOW_TESTS.lock();
+        let db = open_mem();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let slow = slow_group_then(&db, move |db| {
+            db.write(
+                {
+                    let mut b = WriteBatch::new();
+                    b.put("behind", "3");
+                    b
+                },
+                &crate::WriteOptions { sync: true },
+            )
+            .unwrap();
+            // What a reader sees once the later write has returned.
+            tx.send(db.get("slow-insert").unwrap().is_some()).unwrap();
+        });
+        let seen = rx.recv().unwrap();
+        slow.join().unwrap();
+        SLOW_INSERT_MS.store(0, Ordering::Relaxed);
+        assert!(
+            seen,
+            "a later write returned before an earlier group was published"
+        );
+        assert!(db.get("slow-insert").unwrap().is_some());
+    }
+
+    /// A rotation (`Db::flush`) queued behind a pipelined group still
+    /// inserting waits for its insert before it seals the memtable. (With
+    /// `quiesce` left out of `rotate`, the flushed table misses
+    /// `slow-insert`, whose insert then lands in a memtable already
+    /// flushed and dropped: the write is lost.)
+    #[test]
+    fn a_rotation_waits_for_pipelined_inserts() {
+        let _serial = SLOW_TESTS.lock();
+        let db = open_mem();
+        let slow = slow_group_then(&db, |db| db.flush().unwrap());
+        slow.join().unwrap();
+        SLOW_INSERT_MS.store(0, Ordering::Relaxed);
+        db.flush().unwrap();
+        assert!(
+            db.get("slow-insert").unwrap().is_some(),
+            "a write inserted into a memtable the rotation had already sealed was lost"
+        );
+    }
+
     #[test]
     fn batches_applied_concurrently_are_all_in_the_memtable() {
         const THREADS: u64 = 4;

@@ -95,6 +95,20 @@ pub struct Options {
     /// published whole, after its last insert, and groups in sequence
     /// order.
     pub concurrent_memtable_writes: bool,
+    /// Whether write groups overlap (Pebble's commit pipeline; needs
+    /// `concurrent_memtable_writes`): a group leaves the commit queue as
+    /// soon as its sequence numbers are assigned and its WAL record is
+    /// framed, so the next group forms and frames while this one inserts
+    /// into the memtable. Groups still publish in sequence order: a read
+    /// never sees a write whose group before it is not fully inserted. A
+    /// lone writer (nobody queued, nothing still inserting) keeps the queue
+    /// and inserts as before. Off (the default), a group leaves the queue
+    /// only once published. Off by default because on the 2-core machine
+    /// the benchmarks run on, under load, it did not pay: 4 writers gave
+    /// about the same puts/s pipelined as not (docs/benchmarks.md,
+    /// issue 12); each write then waits for the groups before it to be
+    /// scheduled, which on two cores they often are not.
+    pub pipelined_commit: bool,
     /// Receives every engine event as it happens (see [`crate::events`]);
     /// the `EVENTS` log gets them either way.
     pub event_listener: Option<Arc<dyn EventListener>>,
@@ -122,6 +136,7 @@ impl Default for Options {
             wal_flush_interval: Duration::from_millis(1),
             slow_write_event: Duration::from_millis(10),
             concurrent_memtable_writes: true,
+            pipelined_commit: false,
             event_listener: None,
         }
     }
@@ -153,6 +168,7 @@ impl std::fmt::Debug for Options {
                 "concurrent_memtable_writes",
                 &self.concurrent_memtable_writes,
             )
+            .field("pipelined_commit", &self.pipelined_commit)
             .finish()
     }
 }
