@@ -1243,17 +1243,7 @@ mod tests {
         assert_eq!(adopted.global_seqno(), Some(42));
         assert_eq!(adopted.range_tombstones(), fresh.range_tombstones());
         assert_eq!(adopted.range_tombstones()[0].seq, 42);
-        let entries = |t: &Arc<Table>| {
-            let mut it = t.iter();
-            it.seek_to_first();
-            let mut out = Vec::new();
-            while it.valid() {
-                out.push((it.key().to_vec(), it.value().to_vec()));
-                it.next();
-            }
-            it.status().unwrap();
-            out
-        };
+        let entries = |t: &Arc<Table>| crate::iter::collect_all(&mut t.iter());
         let all = entries(&adopted);
         assert_eq!(all.len(), 500);
         assert_eq!(all, entries(&fresh));

@@ -42,3 +42,18 @@ pub trait InternalIterator {
     /// The first error this iterator met, if any.
     fn status(&self) -> Result<()>;
 }
+
+/// Every (internal key, value) of `it` from the first on, for tests that
+/// compare an iterator's contents; panics on the iterator's error.
+#[cfg(test)]
+pub(crate) fn collect_all(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    #[allow(clippy::unwrap_used)] // tests may unwrap
+    it.status().unwrap();
+    out
+}
