@@ -1,6 +1,12 @@
 //! Four writers and two readers at once: every reader must see a prefix of
 //! each writer's sequence of keys (no gaps, never going back), while
-//! memtables rotate and flush underneath.
+//! memtables rotate and flush underneath. Run with the commit pipeline
+//! both ways (`Options::pipelined_commit` off, the default, and on, where
+//! write groups insert at once and must publish in order). Two groups are
+//! rarely in flight at once here (a publish without waiting for the group
+//! before it passed three runs); the commit unit tests force that overlap
+//! (`a_pipelined_group_publishes_after_the_group_before_it`), this test
+//! covers the rest of the write path with the option on.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -19,9 +25,19 @@ fn key(w: usize, i: u64) -> Vec<u8> {
 
 #[test]
 fn readers_see_prefixes_of_every_writer() {
+    readers_see_prefixes(false);
+}
+
+#[test]
+fn readers_see_prefixes_of_every_writer_pipelined() {
+    readers_see_prefixes(true);
+}
+
+fn readers_see_prefixes(pipelined_commit: bool) {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let opts = Options {
         memtable_size: 64 << 10,
+        pipelined_commit,
         vfs: Some(vfs),
         sst: SstOptions {
             block_size: 1024,
