@@ -104,10 +104,11 @@ pub struct Options {
     /// lone writer (nobody queued, nothing still inserting) keeps the queue
     /// and inserts as before. Off (the default), a group leaves the queue
     /// only once published. Off by default because on the 2-core machine
-    /// the benchmarks run on, under load, it did not pay: 4 writers gave
-    /// about the same puts/s pipelined as not (docs/benchmarks.md,
-    /// issue 12); each write then waits for the groups before it to be
-    /// scheduled, which on two cores they often are not.
+    /// the benchmarks run on it did not pay: 4 writers gave 0.29-0.40x
+    /// the puts/s of the unpipelined path on the quiet machine (about the
+    /// same under load; docs/benchmarks.md, issue 12); each write then
+    /// waits for the groups before it to be scheduled, which on two cores
+    /// they often are not.
     pub pipelined_commit: bool,
     /// Receives every engine event as it happens (see [`crate::events`]);
     /// the `EVENTS` log gets them either way.
