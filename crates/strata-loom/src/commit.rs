@@ -766,7 +766,7 @@ mod tests {
         crate::explore_within(2, || run_all(&[1, 1, 1], false, false, true, Bug::None));
     }
 
-    /// The same with a reader, at bound 2 (about N interleavings).
+    /// The same with a reader, at bound 2.
     #[test]
     fn pipelined_groups_and_a_reader() {
         crate::explore_within(2, || run_all(&[1, 1, 1], true, false, true, Bug::None));
