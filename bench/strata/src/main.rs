@@ -31,6 +31,7 @@
 //! sync (Strata's default 1 ms WAL buffer, which the durability field
 //! states).
 
+mod put_trace;
 mod slow_sync;
 
 use anyhow::{bail, Context, Result};
@@ -798,14 +799,22 @@ fn w4(a: &Args) -> Result<()> {
     let total = Duration::from_secs_f64(a.seconds);
     let interval = Duration::from_secs_f64(1.0 / 20_000.0);
     let mut n = 0u32;
+    // `STRATA_BENCH_PUT_TRACE=1`: what each Put did beside its latency
+    // (stderr; see `put_trace`).
+    let mut trace = std::env::var_os("STRATA_BENCH_PUT_TRACE").map(|_| Vec::new());
     let result = (|| -> Result<()> {
         while start.elapsed() < total {
             let mut k = [0u8; 17];
             k[0] = 0x84;
             rng.fill(&mut k[1..]);
+            let before = trace.as_ref().map(|_| put_trace::Sample::now());
             let t = Instant::now();
             db.put(k, [b'v'; 100])?;
-            lat.push(t.elapsed().as_nanos() as f64 / 1e3);
+            let took = t.elapsed();
+            lat.push(took.as_nanos() as f64 / 1e3);
+            if let (Some(tr), Some(b)) = (trace.as_mut(), before) {
+                tr.push(put_trace::Sample::now().since(&b, took));
+            }
             n += 1;
             // Pace to 20,000 Puts/s against the schedule, not the last call.
             if let Some(wait) = (interval * n).checked_sub(start.elapsed()) {
@@ -832,6 +841,9 @@ fn w4(a: &Args) -> Result<()> {
             "  {}: {} waits, max {} µs, histogram {:?}",
             w.cause, w.count, w.max_micros, w.histogram
         );
+    }
+    if let Some(tr) = trace {
+        put_trace::report(tr);
     }
     let db = Arc::try_unwrap(db).map_err(|_| anyhow::anyhow!("database still shared"))?;
     db.close()?;

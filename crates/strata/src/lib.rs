@@ -95,6 +95,7 @@ pub mod wal;
 pub use db::{
     ingest::{IngestOptions, IngestResult},
     repair::RepairReport,
+    thread_write_waits,
     write_batch::{BatchIter, BatchOp},
     CompactionOptions, Db, DbIterator, KvPair, LevelMetrics, Metrics, Options, RawIterator,
     ReadOptions, Snapshot, StallMetrics, WriteBatch, WriteOptions, WriteWaitMetrics,

@@ -49,7 +49,7 @@ pub use iterator::{DbIterator, KvPair, RawIterator};
 pub use options::{CompactionOptions, Options, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;
 pub use write_batch::WriteBatch;
-pub use write_wait::WriteWaitMetrics;
+pub use write_wait::{thread_write_waits, WriteWaitMetrics};
 
 use crate::compaction::picker::{self, Running};
 use crate::error::{Error, Result};

@@ -7,11 +7,19 @@
 //! the leader's longest phase when that phase took at least half of it (it
 //! was stuck behind a rotation, say), else under `commit queue`.
 //!
+//! Each thread also keeps its own running totals per cause
+//! ([`thread_write_waits`]), so a caller can tell what one write of its
+//! own waited on by reading them before and after it (the benchmark
+//! driver's per-Put trace: which phase the slowest Puts spent their time
+//! in). Adding to them is a thread-local add per wait counted, no lock.
+//!
 //! Invariants: recording is lock-free (relaxed atomics: the figures are
 //! statistics, read without a consistent cut); a wait is counted once, under
-//! one cause; a wait of `slow` or longer is also logged as a
+//! one cause, in the database's histograms and in the totals of the thread
+//! that waited; a wait of `slow` or longer is also logged as a
 //! [`Event::WriteWait`](crate::events::Event::WriteWait) by the caller.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -68,6 +76,35 @@ impl WaitCause {
     }
 }
 
+thread_local! {
+    /// This thread's waits so far, in nanoseconds, per cause (`WaitCause as
+    /// usize`), over every database it wrote to.
+    static THREAD_WAITS: [Cell<u64>; 9] = const { [const { Cell::new(0) }; 9] };
+}
+
+/// The calling thread's foreground write waits so far, in nanoseconds per
+/// cause (the names of [`WriteWaitMetrics::cause`]), summed over every
+/// write it made to any database since it started. Read it before and
+/// after a write to see what that write waited on; time a write spent
+/// outside every counted phase (its own code, the allocator, being
+/// preempted between phases) is in none of them.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// let db = strata::Db::open_default(dir.path())?;
+/// let before = strata::thread_write_waits();
+/// db.put("k", "v")?;
+/// let after = strata::thread_write_waits();
+/// let insert = after.iter().zip(before.iter())
+///     .find(|((cause, _), _)| *cause == "memtable insert")
+///     .map(|((_, a), (_, b))| a - b);
+/// assert!(insert.is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn thread_write_waits() -> [(&'static str, u64); 9] {
+    THREAD_WAITS.with(|t| std::array::from_fn(|i| (WaitCause::ALL[i].name(), t[i].get())))
+}
+
 /// Buckets of the histogram: bucket `i` counts waits below `2^i` µs (and at
 /// least `2^(i-1)`); the last bucket takes everything longer.
 pub const BUCKETS: usize = 28;
@@ -100,6 +137,11 @@ impl WriteWaits {
         c.total_micros.fetch_add(us, Ordering::Relaxed);
         c.max_micros.fetch_max(us, Ordering::Relaxed);
         c.buckets[bucket(us)].fetch_add(1, Ordering::Relaxed);
+        let ns = d.as_nanos().min(u64::MAX as u128) as u64;
+        THREAD_WAITS.with(|t| {
+            let c = &t[cause as usize];
+            c.set(c.get().wrapping_add(ns));
+        });
     }
 
     /// The figures of every cause that was recorded at least once.
@@ -179,5 +221,31 @@ mod tests {
         assert_eq!(m[0].histogram, vec![(4, 1), (2048, 1)]);
         assert_eq!(m[1].cause, "wal write");
         assert_eq!(m[1].histogram, vec![(1, 1)]);
+    }
+
+    /// Each thread's totals hold its own waits only, under their cause.
+    #[test]
+    fn thread_totals_count_the_calling_threads_waits_by_cause() {
+        let w = std::sync::Arc::new(WriteWaits::default());
+        let get = |name: &str| {
+            thread_write_waits()
+                .iter()
+                .find(|(c, _)| *c == name)
+                .map(|&(_, n)| n)
+                .unwrap()
+        };
+        let rot0 = get("memtable rotation");
+        let ins0 = get("memtable insert");
+        w.record(WaitCause::Rotation, Duration::from_micros(3));
+        w.record(WaitCause::Rotation, Duration::from_nanos(500));
+        let other = std::sync::Arc::clone(&w);
+        std::thread::spawn(move || other.record(WaitCause::MemtableInsert, Duration::from_secs(1)))
+            .join()
+            .unwrap();
+        assert_eq!(get("memtable rotation") - rot0, 3_500);
+        assert_eq!(get("memtable insert") - ins0, 0, "another thread's wait");
+        let names: Vec<_> = thread_write_waits().iter().map(|(c, _)| *c).collect();
+        let all: Vec<_> = WaitCause::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, all);
     }
 }

@@ -1,0 +1,154 @@
+//! W4's opt-in per-Put trace (`STRATA_BENCH_PUT_TRACE=1`): what the
+//! slowest Puts did, to attribute the tail rather than guess at it.
+//!
+//! For every Put the driver reads, just before and just after the call
+//! (outside the timed span), the thread's resource usage
+//! (`getrusage(RUSAGE_THREAD)`: involuntary and voluntary context switches,
+//! minor and major page faults), the CPU it runs on, and Strata's
+//! per-thread write-wait totals (`strata::thread_write_waits`: nanoseconds
+//! per cause). The difference says, per Put: was it preempted (an
+//! involuntary switch), did it block (a voluntary one: a lock or a
+//! condition variable), did it fault pages in, did it move to another CPU,
+//! and which of the commit's phases took the time. `report` prints the
+//! slowest 0.01% (the Puts at and above p99.99) one per line, and a
+//! summary of the slowest 0.1%, on stderr. The reads cost about a
+//! microsecond per Put, outside what is timed.
+
+use std::time::Duration;
+
+/// One reading (before a Put), or the difference between two (a Put).
+#[derive(Clone, Copy)]
+pub struct Sample {
+    nivcsw: i64,
+    nvcsw: i64,
+    minflt: i64,
+    majflt: i64,
+    cpu: i32,
+    /// Nanoseconds per wait cause.
+    waits: [u64; 9],
+    /// The Put's latency (a difference only).
+    took: Duration,
+    /// Whether the CPU differed before and after (a difference only).
+    migrated: bool,
+}
+
+impl Sample {
+    /// The thread's figures now.
+    pub fn now() -> Sample {
+        // SAFETY: `getrusage` fills the zeroed struct it is given;
+        // `sched_getcpu` takes no arguments.
+        let (ru, cpu) = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+            (ru, libc::sched_getcpu())
+        };
+        Sample {
+            nivcsw: ru.ru_nivcsw,
+            nvcsw: ru.ru_nvcsw,
+            minflt: ru.ru_minflt,
+            majflt: ru.ru_majflt,
+            cpu,
+            waits: strata::thread_write_waits().map(|(_, n)| n),
+            took: Duration::ZERO,
+            migrated: false,
+        }
+    }
+
+    /// The Put between `before` and now (`self`), which took `took`.
+    pub fn since(&self, before: &Sample, took: Duration) -> Sample {
+        Sample {
+            nivcsw: self.nivcsw - before.nivcsw,
+            nvcsw: self.nvcsw - before.nvcsw,
+            minflt: self.minflt - before.minflt,
+            majflt: self.majflt - before.majflt,
+            cpu: self.cpu,
+            waits: std::array::from_fn(|i| self.waits[i].wrapping_sub(before.waits[i])),
+            took,
+            migrated: self.cpu != before.cpu,
+        }
+    }
+}
+
+fn micros(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// Prints the slowest 0.01% of `puts` one by one and a summary of the
+/// slowest 0.1%.
+pub fn report(mut puts: Vec<Sample>) {
+    if puts.is_empty() {
+        return;
+    }
+    let names = strata::thread_write_waits().map(|(c, _)| c);
+    puts.sort_by_key(|p| std::cmp::Reverse(p.took));
+    let top = puts.len().div_ceil(10_000);
+    eprintln!(
+        "put trace: the slowest {top} of {} Puts (µs; ivcsw/vcsw: involuntary/voluntary switches, flt: minor faults, mig: moved CPU; phases > 0.5 µs)",
+        puts.len()
+    );
+    for p in &puts[..top] {
+        let phases: Vec<String> = p
+            .waits
+            .iter()
+            .zip(names.iter())
+            .filter(|(&ns, _)| ns >= 500)
+            .map(|(&ns, name)| format!("{name} {:.1}", micros(ns)))
+            .collect();
+        let counted: u64 = p.waits.iter().sum();
+        let other = (p.took.as_nanos() as u64).saturating_sub(counted);
+        eprintln!(
+            "  {:>8.1}  cpu {} ivcsw {} vcsw {} flt {}{} mig {}  [{}] other {:.1}",
+            p.took.as_nanos() as f64 / 1e3,
+            p.cpu,
+            p.nivcsw,
+            p.nvcsw,
+            p.minflt,
+            if p.majflt > 0 {
+                format!(" majflt {}", p.majflt)
+            } else {
+                String::new()
+            },
+            u8::from(p.migrated),
+            phases.join(", "),
+            micros(other)
+        );
+    }
+    let band = &puts[..puts.len().div_ceil(1_000)];
+    let with = |f: &dyn Fn(&Sample) -> bool| band.iter().filter(|p| f(p)).count();
+    eprintln!(
+        "put trace: slowest 0.1% ({} Puts, from {:.1} µs): preempted {}, blocked {}, faulted {}, migrated {}",
+        band.len(),
+        band.last().map_or(0.0, |p| p.took.as_nanos() as f64 / 1e3),
+        with(&|p| p.nivcsw > 0),
+        with(&|p| p.nvcsw > 0),
+        with(&|p| p.minflt > 0),
+        with(&|p| p.migrated),
+    );
+    let on = |set: &[Sample], cpu: i32| set.iter().filter(|p| p.cpu == cpu).count();
+    eprintln!(
+        "put trace: on CPU 0/1: all Puts {}/{}, slowest 0.1% {}/{}",
+        on(&puts, 0),
+        on(&puts, 1),
+        on(band, 0),
+        on(band, 1)
+    );
+    let mut by_phase = [0usize; 10];
+    for p in band {
+        let counted: u64 = p.waits.iter().sum();
+        let other = (p.took.as_nanos() as u64).saturating_sub(counted);
+        let (i, &max) = p
+            .waits
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, &ns)| ns)
+            .unwrap_or((0, &0));
+        by_phase[if other > max { 9 } else { i }] += 1;
+    }
+    let parts: Vec<String> = by_phase
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(i, n)| format!("{} {n}", if i == 9 { "other" } else { names[i] }))
+        .collect();
+    eprintln!("put trace: their longest phase: {}", parts.join(", "));
+}
