@@ -1014,3 +1014,80 @@ fn the_first_bad_file_in_the_callers_order_is_reported() {
         .unwrap();
     assert_eq!(scan(&db).len(), before.len() + 20);
 }
+
+/// What the `EVENTS` log holds when a call returns: an ingestion's event
+/// and a rotation's are staged inside the commit slot and written once
+/// the slot is left, but always before the call that staged them returns
+/// (a tool reading the log after an ingestion must find it). (Planted:
+/// neither the commit, once it has left the slot, nor `Db::ingest` writing
+/// the staged lines fails the first check; the commit alone not writing
+/// them fails the last.)
+#[test]
+fn the_log_holds_an_ingestion_and_a_rotation_when_the_call_returns() {
+    use strata::events::{parse_events, Event};
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let db = Db::open(
+        &dir,
+        Options {
+            memtable_size: 64 << 10,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let logged = || {
+        parse_events(&std::fs::read(dir.join("EVENTS")).unwrap(), "EVENTS")
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| r.event)
+            .collect::<Vec<_>>()
+    };
+    db.put(b"m", b"1").unwrap();
+    // Disjoint from memory: placed in the tree at once.
+    let f = write_sst(&d.path().join("a.sst"), &[(b"a", b"x"), (b"b", b"y")]);
+    let r = db.ingest(&[f], &files_opts()).unwrap();
+    assert!(!r.flushable);
+    let ingested = |seq: u64| {
+        logged()
+            .iter()
+            .any(|e| matches!(e, Event::Ingest { sequence, .. } if *sequence == seq))
+    };
+    assert!(ingested(r.sequence), "no Ingest event: {:?}", logged());
+    // Over the memtable: the memtable is rotated in the slot, then queued.
+    let f = write_sst(&d.path().join("b.sst"), &[(b"m", b"2")]);
+    let r = db.ingest(&[f], &files_opts()).unwrap();
+    assert!(r.flushable);
+    // (Its `Ingest` event comes when the flush places it.)
+    let rotations = |why: &str| {
+        logged()
+            .iter()
+            .filter(|e| matches!(e, Event::MemtableRotated { reason, .. } if reason == why))
+            .count()
+    };
+    assert_eq!(rotations("ingest"), 1, "{:?}", logged());
+    // Puts that fill the memtable: the Put that rotates it returns with
+    // the rotation logged.
+    let led_rotations = || {
+        db.metrics()
+            .write_waits
+            .iter()
+            .find(|w| w.cause == "memtable rotation")
+            .map_or(0, |w| w.count)
+    };
+    let before = rotations("full");
+    let mut i = 0u32;
+    while rotations("full") == before {
+        let led = led_rotations();
+        db.put(format!("k{i:08}"), [7u8; 1000]).unwrap();
+        i += 1;
+        if led_rotations() > led {
+            assert!(
+                rotations("full") > before,
+                "a Put rotated the memtable and returned before its event was written"
+            );
+        }
+        assert!(i < 10_000, "no rotation");
+    }
+    db.close().unwrap();
+}

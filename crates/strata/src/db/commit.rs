@@ -206,6 +206,16 @@ const PARALLEL_MIN_ENTRIES: u64 = 2;
 /// CPU between looks) before it sleeps on its condition variable.
 const SPIN_ROUNDS: u32 = 64;
 
+/// How long a queued writer watches for its turn (yielding between
+/// looks) while an ingestion holds the commit slot, before it sleeps. An
+/// ingestion holds the slot 30-70 µs (placement, the MANIFEST record and
+/// the version framed in memory; no disk I/O), longer than `SPIN_ROUNDS`
+/// lasts, so the Put queued behind it used to sleep and pay a wake-up on
+/// top (W4 disjoint: its slowest Puts waited 55-87 µs for a 45 µs slot,
+/// docs/benchmarks.md, issue 12). Ingestions are rare (W4: five a second),
+/// so the extra watching costs little CPU.
+const INGEST_SPIN: Duration = Duration::from_micros(200);
+
 /// Rounds a pipelined group watches `visible_seq` (busy, `spin_loop`) for
 /// the groups before it to publish before it sleeps. Short: on two cores
 /// the group waited for is often not running (preempted by the waiter or
@@ -286,6 +296,9 @@ pub(crate) struct CommitPipeline {
     /// A WAL file created ahead of the next rotation by the WAL thread:
     /// `(file number, WAL)`.
     spare: Mutex<Option<(u64, Wal)>>,
+    /// Whether an ingestion holds the commit slot (queued writers watch
+    /// for their turn longer: `INGEST_SPIN`).
+    slot_ingesting: AtomicBool,
     /// Where a pipelined group (or a job quiescing the memtable) sleeps
     /// until an earlier group publishes; `publish_sleepers` counts them, so
     /// a publisher with nobody asleep takes no lock.
@@ -307,6 +320,7 @@ impl CommitPipeline {
             retired: Mutex::new(None),
             retired_pending: AtomicBool::new(false),
             spare: Mutex::new(None),
+            slot_ingesting: AtomicBool::new(false),
             publish_lock: Mutex::new(()),
             publish_cv: Condvar::new(),
             publish_sleepers: AtomicUsize::new(0),
@@ -544,12 +558,22 @@ impl CommitPipeline {
                 // sleep and a wake-up.
                 spun = true;
                 drop(q);
-                for _ in 0..SPIN_ROUNDS {
+                for round in 0.. {
                     let state = w.state.load(Ordering::Acquire);
                     if state != WAITING {
                         return self.follow(db, &w, state, since);
                     }
                     if w.turn.load(Ordering::Acquire) {
+                        break;
+                    }
+                    // Behind an ingestion (tens of microseconds in the
+                    // slot, no disk I/O) it keeps watching up to
+                    // `INGEST_SPIN`: a sleep there cost a wake-up on top
+                    // of the wait (see `INGEST_SPIN`).
+                    if round >= SPIN_ROUNDS
+                        && !(self.slot_ingesting.load(Ordering::Relaxed)
+                            && since.elapsed() < INGEST_SPIN)
+                    {
                         break;
                     }
                     std::thread::yield_now();
@@ -569,7 +593,12 @@ impl CommitPipeline {
                 self.rotate(db, &mut q, "flush", &mut phases),
                 vec![Arc::clone(&w)],
             ),
-            Some(Job::Ingest(j)) => (self.ingest(db, &mut q, j), vec![Arc::clone(&w)]),
+            Some(Job::Ingest(j)) => {
+                self.slot_ingesting.store(true, Ordering::Relaxed);
+                let r = self.ingest(db, &mut q, j);
+                self.slot_ingesting.store(false, Ordering::Relaxed);
+                (r, vec![Arc::clone(&w)])
+            }
             Some(Job::Batch(b)) => match self.lead(db, &mut q, &w, b, &mut phases) {
                 Led::Serial(r, group) => (r, group),
                 Led::Parallel(group) => {
@@ -589,7 +618,10 @@ impl CommitPipeline {
                         m.state.store(INSERT, Ordering::Release);
                     }
                     drop(q);
-                    return self.insert_group(db, &w, &group, 0, Some(&mut phases));
+                    let r = self.insert_group(db, &w, &group, 0, Some(&mut phases));
+                    // A rotation's event line, staged in the slot.
+                    db.events.write_staged();
+                    return r;
                 }
             },
             None => (
@@ -598,6 +630,10 @@ impl CommitPipeline {
             ),
         };
         self.release_slot(&mut q, &group, &w, &result, phases.slowest);
+        drop(q);
+        // Event lines staged in the slot (a rotation's), written now that
+        // the writers queued behind it can go on.
+        db.events.write_staged();
         result
     }
 
@@ -1181,6 +1217,7 @@ impl CommitPipeline {
                     placed.excised.as_ref(),
                     &placed.added,
                     false,
+                    true,
                 );
                 if placed.excised.is_some() {
                     // The tombstone file is in no version and no MANIFEST

@@ -192,6 +192,7 @@ fn place_ingested(
         placed.excised.as_ref(),
         &placed.added,
         true,
+        false,
     );
     let _ = imm;
     // Deletes the tombstone file if the range was cut: it was recorded only

@@ -378,6 +378,7 @@ impl DbInner {
         excised: Option<&excise::Excised>,
         added: &[(usize, crate::version::FileMeta)],
         flushable: bool,
+        in_slot: bool,
     ) {
         if excise.is_some() {
             let c = if excised.is_some() {
@@ -390,7 +391,7 @@ impl DbInner {
         let removed = excised
             .map(|x| events::tables(x.removed.iter().map(|(l, f)| (*l, f.as_ref()))))
             .unwrap_or_default();
-        self.events.record(crate::events::Event::Ingest {
+        let event = crate::events::Event::Ingest {
             sequence: seq,
             flushable: Some(flushable),
             excise: excise.map(|(a, b)| crate::events::KeyRange {
@@ -399,7 +400,14 @@ impl DbInner {
             }),
             added: events::tables(added.iter().map(|(l, f)| (*l, f))),
             removed,
-        });
+        };
+        // In the commit slot only staged: the caller writes it once it has
+        // left the slot (`events::EventLog::stage`).
+        if in_slot {
+            self.events.stage(event);
+        } else {
+            self.events.record(event);
+        }
     }
 
     pub fn bg_error(&self) -> Option<Error> {
@@ -437,9 +445,11 @@ impl DbInner {
         }
     }
 
-    /// Logs a memtable joining the immutable queue.
+    /// Logs a memtable joining the immutable queue. Called in the commit
+    /// slot, so the line is only staged: whoever holds the slot writes it
+    /// once it has left (`events::EventLog::write_staged`).
     pub fn memtable_rotated(&self, memtable: u64, wal: u64, reason: &str) {
-        self.events.record(crate::events::Event::MemtableRotated {
+        self.events.stage(crate::events::Event::MemtableRotated {
             memtable,
             wal,
             reason: reason.to_string(),
@@ -686,6 +696,11 @@ impl Db {
                 self.inner
                     .commit
                     .commit(&self.inner, Job::Ingest(job), false)?;
+                // The ingestion's event line, staged in the commit slot: the
+                // slot holder wrote it on leaving, unless a stalled leader
+                // ran this ingestion ahead of itself (and is still in the
+                // slot).
+                self.inner.events.write_staged();
                 let outcome = slot.lock().take();
                 let r = match outcome {
                     Some(commit::IngestOutcome::Done(r)) => r,
