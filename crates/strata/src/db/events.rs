@@ -301,13 +301,16 @@ impl EventLog {
             return;
         }
         let mut g = self.writer.lock();
-        self.staged.store(false, Ordering::Release);
         if let Some(w) = g.as_mut() {
             if w.write_pending().is_err() {
                 // As for a failed append: no file for the rest of the session.
                 *g = None;
             }
         }
+        // Cleared only once written: a caller that sees it clear finds its
+        // staged line already in the file, not still being written by
+        // another thread.
+        self.staged.store(false, Ordering::Release);
     }
 
     fn add(&self, event: Event, staged: bool) {
