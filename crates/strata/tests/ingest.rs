@@ -1091,3 +1091,164 @@ fn the_log_holds_an_ingestion_and_a_rotation_when_the_call_returns() {
     }
     db.close().unwrap();
 }
+
+/// Ingestion options for files this process wrote (`strata import`'s).
+fn trusted_opts() -> IngestOptions {
+    IngestOptions {
+        verify_checksums: false,
+        trust_own_files: true,
+        ..files_opts()
+    }
+}
+
+/// The data block offsets of a table, in file order.
+fn data_blocks(path: &Path) -> Vec<u64> {
+    let t = strata::sstable::Table::open_in(
+        &strata::vfs::OsVfs,
+        path,
+        strata::sstable::TableOptions::default(),
+    )
+    .unwrap();
+    let mut offsets: Vec<u64> = Vec::new();
+    t.verify_with(true, &mut |_, off| {
+        if offsets.last() != Some(&off) {
+            offsets.push(off);
+        }
+        Ok(())
+    })
+    .unwrap();
+    offsets
+}
+
+fn flip_byte(path: &Path, at: u64) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[at as usize] ^= 0x55;
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// `trust_own_files` reads a file Strata wrote for ingestion for its
+/// bounds only (its first and last blocks, checksummed), ingesting the
+/// same keys at the same level as the full walk; a damaged block it does
+/// not read is reported by the first read of it (corruption, never wrong
+/// data); any other file gets the full walk, which still refuses a user
+/// key twice.
+#[test]
+fn trusted_own_files_are_checked_by_their_bounds() {
+    let d = tempfile::tempdir().unwrap();
+    let keys: Vec<(Vec<u8>, Vec<u8>)> = (0..2000)
+        .map(|i| {
+            (
+                format!("k{i:06}").into_bytes(),
+                format!("value {i}").into_bytes(),
+            )
+        })
+        .collect();
+    let kvs: Vec<(&[u8], &[u8])> = keys.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    let own = |name: &str| write_sst(&d.path().join(name), &kvs);
+    let untouched = |db: &Db| {
+        assert_eq!(
+            scan(db),
+            vec![(b"a".to_vec(), b"x".to_vec())],
+            "nothing changed"
+        );
+    };
+
+    // Same keys, same placement as the full walk.
+    let full = Db::open(d.path().join("full"), opts()).unwrap();
+    full.put(b"a", b"x").unwrap();
+    let want = full.ingest(&[own("f.sst")], &files_opts()).unwrap();
+    let db = Db::open(d.path().join("db"), opts()).unwrap();
+    db.put(b"a", b"x").unwrap();
+    let got = db.ingest(&[own("t.sst")], &trusted_opts()).unwrap();
+    assert_eq!(got.levels, want.levels);
+    assert_eq!(scan(&db), scan(&full));
+    // The bounds are right: a file overlapping only the last key overlaps.
+    let last = keys.last().unwrap().0.clone();
+    let over = write_sst(&d.path().join("o.sst"), &[(&last, b"again")]);
+    let e = db.ingest(&[own("o2.sst"), over], &trusted_opts());
+    assert!(e.unwrap_err().to_string().contains("overlap"));
+
+    // A damaged first or last block is refused before anything changes.
+    let db2 = Db::open(d.path().join("db2"), opts()).unwrap();
+    db2.put(b"a", b"x").unwrap();
+    for which in ["first", "last"] {
+        let p = own(&format!("bad-{which}.sst"));
+        let blocks = data_blocks(&p);
+        assert!(blocks.len() > 4, "{} blocks", blocks.len());
+        let at = if which == "first" {
+            blocks[0]
+        } else {
+            *blocks.last().unwrap()
+        };
+        flip_byte(&p, at + 3);
+        let e = db2.ingest(&[p], &trusted_opts()).unwrap_err();
+        assert!(e.to_string().contains("checksum"), "{which}: {e}");
+        untouched(&db2);
+    }
+
+    // A damaged middle block is not read by the check; the first read of
+    // it reports the corruption rather than wrong data.
+    let p = own("bad-middle.sst");
+    let blocks = data_blocks(&p);
+    flip_byte(&p, blocks[blocks.len() / 2] + 3);
+    db2.ingest(&[p], &trusted_opts()).unwrap();
+    let mut it = db2.raw_iter(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    while it.valid() {
+        it.next();
+    }
+    let e = it.status().unwrap_err();
+    assert!(e.to_string().contains("checksum"), "{e}");
+
+    // The check reads nothing between the first and last blocks (which
+    // is why it is only for a process's own files): a middle block
+    // rewritten out of order, with its checksum recomputed, passes it, and
+    // the full walk refuses the same file.
+    let raw_kvs = |name: &str| {
+        let p = d.path().join(name);
+        let o = SstOptions {
+            compression: strata::CompressionType::None,
+            ..SstOptions::for_ingestion()
+        };
+        let mut w = SstWriter::create(&p, o).unwrap();
+        for (k, v) in &kvs {
+            w.put(k, v).unwrap();
+        }
+        w.finish().unwrap();
+        let blocks = data_blocks(&p);
+        let (at, next) = (blocks[blocks.len() / 2], blocks[blocks.len() / 2 + 1]);
+        let mut bytes = std::fs::read(&p).unwrap();
+        let body = (at as usize)..(next as usize - 5);
+        // The block's first key, whole at a restart point after three
+        // one-byte varints: `k...` becomes `>...`, before the previous key.
+        assert_eq!(bytes[body.start + 3], b'k');
+        bytes[body.start + 3] = b'>';
+        let sum = strata::util::checksum::block_checksum(
+            strata::ChecksumType::Crc32c,
+            &bytes[body.clone()],
+            bytes[body.end],
+        );
+        bytes[body.end + 1..body.end + 5].copy_from_slice(&sum.to_le_bytes());
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let db4 = Db::open(d.path().join("db4"), opts()).unwrap();
+    let e = db4.ingest(&[raw_kvs("r1.sst")], &files_opts()).unwrap_err();
+    assert!(e.to_string().contains("out of order"), "{e}");
+    db4.ingest(&[raw_kvs("r2.sst")], &trusted_opts()).unwrap();
+
+    // Not written for ingestion (no external-file properties): the full
+    // walk, which refuses a user key twice at sequence number 0.
+    let db3 = Db::open(d.path().join("db3"), opts()).unwrap();
+    db3.put(b"a", b"x").unwrap();
+    let p = d.path().join("twice.sst");
+    let mut w = SstWriter::create(&p, SstOptions::default()).unwrap();
+    w.add_entry(b"t", 0, strata::key::ValueKind::Value, b"v")
+        .unwrap();
+    w.add_entry(b"t", 0, strata::key::ValueKind::Deletion, b"")
+        .unwrap();
+    w.finish().unwrap();
+    let e = db3.ingest(&[p], &trusted_opts()).unwrap_err();
+    assert!(e.to_string().contains("appears twice"), "{e}");
+    untouched(&db3);
+}

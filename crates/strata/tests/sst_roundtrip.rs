@@ -383,3 +383,94 @@ fn empty_table_is_valid() {
     assert_eq!(t.get(b"x", 10).unwrap(), None);
     t.verify().unwrap();
 }
+
+/// A table of `n` 100-byte values, random bytes (which never shrink) where
+/// `random(i)` holds and otherwise one repeated letter (which shrinks 10x
+/// and more), 1 KiB blocks; returns the entries and the table's count of
+/// raw data blocks and of compressed ones.
+fn mixed_table(
+    vfs: &MemVfs,
+    name: &str,
+    compression: CompressionType,
+    n: usize,
+    random: impl Fn(usize) -> bool,
+) -> (Vec<Entry>, u64, u64) {
+    let mut rng = StdRng::seed_from_u64(7);
+    let entries: Vec<Entry> = (0..n)
+        .map(|i| {
+            let v: Vec<u8> = if random(i) {
+                (0..100).map(|_| rng.gen()).collect()
+            } else {
+                vec![b'a' + (i % 26) as u8; 100]
+            };
+            let k = make_internal_key(format!("k{i:08}").as_bytes(), 0, ValueKind::Value);
+            (k, v)
+        })
+        .collect();
+    let path = Path::new("/mixed").join(name);
+    let opts = SstOptions {
+        block_size: 1024,
+        compression,
+        ..SstOptions::for_ingestion()
+    };
+    write_table(vfs, &path, &entries, opts);
+    let t = Table::open_in(vfs, &path, TableOptions::default()).unwrap();
+    assert_eq!(collect_forward(&t), entries, "{name}");
+    let stats = t.verify().unwrap();
+    let count = |kind| {
+        stats
+            .blocks_by_compression
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, n)| *n)
+    };
+    (entries, count(CompressionType::None), count(compression))
+}
+
+/// The writer stops trying to compress data that does not shrink
+/// (`compression::AdaptiveSkip`), but compressible data is still stored
+/// compressed: every block of it, or after an incompressible stretch all
+/// but the few blocks before the next probe.
+#[test]
+fn adaptive_compression_still_compresses_compressible_data() {
+    let vfs = MemVfs::new();
+    for compression in [
+        CompressionType::Snappy,
+        CompressionType::Lz4,
+        CompressionType::Zstd,
+    ] {
+        // About 9 entries a block.
+        let (_, raw, compressed) = mixed_table(&vfs, "all", compression, 4000, |_| false);
+        assert_eq!(raw, 0, "{compression:?}: compressible blocks stored raw");
+        assert!(compressed > 20, "{compression:?}");
+        let (_, raw, compressed) = mixed_table(&vfs, "none", compression, 2000, |_| true);
+        assert_eq!(compressed, 0, "{compression:?}: random bytes compressed");
+        assert!(raw > 100, "{compression:?}: {raw} blocks");
+        // 1,800 random entries, then 1,800 compressible ones (about 200
+        // blocks each): after the next probe, every block of them is
+        // compressed again.
+        let (_, raw, compressed) = mixed_table(&vfs, "then", compression, 3600, |i| i < 1800);
+        let (_, raw_random, _) = mixed_table(&vfs, "head", compression, 1800, |_| true);
+        assert!(
+            raw <= raw_random + u64::from(strata::sstable::PROBE_EVERY),
+            "{compression:?}: {raw} raw blocks, {raw_random} for the random part alone"
+        );
+        assert!(
+            compressed >= 150,
+            "{compression:?}: {compressed} compressed"
+        );
+        // Random stretches of about 5 blocks (fewer than SKIP_AFTER)
+        // between compressible ones of about 4: every block is still
+        // tried, so at least the 3 wholly compressible blocks of each of
+        // the 50 compressible stretches are stored compressed.
+        const { assert!(strata::sstable::SKIP_AFTER > 6) };
+        let (_, raw, compressed) = mixed_table(&vfs, "alternating", compression, 4000, |i| {
+            (i / 40) % 2 == 0
+        });
+        assert!(raw >= 150, "{compression:?}: {raw} raw blocks");
+        assert!(
+            compressed >= 150,
+            "{compression:?}: {compressed} compressed"
+        );
+    }
+}

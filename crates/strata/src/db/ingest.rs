@@ -5,9 +5,10 @@
 //!    file number, then sync the directory on the calling thread while a
 //!    helper thread walks every block (checksums, every key at sequence
 //!    number 0, no key twice, the bounds; `prepare` has the order and why
-//!    it is crash safe), check the files do not overlap each other, and
-//!    unlink them again if any is refused; all through the database's
-//!    `Vfs`. Strata never writes into an ingested file: its global
+//!    it is crash safe; with `IngestOptions::trust_own_files`, a file
+//!    Strata's writer made for ingestion is read for its bounds only),
+//!    check the files do not overlap each other, and unlink them again if
+//!    any is refused; all through the database's `Vfs`. Strata never writes into an ingested file: its global
 //!    sequence number lives in the MANIFEST.
 //!
 //! **The database owns what it ingests.** No path outside the directory
@@ -139,6 +140,22 @@ pub struct IngestOptions {
     /// checksums (as RocksDB's default does), for files this process just
     /// wrote itself.
     pub verify_checksums: bool,
+    /// Check files that Strata's [`SstWriter`](crate::SstWriter) wrote for
+    /// ingestion (`SstOptions::for_ingestion`: the external-file version
+    /// and `strata.seqno.*` properties saying sequence number 0 only) as
+    /// RocksDB's ingestion checks every file by default: the footer, index
+    /// and properties (read when the file is opened) and the first and
+    /// last key (the bounds), not every key. For files this process wrote
+    /// and finished itself, which nothing else has written since (`strata
+    /// import`'s own): that writer refuses a key out of order, a user key
+    /// twice and a sequence number other than 0 as each is added, which is
+    /// what the walk over every key would check again. A block damaged
+    /// after the writer finished is still reported when it is read (every
+    /// read checks its block's checksum), but after the ingestion rather
+    /// than by it. Files without those properties (RocksDB's, or Strata's
+    /// not written for ingestion) get the full walk, and so does every file
+    /// when `verify_checksums` asks for every block. Default false.
+    pub trust_own_files: bool,
     /// Ingest and excise: atomically delete every key in `[start, end)` that
     /// the database held before this ingestion (the ingested files' own keys
     /// stay). Files inside the range leave the version and files reaching
@@ -156,6 +173,7 @@ impl Default for IngestOptions {
             small_file_bytes: 32 << 10,
             allow_overlap_with_memtable: true,
             verify_checksums: true,
+            trust_own_files: false,
             excise: None,
         }
     }
@@ -274,9 +292,74 @@ fn open_to_ingest(vfs: &dyn Vfs, path: &Path) -> Result<Arc<Table>> {
     Ok(t)
 }
 
+/// How much of each file an ingestion reads before linking it.
+#[derive(Clone, Copy, Debug)]
+struct Check {
+    /// Every block's checksum too (`IngestOptions::verify_checksums`).
+    checksums: bool,
+    /// Only the bounds of files Strata wrote for ingestion, unless
+    /// `checksums` (`IngestOptions::trust_own_files`, [`own_file_bounds`]).
+    trust_own: bool,
+}
+
+impl Check {
+    fn of(opts: &IngestOptions) -> Check {
+        Check {
+            checksums: opts.verify_checksums,
+            trust_own: opts.trust_own_files,
+        }
+    }
+}
+
 /// Checks every block of an opened file to ingest; returns its bounds.
-fn walk(t: &Arc<Table>, path: &Path, verify: bool) -> Result<Bounds> {
+fn walk(t: &Arc<Table>, path: &Path, verify: Check) -> Result<Bounds> {
     walk_watched(t, path, verify, None)
+}
+
+/// True if `t` is a file Strata's `SstWriter` wrote for ingestion: the
+/// external-file version it writes with `SstOptions::external` and the
+/// `strata.seqno.*` range it writes for every file, at 0 and 0. Such a
+/// writer refused, as each key was added, a key out of order, a user key
+/// twice and a sequence number other than 0 (`sstable::writer`).
+fn written_for_ingestion_by_strata(t: &Table) -> bool {
+    let p = t.properties();
+    p.external_version.is_some() && p.smallest_seqno == Some(0) && p.largest_seqno == Some(0)
+}
+
+/// The bounds of a file Strata wrote for ingestion
+/// (`IngestOptions::trust_own_files`): its first and last point key (two
+/// block reads, each checksummed) and its range tombstones (read at
+/// open), instead of a walk over every key. The two keys are still
+/// checked for sequence number 0.
+fn own_file_bounds(t: &Arc<Table>, path: &Path) -> Result<Bounds> {
+    let name = path.display().to_string();
+    let mut it = t.iter();
+    let mut user_key_at = |first: bool| -> Result<Option<Vec<u8>>> {
+        if first {
+            it.seek_to_first();
+        } else {
+            it.seek_to_last();
+        }
+        if !it.valid() {
+            it.status()?;
+            return Ok(None);
+        }
+        let pk = ParsedKey::parse(it.key())
+            .ok_or_else(|| Error::corruption(&name, 0, "key shorter than its trailer"))?;
+        if pk.seq != 0 {
+            return Err(Error::invalid(format!(
+                "{name}: key {} has sequence number {} (files to ingest hold sequence 0 only)",
+                crate::util::hex::escape(pk.user_key),
+                pk.seq
+            )));
+        }
+        Ok(Some(pk.user_key.to_vec()))
+    };
+    let first = user_key_at(true)?;
+    let last = user_key_at(false)?;
+    let range = first.zip(last);
+    bounds(range, t.range_tombstones())
+        .ok_or_else(|| Error::invalid(format!("{name}: file holds no entries")))
 }
 
 /// [`walk`], counting each key walked in `watch.1` and giving up
@@ -285,9 +368,13 @@ fn walk(t: &Arc<Table>, path: &Path, verify: bool) -> Result<Bounds> {
 fn walk_watched(
     t: &Arc<Table>,
     path: &Path,
-    verify: bool,
+    check: Check,
     watch: Option<(&AtomicBool, &AtomicU64)>,
 ) -> Result<Bounds> {
+    if check.trust_own && !check.checksums && written_for_ingestion_by_strata(t) {
+        return own_file_bounds(t, path);
+    }
+    let verify = check.checksums;
     let name = path.display().to_string();
     // One walk over the data blocks does every check: checksums (unless
     // `verify` is off), key order, the entry count against the properties
@@ -352,7 +439,7 @@ fn cores() -> usize {
 /// 0.12-0.2 s on one core at the end of the import, about a tenth of its
 /// time, with the other core idle). Errors are reported for the first
 /// failing file in `paths`' order (see [`walk_beside`]).
-fn walk_all(tables: &[Arc<Table>], paths: &[PathBuf], verify: bool) -> Result<Vec<Bounds>> {
+fn walk_all(tables: &[Arc<Table>], paths: &[PathBuf], verify: Check) -> Result<Vec<Bounds>> {
     let workers = walkers(tables.len());
     if workers <= 1 {
         return tables
@@ -389,7 +476,7 @@ fn in_callers_order(
 struct SharedWalk {
     tables: Vec<Arc<Table>>,
     paths: Vec<PathBuf>,
-    verify: bool,
+    verify: Check,
     next: AtomicUsize,
     results: parking_lot::Mutex<Vec<Option<Result<Bounds>>>>,
     /// Notified as each result is stored.
@@ -549,7 +636,7 @@ impl Helper {
 fn walk_beside<R>(
     tables: &[Arc<Table>],
     paths: &[PathBuf],
-    verify: bool,
+    verify: Check,
     beside: impl FnOnce() -> R,
 ) -> (Result<Vec<Bounds>>, R) {
     let shared = Arc::new(SharedWalk {
@@ -687,7 +774,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
         .map(|t| t.properties().raw_key_size + t.properties().raw_value_size)
         .sum();
     if total < opts.small_file_bytes {
-        let walked = walk_all(&tables, paths, opts.verify_checksums)?;
+        let walked = walk_all(&tables, paths, Check::of(opts))?;
         check_disjoint(paths, &walked)?;
         let mut all = WriteBatch::new();
         // The excise first: its sequence number is below every put's.
@@ -736,13 +823,12 @@ fn link_and_check(
         same_inode.push(moved);
     }
     let walked = if opts.excise.is_some() {
-        let walked = walk_all(&tables, paths, opts.verify_checksums)?;
+        let walked = walk_all(&tables, paths, Check::of(opts))?;
         check_disjoint(paths, &walked)?;
         walked
     } else {
-        let (walked, synced) = walk_beside(&tables, paths, opts.verify_checksums, || {
-            vfs.sync_dir(&db.dir)
-        });
+        let (walked, synced) =
+            walk_beside(&tables, paths, Check::of(opts), || vfs.sync_dir(&db.dir));
         // A bad file's error first: it says what to fix.
         let walked = walked?;
         check_disjoint(paths, &walked)?;
@@ -1174,7 +1260,10 @@ mod tests {
         let shared = SharedWalk {
             tables,
             paths: paths.clone(),
-            verify: true,
+            verify: Check {
+                checksums: true,
+                trust_own: false,
+            },
             // Both files taken by a helper that never runs.
             next: AtomicUsize::new(2),
             results: parking_lot::Mutex::new(vec![None, None]),
@@ -1224,7 +1313,11 @@ mod tests {
         w.finish().unwrap();
         let vfs = crate::vfs::OsVfs;
         let checked = open_to_ingest(&vfs, &p).unwrap();
-        walk(&checked, &p, true).unwrap();
+        let full = Check {
+            checksums: true,
+            trust_own: false,
+        };
+        walk(&checked, &p, full).unwrap();
         let cache = Arc::new(crate::cache::BlockCache::new(1 << 20));
         let adopted = checked
             .with_global_seqno("db/000007.sst".into(), Some(Arc::clone(&cache)), 42)

@@ -17,7 +17,7 @@ mod read_window;
 mod sst_reader;
 mod writer;
 
-pub use compression::CompressionType;
+pub use compression::{CompressionType, PROBE_EVERY, SKIP_AFTER};
 pub use prefix::{CappedPrefix, FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
 pub use sst_reader::SstReader;

@@ -164,6 +164,9 @@ pub struct SstWriter {
     scratch: Vec<u8>,
     /// Reused for every block (`compression::Compressor`).
     compressor: compression::Compressor,
+    /// Whether to try compressing the next data block
+    /// (`compression::AdaptiveSkip`).
+    skip: compression::AdaptiveSkip,
     // Counters that become properties.
     num_entries: u64,
     num_deletions: u64,
@@ -205,6 +208,7 @@ impl SstWriter {
             tombstones: Vec::new(),
             scratch: Vec::new(),
             compressor: compression::Compressor::default(),
+            skip: compression::AdaptiveSkip::default(),
             num_entries: 0,
             num_deletions: 0,
             num_merges: 0,
@@ -407,7 +411,19 @@ impl SstWriter {
             return Ok(());
         }
         let mut block = std::mem::replace(&mut self.data_block, BlockBuilder::new(1));
-        let h = self.write_block(block.finish(), self.opts.compression)?;
+        // Data that has not been worth compressing for a while is stored
+        // raw untried, except for a probe now and then
+        // (`compression::AdaptiveSkip`). The stored bytes of a block that
+        // is tried and does not shrink are the same as of one not tried.
+        let compression = match self.opts.compression {
+            CompressionType::None => CompressionType::None,
+            c if self.skip.should_try() => c,
+            _ => CompressionType::None,
+        };
+        let (h, stored) = self.write_block_as(block.finish(), compression)?;
+        if compression != CompressionType::None {
+            self.skip.record(stored != CompressionType::None);
+        }
         block.reset();
         self.data_block = block;
         self.pending = Some(h);
@@ -417,6 +433,16 @@ impl SstWriter {
 
     /// Writes a block and its trailer, compressing it if that pays.
     fn write_block(&mut self, raw: &[u8], compression: CompressionType) -> Result<BlockHandle> {
+        Ok(self.write_block_as(raw, compression)?.0)
+    }
+
+    /// [`write_block`](Self::write_block), also returning the type the
+    /// block was stored as (`None` if compressing it did not pay).
+    fn write_block_as(
+        &mut self,
+        raw: &[u8],
+        compression: CompressionType,
+    ) -> Result<(BlockHandle, CompressionType)> {
         let compressed = match compression {
             CompressionType::None => None,
             _ => self
@@ -436,7 +462,7 @@ impl SstWriter {
         self.file.append(body)?;
         self.file.append(&trailer)?;
         self.offset += (body.len() + BLOCK_TRAILER_SIZE) as u64;
-        Ok(handle)
+        Ok((handle, kind))
     }
 
     /// Writes the remaining blocks and the footer, syncs, and closes the file.
