@@ -375,7 +375,11 @@ const W5_MEMORY: usize = 36 << 20;
 /// (`CompactionOptions::l0_sublevels = false`: whole-overlap L0 picking,
 /// unsplit flushes); `sliced`: sublevels with Lbase sliced every 2 MiB
 /// (`CompactionOptions::lbase_split_bytes`: cut points inside Lbase files
-/// and L0 -> Lbase picks bounded with their Lbase bytes); `floor`:
+/// and L0 -> Lbase picks bounded with their Lbase bytes; the default
+/// `sublevels` slices at a size scaled to the data,
+/// `CompactionOptions::lbase_slices`); `unsliced`: sublevels with Lbase cut
+/// at its file boundaries only (`lbase_slices` 0, the default before
+/// 2026-11-23, for A/B runs); `floor`:
 /// sublevels with no automatic compaction and
 /// no L0 slowdown or stop, so load+settle is the import's own time, a
 /// lower bound on any variant's (the W5 time target compares sublevels
@@ -387,13 +391,14 @@ fn w5(a: &Args) -> Result<()> {
         "sublevels" => &|_| {},
         "classic" => &|o| o.compaction.l0_sublevels = false,
         "sliced" => &|o| o.compaction.lbase_split_bytes = 2 << 20,
+        "unsliced" => &|o| o.compaction.lbase_slices = 0,
         "floor" => &|o| {
             o.compaction.l0_compaction_threshold = usize::MAX / 2;
             o.l0_slowdown_sublevels = usize::MAX / 2;
             o.l0_stop_sublevels = usize::MAX / 2;
             o.slowdown_debt_bytes = u64::MAX;
         },
-        v => bail!("w5 variant must be sublevels, sliced, classic or floor, not {v:?}"),
+        v => bail!("w5 variant must be sublevels, sliced, unsliced, classic or floor, not {v:?}"),
     };
     let figures = import_run(a, strata_import::Mode::Direct, W5_MEMORY, tweak, true)?;
     emit(a, variant, figures);

@@ -12,7 +12,8 @@
 //!   reads back its last value (against a model). Without the inner cut
 //!   points, the units after the first land in L0 as files spanning the
 //!   whole first unit, and the first L0 -> Lbase compaction takes several
-//!   units at once.
+//!   units at once. Run with a fixed slice size and with the default,
+//!   slices scaled to Lbase (`CompactionOptions::lbase_slices`).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -28,10 +29,16 @@ use strata::{CompactionOptions, Db, IngestOptions, Options};
 const SPLIT: u64 = 16 << 10;
 
 fn opts(listener: Option<Arc<dyn EventListener>>) -> Options {
+    opts_with(SPLIT, listener)
+}
+
+/// `opts` with `lbase_split_bytes` = `split` (0: the default slices, scaled
+/// to Lbase).
+fn opts_with(split: u64, listener: Option<Arc<dyn EventListener>>) -> Options {
     Options {
         compaction: CompactionOptions {
-            lbase_split_bytes: SPLIT,
-            target_file_size: 1 << 20,
+            lbase_split_bytes: split,
+            target_file_size: if split == 0 { 256 << 10 } else { 1 << 20 },
             // Lbase stays L6: the data never reaches 10x this.
             base_level_bytes: 64 << 20,
             ..CompactionOptions::default()
@@ -187,11 +194,23 @@ impl EventListener for L0Compactions {
 
 #[test]
 fn a_load_of_overlapping_units_keeps_every_l0_compaction_small() {
+    load_of_overlapping_units(SPLIT);
+}
+
+/// The same with the default options but the file size: Lbase is sliced at
+/// a size scaled to it (`CompactionOptions::lbase_slices`), a 32nd of
+/// Lbase but at least 32 KiB here (a 32nd of the 1 MiB target file size).
+#[test]
+fn a_load_of_overlapping_units_with_scaled_slices_keeps_every_l0_compaction_small() {
+    load_of_overlapping_units(0);
+}
+
+fn load_of_overlapping_units(split: u64) {
     let d = tempfile::tempdir().unwrap();
     let watch = Arc::new(L0Compactions::default());
     let db = Db::open(
         d.path().join("db"),
-        opts(Some(Arc::clone(&watch) as Arc<dyn EventListener>)),
+        opts_with(split, Some(Arc::clone(&watch) as Arc<dyn EventListener>)),
     )
     .unwrap();
     let mut rng = StdRng::seed_from_u64(15);

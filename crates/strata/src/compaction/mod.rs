@@ -5,3 +5,6 @@
 pub mod iter;
 pub mod lbase_cuts;
 pub mod picker;
+
+#[cfg(test)]
+mod lbase_cuts_data;

@@ -18,6 +18,7 @@
 //! takes, and never writes a key range of a level that a running compaction
 //! is also writing.
 
+use super::lbase_cuts;
 use crate::version::sublevels::L0Sublevels;
 use crate::version::{FileMeta, Version, NUM_LEVELS};
 use std::collections::HashSet;
@@ -68,13 +69,28 @@ pub struct CompactionOptions {
     /// stack of L0 rewrites a slice of this size, not a whole
     /// `target_file_size` file (see `compaction::lbase_cuts`); L0 -> Lbase
     /// picks are then bounded with their Lbase bytes (a quarter of Lbase,
-    /// `picker::l0_base_max_bytes`). 0 (the default) turns slicing off:
-    /// cuts only at the files' boundaries, and picks bounded by their L0
-    /// bytes alone. Off by default because it costs time: in W5 at 10
-    /// warehouses 2 MiB slices took the largest L0 -> Lbase compaction
-    /// from 40% of the data to 6-8%, but load+settle up by 24-50% (about
-    /// 8x the compactions and 5x the L0 files; docs/benchmarks.md).
+    /// `picker::l0_base_max_bytes`). 0 (the default): the size is scaled
+    /// to the data instead (`lbase_slices`). A fixed small size costs time
+    /// on a large load: in W5 at 10 warehouses 2 MiB slices took the
+    /// largest L0 -> Lbase compaction from 40% of the data to 6-8%, but
+    /// load+settle up by 24-50% (about 8x the compactions and 5x the L0
+    /// files; docs/benchmarks.md).
     pub lbase_split_bytes: u64,
+    /// With `l0_sublevels` and `lbase_split_bytes` 0: slice Lbase as
+    /// `lbase_split_bytes` does, at a size scaled to the data: the tree's
+    /// bytes over this many, rounded down to a power of two, at least a
+    /// 32nd of `target_file_size` (`compaction::lbase_cuts::split_bytes`).
+    /// While Lbase is the bottom level it is cut into this many to twice
+    /// as many slices however large the load, so an L0 -> Lbase compaction
+    /// is a small share of the data without the per-file costs of a fixed
+    /// small slice on a large load; above the bottom, Lbase's files are
+    /// small against the data and are seldom cut. 0 (with
+    /// `lbase_split_bytes` 0) turns slicing off: cuts at Lbase's file
+    /// boundaries only, and L0 -> Lbase picks bounded by their L0 bytes
+    /// alone. Default 32: in W5 at 10 warehouses the largest L0 -> Lbase
+    /// compaction fell from 33% of the data to 5-7% (docs/benchmarks.md,
+    /// 2026-11-23, session 24).
+    pub lbase_slices: u64,
 }
 
 impl Default for CompactionOptions {
@@ -89,6 +105,7 @@ impl Default for CompactionOptions {
             flush_split_bytes: 4 << 20,
             intra_l0_min_files: 4,
             lbase_split_bytes: 0,
+            lbase_slices: 32,
         }
     }
 }
@@ -130,6 +147,11 @@ pub struct Compaction {
     pub largest: Vec<u8>,
     /// No level below the output holds data in the range.
     pub bottommost: bool,
+    /// For an L0 -> Lbase compaction picked from sublevels (or a manual
+    /// one out of L0 with sublevels on): the slice size Lbase was cut at
+    /// when picked (`lbase_cuts::split_bytes`), at whose cut points of the
+    /// replaced Lbase files the outputs are cut; 0 otherwise.
+    pub lbase_split: u64,
     /// The score that chose this compaction (no reader yet; kept for the
     /// compaction's event record).
     #[allow(dead_code)]
@@ -347,6 +369,7 @@ fn build(
         start_level: start,
         output_level: output,
         bottommost: l0_clear && is_bottommost(v, output, &lo, &hi),
+        lbase_split: 0,
         inputs,
         output_inputs,
         grandparents,
@@ -396,9 +419,11 @@ fn pick_l0(
                     .iter()
                     .any(|f| running.files.contains(&f.number))
         };
-        // With Lbase slicing off (`lbase_split_bytes` 0), L0 picks are
-        // bounded by their L0 bytes alone, as before slicing existed.
-        let sliced = o.lbase_split_bytes > 0;
+        // With Lbase slicing off (`lbase_split_bytes` and `lbase_slices`
+        // 0), L0 picks are bounded by their L0 bytes alone, as before
+        // slicing existed.
+        let split = lbase_cuts::split_bytes_of(v, o);
+        let sliced = split > 0;
         let lbase_bytes = |lo: &[u8], hi: &[u8]| -> u64 {
             if sliced {
                 v.overlapping(base, lo, hi).iter().map(|f| f.size).sum()
@@ -407,12 +432,13 @@ fn pick_l0(
             }
         };
         let max = if sliced {
-            l0_base_max_bytes(v, t, o)
+            l0_base_max_bytes(v, t, o, split)
         } else {
             o.max_compaction_bytes
         };
         if let Some(p) = sub.pick_base_compaction(max, &conflict, &lbase_bytes) {
-            if let Some(c) = build(v, Reason::L0ToBase, 0, base, p.files, running, score) {
+            if let Some(mut c) = build(v, Reason::L0ToBase, 0, base, p.files, running, score) {
+                c.lbase_split = split;
                 return Some(c);
             }
         }
@@ -454,8 +480,9 @@ fn pick_l0(
 }
 
 /// The most an L0 -> Lbase compaction picked from sublevels should read,
-/// its Lbase files included, when Lbase is sliced (`lbase_split_bytes` >
-/// 0): a quarter of Lbase, but at least four slices and at most
+/// its Lbase files included, when Lbase is sliced at `split` bytes
+/// (`lbase_cuts::split_bytes` > 0): a quarter of Lbase, but at least four
+/// slices and at most
 /// `max_compaction_bytes`. The point of sublevels is that L0 drains into
 /// Lbase a slice at a time instead of rewriting the level; a bound
 /// relative to Lbase keeps each compaction a small share of the data
@@ -465,9 +492,9 @@ fn pick_l0(
 /// gave write amplification 4.6-4.8 and a largest compaction of 5.8% of
 /// the data, an eighth 4.4 and 5.2-5.8%, a quarter 4.3 and 8.6%, no bound
 /// 4.2 and 10.3% (docs/benchmarks.md).
-pub fn l0_base_max_bytes(v: &Version, t: &LevelTargets, o: &CompactionOptions) -> u64 {
+pub fn l0_base_max_bytes(v: &Version, t: &LevelTargets, o: &CompactionOptions, split: u64) -> u64 {
     (v.level_bytes(t.base_level) / 4)
-        .max(o.lbase_split_bytes.saturating_mul(4))
+        .max(split.saturating_mul(4))
         .min(o.max_compaction_bytes)
 }
 
@@ -530,5 +557,9 @@ pub fn manual(
             inputs = more;
         }
     }
-    build(v, Reason::Manual, level, output, inputs, running, 0.0)
+    let mut c = build(v, Reason::Manual, level, output, inputs, running, 0.0)?;
+    if level == 0 && o.l0_sublevels {
+        c.lbase_split = lbase_cuts::split_bytes_of(v, o);
+    }
+    Some(c)
 }

@@ -281,7 +281,7 @@ fn write_outputs(db: &DbInner, c: &Compaction, job: u64) -> Result<Vec<crate::ve
         split_keys: if c.output_level == 0 {
             super::flush::l0_split_keys(db, &db.super_version().version)
         } else if c.start_level == 0 && db.opts.compaction.l0_sublevels {
-            super::ingest::lbase_cut_keys(db, &c.output_inputs)
+            super::ingest::lbase_cut_keys(db, &c.output_inputs, c.lbase_split)
         } else {
             Vec::new()
         },

@@ -1025,24 +1025,22 @@ pub(crate) fn split_keys(db: &DbInner, v: &Version) -> Vec<Vec<u8>> {
         return Vec::new();
     }
     let base = crate::compaction::picker::level_targets(v, o).base_level;
-    lbase_cut_keys(db, v.files(base))
+    let split = crate::compaction::lbase_cuts::split_bytes_of(v, o);
+    lbase_cut_keys(db, v.files(base), split)
 }
 
-/// `compaction::lbase_cuts::cut_keys` of `files` with the database's
-/// `lbase_split_bytes`, reading inner points from the files' index blocks
+/// `compaction::lbase_cuts::cut_keys` of `files` (Lbase's, or some of
+/// them) at slices of `split` bytes (`lbase_cuts::split_bytes`), reading
+/// inner points from the files' index blocks
 /// (a file that cannot be opened gives none: the keys are a hint, and the
 /// error surfaces on the paths that must read the file).
-pub(crate) fn lbase_cut_keys(db: &DbInner, files: &[Arc<FileMeta>]) -> Vec<Vec<u8>> {
-    crate::compaction::lbase_cuts::cut_keys(
-        files,
-        db.opts.compaction.lbase_split_bytes,
-        &|f, parts| {
-            db.table_cache
-                .get(f)
-                .map(|t| t.cut_keys(parts))
-                .unwrap_or_default()
-        },
-    )
+pub(crate) fn lbase_cut_keys(db: &DbInner, files: &[Arc<FileMeta>], split: u64) -> Vec<Vec<u8>> {
+    crate::compaction::lbase_cuts::cut_keys(files, split, &|f, parts| {
+        db.table_cache
+            .get(f)
+            .map(|t| t.cut_keys(parts))
+            .unwrap_or_default()
+    })
 }
 
 /// Whether an excise of `[a, b)` with these files must bring its

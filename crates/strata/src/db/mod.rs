@@ -971,10 +971,10 @@ impl Db {
 
     /// Keys at which a bulk loader should cut the SST files it is about to
     /// ingest, in increasing order: where the level that L0 compacts into
-    /// (Lbase) is cut into files, and, when
-    /// `CompactionOptions::lbase_split_bytes` is set (it is 0 by default),
-    /// points inside Lbase files of at least twice that size that slice
-    /// them about that fine. A file cut at these keys overlaps at most one such
+    /// (Lbase) is cut into files, and points inside Lbase files of at least
+    /// twice the slice size that slice them about that fine (the slice size
+    /// is `CompactionOptions::lbase_split_bytes` when set, else a 32nd of
+    /// the data by default, `CompactionOptions::lbase_slices`). A file cut at these keys overlaps at most one such
     /// slice of Lbase, so when it overlaps existing data and lands in L0,
     /// the compaction that moves it down rewrites one slice rather than
     /// the whole level (CockroachDB's imports got the same effect from
