@@ -36,7 +36,6 @@
 //!   ingestion's 40-45 µs in the slot, docs/benchmarks.md, issue 12).
 //!   Staged events go to the file before any later line, and before the
 //!   call that staged them returns to its caller.
-//!   Lines are written whole (a staged run of them with one append).
 
 use crate::events::{
     parse_segment_name, segment_name, Event, EventListener, EventRecord, TableInfo, EVENTS_FILE,
@@ -172,9 +171,14 @@ impl Writer {
 
     fn append(&mut self, line: &str) -> crate::Result<()> {
         self.write_pending()?;
-        self.file.append(line.as_bytes())?;
+        self.write_bytes(line.as_bytes())
+    }
+
+    /// Hands whole lines to the file with one append.
+    fn write_bytes(&mut self, lines: &[u8]) -> crate::Result<()> {
+        self.file.append(lines)?;
         self.file.flush()?;
-        self.written += line.len() as u64;
+        self.written += lines.len() as u64;
         Ok(())
     }
 
@@ -188,10 +192,7 @@ impl Writer {
             lines.push_str(&r.to_json());
             lines.push('\n');
         }
-        self.file.append(lines.as_bytes())?;
-        self.file.flush()?;
-        self.written += lines.len() as u64;
-        Ok(())
+        self.write_bytes(lines.as_bytes())
     }
 
     /// Closes this segment and continues in a new one that opens with the
