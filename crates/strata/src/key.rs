@@ -95,7 +95,9 @@ pub fn user_key(ikey: &[u8]) -> &[u8] {
     &ikey[..ikey.len().saturating_sub(8)]
 }
 
-fn trailer(ikey: &[u8]) -> u64 {
+/// The 8-byte trailer of an internal key (sequence number << 8 | kind); 0
+/// for a key too short to have one.
+pub fn trailer(ikey: &[u8]) -> u64 {
     if ikey.len() < 8 {
         return 0;
     }

@@ -57,6 +57,12 @@ impl Block {
         })
     }
 
+    /// The block's bytes, given back (a walk reuses the buffer for its
+    /// next block).
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// The block's bytes.
     pub fn data(&self) -> &[u8] {
         &self.data
@@ -142,6 +148,11 @@ impl BlockIter {
             handle_buf: Vec::new(),
             err: None,
         }
+    }
+
+    /// The block this iterator reads, given back.
+    pub fn into_block(self) -> Arc<Block> {
+        self.block
     }
 
     pub fn valid(&self) -> bool {

@@ -242,43 +242,57 @@ fn check_size(what: &str, n: usize) -> Result<usize, String> {
 /// Decompresses one block. Errors are plain messages; the caller adds the
 /// file and offset.
 pub fn decompress(kind: CompressionType, data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    decompress_into(kind, data, &mut out)?;
+    Ok(out)
+}
+
+/// [`decompress`] into `out` (cleared first), so that a walk over many
+/// blocks (the ingestion check) reuses one buffer instead of allocating
+/// one per block. A stored (`None`) block is copied.
+pub fn decompress_into(
+    kind: CompressionType,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    out.clear();
     match kind {
-        CompressionType::None => Ok(data.to_vec()),
+        CompressionType::None => out.extend_from_slice(data),
         CompressionType::Snappy => {
             let n = snap::raw::decompress_len(data).map_err(|e| format!("snappy: {e}"))?;
             let n = check_size("snappy", n)?;
-            let mut out = vec![0u8; n];
+            out.resize(n, 0);
             snap::raw::Decoder::new()
-                .decompress(data, &mut out)
+                .decompress(data, out)
                 .map_err(|e| format!("snappy: {e}"))?;
-            Ok(out)
         }
         CompressionType::Lz4 | CompressionType::Lz4hc => {
             let (n, used) = get_varint32(data).ok_or_else(|| "lz4: bad size prefix".to_string())?;
             let n = check_size("lz4", n as usize)?;
-            let mut out = vec![0u8; n];
-            let got = lz4_flex::block::decompress_into(&data[used..], &mut out)
+            out.resize(n, 0);
+            let got = lz4_flex::block::decompress_into(&data[used..], out)
                 .map_err(|e| format!("lz4: {e}"))?;
             if got != n {
                 return Err(format!("lz4: expected {n} bytes, got {got}"));
             }
-            Ok(out)
         }
         CompressionType::Zstd => {
             let (n, used) =
                 get_varint32(data).ok_or_else(|| "zstd: bad size prefix".to_string())?;
             let n = check_size("zstd", n as usize)?;
-            let out = zstd::bulk::decompress(&data[used..], n).map_err(|e| format!("zstd: {e}"))?;
+            *out = zstd::bulk::decompress(&data[used..], n).map_err(|e| format!("zstd: {e}"))?;
             if out.len() != n {
                 return Err(format!("zstd: expected {n} bytes, got {}", out.len()));
             }
-            Ok(out)
         }
-        other => Err(format!(
-            "compression type {} is not supported",
-            other.rocksdb_name()
-        )),
+        other => {
+            return Err(format!(
+                "compression type {} is not supported",
+                other.rocksdb_name()
+            ))
+        }
     }
+    Ok(())
 }
 
 #[cfg(test)]

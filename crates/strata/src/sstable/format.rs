@@ -381,33 +381,7 @@ pub fn read_block(
     let n = handle.size as usize;
     let mut buf = vec![0u8; n + BLOCK_TRAILER_SIZE];
     file.read_exact_at(&mut buf, handle.offset)?;
-    let kind_byte = buf[n];
-    if verify && checksum.kind != ChecksumType::None {
-        // Format_version >= 6: the stored value has the block's context
-        // modifier added; it is taken off before comparing (as RocksDB
-        // does, so the message shows the plain checksum).
-        let stored = decode_fixed32(&buf[n + 1..])
-            .wrapping_sub(context_modifier(checksum.base_context, handle.offset));
-        let actual = block_checksum(checksum.kind, &buf[..n], kind_byte);
-        if stored != actual {
-            return Err(Error::corruption(
-                name,
-                handle.offset,
-                format!(
-                    "block checksum mismatch ({}: stored {stored:#010x}{}, computed {actual:#010x}, block size {n})",
-                    checksum.kind.name(),
-                    if checksum.base_context != 0 { " with its context removed" } else { "" },
-                ),
-            ));
-        }
-    }
-    let compression = CompressionType::from_u8(kind_byte).ok_or_else(|| {
-        Error::corruption(
-            name,
-            handle.offset + n as u64,
-            format!("unknown compression type {kind_byte} in block trailer"),
-        )
-    })?;
+    let compression = check_trailer(name, handle, &buf, checksum, verify)?;
     let data = if compression == CompressionType::None {
         buf.truncate(n);
         buf
@@ -418,6 +392,65 @@ pub fn read_block(
         data,
         compression,
         stored_size: n,
+    })
+}
+
+/// [`read_block`]'s checks and decompression of a block already in memory
+/// (`raw`: the block and its trailer, as read at `handle`), into `out`
+/// (cleared first; reused across blocks by a walk, `read_window`). The
+/// same errors as `read_block`; the caller has checked the bounds.
+pub fn decode_block_into(
+    name: &str,
+    handle: BlockHandle,
+    raw: &[u8],
+    checksum: BlockChecksum,
+    verify: bool,
+    out: &mut Vec<u8>,
+) -> Result<CompressionType> {
+    let compression = check_trailer(name, handle, raw, checksum, verify)?;
+    let n = handle.size as usize;
+    super::compression::decompress_into(compression, &raw[..n], out)
+        .map_err(|m| Error::corruption(name, handle.offset, m))?;
+    Ok(compression)
+}
+
+/// A block's trailer checked: the checksum (if `verify`) over the block
+/// and its type byte, and the compression type, which it returns. `raw`
+/// holds `handle.size` bytes and the trailer.
+fn check_trailer(
+    name: &str,
+    handle: BlockHandle,
+    raw: &[u8],
+    checksum: BlockChecksum,
+    verify: bool,
+) -> Result<CompressionType> {
+    let n = handle.size as usize;
+    let kind_byte = raw[n];
+    if verify && checksum.kind != ChecksumType::None {
+        // Format_version >= 6: the stored value has the block's context
+        // modifier added; it is taken off before comparing (as RocksDB
+        // does, so the message shows the plain checksum).
+        let stored = decode_fixed32(&raw[n + 1..])
+            .wrapping_sub(context_modifier(checksum.base_context, handle.offset));
+        let actual = block_checksum(checksum.kind, &raw[..n], kind_byte);
+        if stored != actual {
+            return Err(Error::corruption(
+                name,
+                handle.offset,
+                format!(
+                "block checksum mismatch ({}: stored {stored:#010x}{}, computed {actual:#010x}, block size {n})",
+                checksum.kind.name(),
+                if checksum.base_context != 0 { " with its context removed" } else { "" },
+            ),
+            ));
+        }
+    }
+    CompressionType::from_u8(kind_byte).ok_or_else(|| {
+        Error::corruption(
+            name,
+            handle.offset + n as u64,
+            format!("unknown compression type {kind_byte} in block trailer"),
+        )
     })
 }
 

@@ -8,14 +8,23 @@
 //! [`WINDOW_BYTES`] from the first block it has not got, then hands out
 //! the blocks inside it.
 //!
-//! Invariants: every block still goes through `format::read_block` (bounds
+//! `block_into` decodes a block straight from the window into the
+//! caller's reused buffer (`format::decode_block_into`: the same checks),
+//! without copying the stored block out first; a window made
+//! `with_fill_end` (one piece of a walk split between threads) reads no
+//! further than its last block.
+//!
+//! Invariants: every block still goes through `format::read_block`'s checks (bounds
 //! against the table's data limit, checksum, compression type,
 //! decompression), reading from the window as if from the file, so errors
 //! name the same file and offsets as a direct read would; the window never
 //! reads past `limit`; a block larger than the window gets a window of its
 //! own size.
 
-use super::format::{read_block, BlockChecksum, BlockContents, BlockHandle, BLOCK_TRAILER_SIZE};
+use super::compression::CompressionType;
+use super::format::{
+    decode_block_into, read_block, BlockChecksum, BlockContents, BlockHandle, BLOCK_TRAILER_SIZE,
+};
 use crate::error::{Error, Result};
 use crate::vfs::RandomAccessFile;
 
@@ -30,6 +39,10 @@ pub struct ReadWindow<'a> {
     limit: u64,
     /// Bytes read at once (at least a whole block).
     size: usize,
+    /// A refill reads no further than this (the end of the last block the
+    /// caller will ask for, when it walks part of a file), unless the
+    /// block asked for reaches past it.
+    fill_end: u64,
     /// File offset of `buf[0]`.
     start: u64,
     buf: Vec<u8>,
@@ -46,9 +59,73 @@ impl<'a> ReadWindow<'a> {
             file,
             limit,
             size,
+            fill_end: limit,
             start: 0,
             buf: Vec::new(),
         }
+    }
+
+    /// A window over the blocks before `fill_end` only (a piece of a
+    /// walk): refills stop there instead of reading a whole window past
+    /// the blocks the caller will ask for. Bounds are still checked
+    /// against `limit`.
+    pub fn with_fill_end(
+        file: &'a dyn RandomAccessFile,
+        limit: u64,
+        fill_end: u64,
+    ) -> ReadWindow<'a> {
+        ReadWindow {
+            fill_end: fill_end.min(limit),
+            ..ReadWindow::new(file, limit)
+        }
+    }
+
+    /// Makes `[handle.offset, end)` (inside `limit`) part of the window.
+    fn fill(&mut self, handle: BlockHandle, end: u64) -> Result<()> {
+        let have = self.start + self.buf.len() as u64;
+        if handle.offset < self.start || end > have {
+            let to = (handle.offset + self.size as u64)
+                .min(self.fill_end)
+                .max(end)
+                .min(self.limit);
+            let len = (to - handle.offset) as usize;
+            self.buf.resize(len, 0);
+            self.start = handle.offset;
+            if let Err(e) = self.file.read_exact_at(&mut self.buf, handle.offset) {
+                self.buf.clear();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`block`](Self::block) decoded into `out` (cleared first, and
+    /// reused by the caller across blocks) straight from the window: no
+    /// copy of the stored block, no allocation per block once `out` is
+    /// large enough. Returns the block's compression type and stored size;
+    /// the same checks and errors as `read_block`.
+    pub fn block_into(
+        &mut self,
+        handle: BlockHandle,
+        checksum: BlockChecksum,
+        verify: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(CompressionType, usize)> {
+        let end = handle
+            .offset
+            .checked_add(handle.size)
+            .and_then(|e| e.checked_add(BLOCK_TRAILER_SIZE as u64));
+        let Some(end) = end.filter(|&e| e <= self.limit) else {
+            // Out of bounds: `read_block` reports it (from the file itself).
+            let c = read_block(self.file, handle, checksum, verify, self.limit)?;
+            *out = c.data;
+            return Ok((c.compression, c.stored_size));
+        };
+        self.fill(handle, end)?;
+        let from = (handle.offset - self.start) as usize;
+        let raw = &self.buf[from..from + (end - handle.offset) as usize];
+        let kind = decode_block_into(self.file.name(), handle, raw, checksum, verify, out)?;
+        Ok((kind, handle.size as usize))
     }
 
     /// `read_block` of `handle`, from the window (refilled if the block is
@@ -67,17 +144,7 @@ impl<'a> ReadWindow<'a> {
             // Out of bounds: `read_block` reports it (from the file itself).
             return read_block(self.file, handle, checksum, verify, self.limit);
         };
-        let have = self.start + self.buf.len() as u64;
-        if handle.offset < self.start || end > have {
-            let len = (end - handle.offset).max(self.size as u64);
-            let len = len.min(self.limit - handle.offset) as usize;
-            self.buf.resize(len, 0);
-            self.start = handle.offset;
-            if let Err(e) = self.file.read_exact_at(&mut self.buf, handle.offset) {
-                self.buf.clear();
-                return Err(e);
-            }
-        }
+        self.fill(handle, end)?;
         read_block(self, handle, checksum, verify, self.limit)
     }
 }
@@ -197,6 +264,53 @@ mod tests {
                 assert!(own <= handles.len(), "window {size}: {own} reads");
             }
         }
+    }
+
+    /// `block_into` (decoded straight from the window into a reused
+    /// buffer), over windows that stop at a piece's end or not, hands out
+    /// what `read_block` reads, with the same errors; a window stopping at
+    /// `fill_end` reads no further than that (unless a block asked for
+    /// reaches past it).
+    #[test]
+    fn block_into_decodes_what_read_block_reads() {
+        let (mut file, handles) = blocks(30);
+        let limit = file.len();
+        let end_of = |h: &BlockHandle| h.offset + h.size + BLOCK_TRAILER_SIZE as u64;
+        for (from, to) in [(0, 30), (0, 10), (10, 20), (29, 30)] {
+            let run = &handles[from..to];
+            let fill_end = end_of(&run[run.len() - 1]);
+            let mut w = ReadWindow::with_fill_end(&file, limit, fill_end);
+            let mut out = Vec::new();
+            for &h in run {
+                let (kind, stored) = w.block_into(h, CRC, true, &mut out).unwrap();
+                let want = read_block(&file, h, CRC, true, limit).unwrap();
+                assert_eq!(out, want.data, "run {from}..{to}, block at {}", h.offset);
+                assert_eq!((kind, stored), (want.compression, want.stored_size));
+                assert!(w.start + w.buf.len() as u64 <= fill_end.max(end_of(&h)));
+            }
+        }
+        let h = handles[7];
+        file.0[h.offset as usize + 1] ^= 1;
+        let mut w = ReadWindow::new(&file, limit);
+        let mut out = Vec::new();
+        let got = w
+            .block_into(h, CRC, true, &mut out)
+            .map(|_| ())
+            .unwrap_err();
+        let want = err(read_block(&file, h, CRC, true, limit));
+        assert_eq!(got.to_string(), want);
+        let past = BlockHandle {
+            offset: limit - 3,
+            size: 10,
+        };
+        let got = w
+            .block_into(past, CRC, true, &mut out)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            got.to_string(),
+            err(read_block(&file, past, CRC, true, limit))
+        );
     }
 
     /// A damaged block, or a handle past the data limit, is the same error

@@ -604,6 +604,100 @@ impl Table {
         Ok(b)
     }
 
+    /// The data blocks' handles, in file order: the index block's entries
+    /// (a walk split into pieces, `db::ingest`, takes them in ranges).
+    pub fn data_handles(&self) -> Result<Vec<BlockHandle>> {
+        let mut out = Vec::new();
+        let mut idx = self.index_iter();
+        idx.seek_to_first();
+        while idx.valid() {
+            out.push(idx.handle().ok_or_else(|| {
+                Error::corruption(
+                    &self.name,
+                    self.footer.index.offset,
+                    "index entry is not a block handle",
+                )
+            })?);
+            idx.next();
+        }
+        if let Some(e) = idx.error() {
+            return Err(Error::corruption(
+                &self.name,
+                self.footer.index.offset,
+                format!("index block: {e}"),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Reads the data blocks `handles` (a run of [`data_handles`]) in
+    /// order through one read window, each block's checksum compared
+    /// unless `checksums` is off, and hands every entry's key (at least
+    /// the 8-byte trailer long, else corruption) to `each` with its
+    /// block's offset; `on_block` runs before each block. Returns the
+    /// number of entries. Key order is the caller's to check (the
+    /// ingestion's walk compares user keys once per entry:
+    /// `db::ingest::walk_piece`); the buffers (window, decompressed block)
+    /// are reused from block to block.
+    ///
+    /// [`data_handles`]: Self::data_handles
+    pub fn walk_blocks(
+        &self,
+        handles: &[BlockHandle],
+        checksums: bool,
+        on_block: &mut dyn FnMut() -> Result<()>,
+        each: &mut dyn FnMut(&[u8], u64) -> Result<()>,
+    ) -> Result<u64> {
+        let Some(last) = handles.last() else {
+            return Ok(0);
+        };
+        let fill_end = last
+            .offset
+            .saturating_add(last.size)
+            .saturating_add(super::format::BLOCK_TRAILER_SIZE as u64);
+        let mut window = super::read_window::ReadWindow::with_fill_end(
+            self.file.as_ref(),
+            self.data_limit,
+            fill_end,
+        );
+        let checksum = self.footer.block_checksum();
+        let mut buf = Vec::new();
+        let mut entries = 0u64;
+        for &h in handles {
+            on_block()?;
+            window.block_into(h, checksum, checksums, &mut buf)?;
+            let b = Block::new(std::mem::take(&mut buf))
+                .map_err(|m| Error::corruption(&self.name, h.offset, format!("data block: {m}")))?;
+            let mut it = BlockIter::new(Arc::new(b), self.data_mode);
+            it.seek_to_first();
+            while it.valid() {
+                if it.key().len() < 8 {
+                    return Err(Error::corruption(
+                        &self.name,
+                        h.offset,
+                        "key shorter than its trailer",
+                    ));
+                }
+                each(it.key(), h.offset)?;
+                entries += 1;
+                it.next();
+            }
+            if let Some(e) = it.error() {
+                return Err(Error::corruption(
+                    &self.name,
+                    h.offset,
+                    format!("data block: {e}"),
+                ));
+            }
+            // The block's buffer back for the next one (the iterator was
+            // its only holder).
+            if let Ok(b) = Arc::try_unwrap(it.into_block()) {
+                buf = b.into_data();
+            }
+        }
+        Ok(entries)
+    }
+
     /// Reads every block with checksum verification and checks that keys
     /// increase and that the entry count matches the properties.
     pub fn verify(self: &Arc<Self>) -> Result<BlockStats> {
