@@ -733,6 +733,9 @@ fn w3(a: &Args) -> Result<()> {
     let db = open(&a.dir)?;
     let scratch = scratch_dir(a)?;
     let mut lat = Vec::new();
+    // `STRATA_BENCH_INGEST_TRACE=1`: each call's time on stderr, to see
+    // which round a p99 or maximum comes from.
+    let trace = std::env::var_os("STRATA_BENCH_INGEST_TRACE").is_some();
     for r in 0..a.rounds {
         for k in 0..10_000 {
             db.put(w3key(k), [b'v'; 100])?;
@@ -744,6 +747,9 @@ fn w3(a: &Args) -> Result<()> {
         let t = Instant::now();
         db.ingest(&[&path], &IngestOptions::default())?;
         lat.push(t.elapsed().as_secs_f64() * 1e3);
+        if trace {
+            eprintln!("w3 round {r}: ingest {:.3} ms", lat[lat.len() - 1]);
+        }
     }
     db.close()?;
     let _ = std::fs::remove_dir_all(&scratch);
