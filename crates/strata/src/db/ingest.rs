@@ -4,7 +4,9 @@
 //!    (`move_files`) or copy it into the database directory under a new
 //!    file number, then sync the directory on the calling thread while a
 //!    helper thread walks every block (checksums, every key at sequence
-//!    number 0, no key twice, the bounds; `prepare` has the order and why
+//!    number 0, no key twice, the bounds), the calling thread taking a
+//!    share of the blocks once its fsync returns (`SharedWalk`: runs of
+//!    blocks, their seams checked after; `prepare` has the order and why
 //!    it is crash safe; with `IngestOptions::trust_own_files`, a file
 //!    Strata's writer made for ingestion is read for its bounds only),
 //!    check the files do not overlap each other, and unlink them again if
@@ -412,7 +414,7 @@ impl Plan {
                     .step_by(per)
                     .map(|from| Piece {
                         file,
-                        blocks: from..(from + per).min(h.len()),
+                        blocks: from..from.saturating_add(per).min(h.len()),
                     })
                     .collect()
             }
