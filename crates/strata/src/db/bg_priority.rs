@@ -67,6 +67,7 @@ mod imp {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
     use super::*;
 
     fn nice_of_this_thread() -> i32 {
