@@ -125,6 +125,9 @@ fn open_with(dir: &Path, tweak: impl FnOnce(&mut Options)) -> Result<Db> {
     if let Some(latency) = slow_sync::latency() {
         opts.vfs = Some(Arc::new(slow_sync::SlowSync { latency }));
     }
+    if let Some(n) = background_nice() {
+        opts.background_nice = n;
+    }
     tweak(&mut opts);
     Ok(Db::open(dir, opts)?)
 }
@@ -173,6 +176,15 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// `STRATA_BENCH_BACKGROUND_NICE=N`: `Options::background_nice` for A/B
+/// runs of one binary (unset: the engine's default).
+fn background_nice() -> Option<u8> {
+    std::env::var("STRATA_BENCH_BACKGROUND_NICE")
+        .ok()?
+        .parse()
+        .ok()
+}
+
 fn emit(a: &Args, variant: &str, figures: Value) {
     let line = json!({
         "engine": "strata",
@@ -190,6 +202,9 @@ fn emit(a: &Args, variant: &str, figures: Value) {
     if let Some(l) = slow_sync::latency() {
         // Not a real disk's figure: say so in the results.
         line["modelled_fsync_us"] = json!(l.as_micros() as u64);
+    }
+    if let Some(n) = background_nice() {
+        line["options"]["background_nice"] = json!(n);
     }
     println!("{line}");
 }

@@ -22,6 +22,7 @@ pub mod filenames;
 pub mod options;
 pub mod write_batch;
 
+mod bg_priority;
 mod commit;
 mod compact;
 pub(crate) mod events;

@@ -16,6 +16,7 @@
 //! MANIFEST record explains, is corruption and fails the open, because data
 //! after the damage was acknowledged.
 
+use super::bg_priority;
 use super::commit::{apply, CommitPipeline};
 use super::compact::compaction_loop;
 use super::events::{open_event, EventLog};
@@ -303,14 +304,20 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     let bg = Arc::clone(&inner);
     let t = std::thread::Builder::new()
         .name("strata-flush".into())
-        .spawn(move || flush_loop(bg))
+        .spawn(move || {
+            bg_priority::lower_current_thread(bg.opts.background_nice);
+            flush_loop(bg)
+        })
         .map_err(|e| Error::io("spawning the flush thread", e))?;
     let mut threads = vec![t];
     for i in 0..inner.opts.max_background_compactions.max(1) {
         let bg = Arc::clone(&inner);
         let t = std::thread::Builder::new()
             .name(format!("strata-compact-{i}"))
-            .spawn(move || compaction_loop(bg))
+            .spawn(move || {
+                bg_priority::lower_current_thread(bg.opts.background_nice);
+                compaction_loop(bg)
+            })
             .map_err(|e| Error::io("spawning a compaction thread", e))?;
         threads.push(t);
     }

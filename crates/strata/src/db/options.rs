@@ -110,6 +110,33 @@ pub struct Options {
     /// waits for the groups before it to be scheduled, which on two cores
     /// they often are not.
     pub pipelined_commit: bool,
+    /// How much lower than the thread that opens the database the flush
+    /// and compaction threads run: their nice value is the opener's plus
+    /// this (at most 19; Linux only, elsewhere ignored), as RocksDB's
+    /// `Env::LowerThreadPoolCPUPriority` does. Zero leaves them at the
+    /// opener's priority. Default 10 (about a tenth of the CPU share of a
+    /// normal thread when both want the same core).
+    ///
+    /// Why: on a busy machine a compaction that wakes up takes the core
+    /// from a foreground Put in the middle of its memtable insert, and the
+    /// Put waits until the next scheduler tick (4 ms on a 250 Hz kernel);
+    /// at a lower priority the background thread rarely preempts a normal
+    /// one. The WAL thread, the memtable prefault thread and the ingest
+    /// call's helper keep the application's priority: foreground writes
+    /// wait for their work.
+    ///
+    /// Trade-off: when the application's threads (or other processes at
+    /// normal priority) keep every core busy, flushes and compactions get
+    /// a small share and fall behind. The tree is still protected: writes
+    /// are slowed down as L0 deepens or compaction debt grows
+    /// (`l0_slowdown_sublevels`, `slowdown_debt_bytes`) and stop when the
+    /// immutable memtable queue is full or L0 reaches
+    /// `l0_stop_sublevels`; a stopped writer sleeps, leaving its core to
+    /// the background threads, so the backlog is bounded as before and
+    /// only the write rate at which stalls begin is lower. A thread
+    /// whose priority cannot be lowered (not permitted) keeps the
+    /// opener's: opening never fails for it.
+    pub background_nice: u8,
     /// Receives every engine event as it happens (see [`crate::events`]);
     /// the `EVENTS` log gets them either way.
     pub event_listener: Option<Arc<dyn EventListener>>,
@@ -138,6 +165,7 @@ impl Default for Options {
             slow_write_event: Duration::from_millis(10),
             concurrent_memtable_writes: true,
             pipelined_commit: false,
+            background_nice: 10,
             event_listener: None,
         }
     }
@@ -170,6 +198,7 @@ impl std::fmt::Debug for Options {
                 &self.concurrent_memtable_writes,
             )
             .field("pipelined_commit", &self.pipelined_commit)
+            .field("background_nice", &self.background_nice)
             .finish()
     }
 }
