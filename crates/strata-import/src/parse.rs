@@ -16,7 +16,7 @@ use crate::pool::BatchPool;
 use crate::value::{self, Value, ValueRef};
 
 /// Where an entry came from: input file index and line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Src {
     /// Index of the input file.
     pub file: u32,
@@ -36,6 +36,53 @@ pub struct Entry {
     /// A deletion (of a stale secondary-index entry of a row this import
     /// replaces) rather than a put; `value` is empty.
     pub delete: bool,
+}
+
+impl Entry {
+    /// The entry as an [`EntryRef`] borrowing it.
+    pub fn as_ref(&self) -> EntryRef<'_> {
+        EntryRef {
+            key: &self.key,
+            value: &self.value,
+            src: self.src,
+            delete: self.delete,
+        }
+    }
+}
+
+/// An [`Entry`] borrowed from where it lies (a batch's arena, a sorted
+/// run in memory): what the merge hands to its callback and its output,
+/// with no copy of the key or the value.
+#[derive(Clone, Copy, Debug)]
+pub struct EntryRef<'a> {
+    /// Encoded key (with the table and index prefix).
+    pub key: &'a [u8],
+    /// Encoded value.
+    pub value: &'a [u8],
+    /// The row it came from.
+    pub src: Src,
+    /// A deletion rather than a put (see [`Entry::delete`]).
+    pub delete: bool,
+}
+
+impl EntryRef<'_> {
+    /// An empty put (a placeholder).
+    pub const EMPTY: EntryRef<'static> = EntryRef {
+        key: b"",
+        value: b"",
+        src: Src { file: 0, line: 0 },
+        delete: false,
+    };
+
+    /// An owned copy, filling `into`'s buffers (kept at their capacity).
+    pub fn copy_into(&self, into: &mut Entry) {
+        into.key.clear();
+        into.key.extend_from_slice(self.key);
+        into.value.clear();
+        into.value.extend_from_slice(self.value);
+        into.src = self.src;
+        into.delete = self.delete;
+    }
 }
 
 #[derive(Clone, Debug)]
