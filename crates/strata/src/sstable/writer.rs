@@ -303,9 +303,13 @@ impl SstWriter {
             ));
         }
         if self.has_entries {
-            let ord = compare_internal(&self.last_key, ikey);
-            let bad = ord != Ordering::Less
-                || (self.opts.external && key::user_key(&self.last_key) >= p.user_key);
+            // For ingestion user keys strictly increase, which implies the
+            // internal order (user key first): one comparison, not two.
+            let bad = if self.opts.external {
+                key::user_key(&self.last_key) >= p.user_key
+            } else {
+                compare_internal(&self.last_key, ikey) != Ordering::Less
+            };
             if bad {
                 return Err(Error::invalid(format!(
                     "{}: key {} added after {}; keys must be strictly increasing",
