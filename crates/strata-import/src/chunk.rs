@@ -414,6 +414,18 @@ impl<'a> LineCounter<'a> {
         }
         (self.line, s)
     }
+
+    /// Counts the line of the record just asked for ([`Self::record`])
+    /// as ended at `end`, just past its LF, when the reader knows that LF
+    /// is its only one (a plain record): the next record's count then
+    /// starts there instead of scanning this record's bytes again (that
+    /// scan was about 3% of a W1 import's instructions).
+    pub fn line_ended(&mut self, end: usize) {
+        if end > self.pos && end <= self.data.len() && self.data[end - 1] == b'\n' {
+            self.line += 1;
+            self.pos = end;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -174,6 +174,9 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     let mut lines = LineCounter::new(&chunk.data, chunk.first_line);
     while let Some(rec) = records.next_record() {
         let (line, rstart) = lines.record(rec.start);
+        if rec.plain {
+            lines.line_ended(rec.end);
+        }
         let src = Src {
             file: chunk.file as u32,
             line,
@@ -327,4 +330,70 @@ impl Fast {
 fn relabel<'b>(mut cells: Vec<ValueRef<'_>>) -> Vec<ValueRef<'b>> {
     cells.clear();
     cells.into_iter().map(|_| ValueRef::Null).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
+    use super::*;
+    use crate::chunk::Chunk;
+    use crate::schema::Schema;
+
+    /// Every record's line is the physical line it starts on, whichever
+    /// reader path read it (plain lines, quoted fields holding line
+    /// breaks, CRLF, blank lines between records): the plain path counts
+    /// its one LF without scanning the record again.
+    #[test]
+    fn records_report_the_line_they_start_on() {
+        let schema = Schema::parse("CREATE TABLE t (a INT PRIMARY KEY, b TEXT)").unwrap();
+        let codec = TableCodec::new(schema.tables[0].clone(), 1);
+        let dialect = Dialect::csv();
+        // (record, lines it takes); three fields each, so every record is
+        // a bad row that names its line.
+        let pieces: [(&str, u64); 7] = [
+            ("1,x,y\n", 1),
+            ("\n\n", 2),
+            ("2,\"p\nq\",y\n", 2),
+            ("3,x,y\r\n", 1),
+            ("4,x,y\n", 1),
+            ("\r\n", 1),
+            ("5,\"a\r\nb\nc\",y\n", 3),
+        ];
+        for first_line in [1, 7] {
+            let mut data = Vec::new();
+            let mut want = Vec::new();
+            let mut line = first_line;
+            for round in 0..3 {
+                for (text, lines) in pieces {
+                    if !text.trim().is_empty() {
+                        want.push(line);
+                    }
+                    data.extend_from_slice(text.as_bytes());
+                    line += lines;
+                }
+                if round == 2 {
+                    // A last record with no line break.
+                    data.extend_from_slice(b"6,x,y");
+                    want.push(line);
+                }
+            }
+            let chunk = Chunk {
+                seq: 0,
+                file: 0,
+                first_line,
+                offset: 0,
+                data,
+            };
+            let layout = Layout {
+                codec: &codec,
+                dialect: &dialect,
+                columns: &[0, 1],
+                rowid_base: 0,
+                pool: None,
+            };
+            let parsed = parse_chunk(&chunk, &layout);
+            let got: Vec<u64> = parsed.bad.iter().map(|b| b.src.line).collect();
+            assert_eq!(got, want, "first line {first_line}");
+        }
+    }
 }

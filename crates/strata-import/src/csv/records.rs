@@ -51,6 +51,9 @@ pub struct Record<'r> {
     pub bytes: &'r [u8],
     /// Each field's range in `bytes`.
     pub fields: &'r [std::ops::Range<usize>],
+    /// The record is one line read in place, the line break being its
+    /// only LF (the byte before `end`, unless the data ends there).
+    pub plain: bool,
 }
 
 impl Record<'_> {
@@ -119,6 +122,7 @@ impl<'a> Records<'a> {
                 end: self.pos,
                 bytes: &rest[..len],
                 fields: &self.fields,
+                plain: true,
             });
         }
         self.read_core(start)
@@ -166,6 +170,7 @@ impl<'a> Records<'a> {
             end: self.pos,
             bytes: &self.out[..nout],
             fields: &self.fields,
+            plain: false,
         })
     }
 }
