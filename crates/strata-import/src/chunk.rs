@@ -253,20 +253,18 @@ impl Splitter {
             self.pending
                 .reserve(self.target + (64 << 10) - self.pending.len());
         }
-        self.pending.resize(start + want, 0);
-        let mut got = 0;
-        while got < want {
-            match self.reader.read(&mut self.pending[start + got..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io(&self.name, e)),
-            }
+        // Read into the vector's spare capacity: `read_to_end` does not
+        // zero it first (a file reads straight into it), where resizing
+        // before `read` wrote every byte twice (the `memset` was about 2%
+        // of a W1 import's instructions). It retries interrupted reads.
+        let got = (&mut self.reader)
+            .take(want as u64)
+            .read_to_end(&mut self.pending)
+            .map_err(|e| Error::io(&self.name, e))?;
+        if got < want {
+            self.eof = true;
         }
-        self.pending.truncate(start + got);
+        debug_assert_eq!(self.pending.len(), start + got);
         self.bytes_read += got as u64;
         Ok(())
     }
@@ -415,6 +413,18 @@ impl<'a> LineCounter<'a> {
             self.pos = s;
         }
         (self.line, s)
+    }
+
+    /// Counts the line of the record just asked for ([`Self::record`])
+    /// as ended at `end`, just past its LF, when the reader knows that LF
+    /// is its only one (a plain record): the next record's count then
+    /// starts there instead of scanning this record's bytes again (that
+    /// scan was about 3% of a W1 import's instructions).
+    pub fn line_ended(&mut self, end: usize) {
+        if end > self.pos && end <= self.data.len() && self.data[end - 1] == b'\n' {
+            self.line += 1;
+            self.pos = end;
+        }
     }
 }
 

@@ -25,7 +25,7 @@
 
 use crate::codec::TableCodec;
 use crate::error::{Error, Result, RowSource};
-use crate::parse::{Entry, Src};
+use crate::parse::{Entry, EntryRef, Src};
 use crate::sort::Keep;
 use std::collections::HashSet;
 use strata::Db;
@@ -112,7 +112,7 @@ impl<'a> Resolver<'a> {
 
     /// What to write for `group` (entries of index `index` with one key,
     /// in input order, deletions last).
-    pub fn decide(&mut self, index: usize, group: &[Entry]) -> Result<Keep> {
+    pub fn decide(&mut self, index: usize, group: &[EntryRef<'_>]) -> Result<Keep> {
         let mut puts = group
             .iter()
             .enumerate()
@@ -130,12 +130,12 @@ impl<'a> Resolver<'a> {
             // A secondary key held by two live rows: the rows differ (same
             // primary keys were resolved already), so this is a conflict.
             if let Some((_, s)) = second {
-                return Err(self.dup(index, &first.key, Some(first.src), s.src));
+                return Err(self.dup(index, first.key, Some(first.src), s.src));
             }
             if self.has_rows && self.codec.table.indexes[index].unique {
-                if let Some(v) = self.db.get(&first.key)? {
+                if let Some(v) = self.db.get(first.key)? {
                     if v != first.value && !has_delete {
-                        return Err(self.dup(index, &first.key, None, first.src));
+                        return Err(self.dup(index, first.key, None, first.src));
                     }
                 }
             }
@@ -143,7 +143,7 @@ impl<'a> Resolver<'a> {
         }
         let (keep_at, keep) = match (self.mode, second) {
             (OnDuplicate::Error, Some((_, s))) => {
-                return Err(self.dup(0, &first.key, Some(first.src), s.src))
+                return Err(self.dup(0, first.key, Some(first.src), s.src))
             }
             (OnDuplicate::Replace, Some(_)) => {
                 let last = group.iter().rposition(|e| !e.delete).unwrap_or(first_at);
@@ -157,14 +157,14 @@ impl<'a> Resolver<'a> {
             }
         }
         if self.has_rows {
-            if let Some(old) = self.db.get(&keep.key)? {
+            if let Some(old) = self.db.get(keep.key)? {
                 match self.mode {
-                    OnDuplicate::Error => return Err(self.dup(0, &keep.key, None, keep.src)),
+                    OnDuplicate::Error => return Err(self.dup(0, keep.key, None, keep.src)),
                     OnDuplicate::Ignore => {
                         self.dropped.insert(keep.src);
                         return Ok(Keep::Nothing);
                     }
-                    OnDuplicate::Replace => self.note_replaced(&keep.key, &old, &keep.value)?,
+                    OnDuplicate::Replace => self.note_replaced(keep.key, &old, keep.value)?,
                 }
             }
         }

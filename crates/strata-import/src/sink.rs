@@ -63,6 +63,11 @@ pub struct RollingSink {
     file_raw: u64,
     /// Memory the open file's writer may hold before the file is cut.
     memory_cap: usize,
+    /// The sync of the file cut last, running on its own thread while
+    /// the next file is written (joined before another starts and in
+    /// `finish`: every file is durable before the stream's files are
+    /// handed over).
+    syncing: Option<std::thread::JoinHandle<strata::Result<()>>>,
     /// Entries written.
     pub kvs: u64,
     /// Uncompressed key and value bytes written.
@@ -84,6 +89,7 @@ impl RollingSink {
             file_kvs: 0,
             file_raw: 0,
             memory_cap: usize::MAX,
+            syncing: None,
             kvs: 0,
             bytes: 0,
         }
@@ -180,11 +186,35 @@ impl RollingSink {
         Ok(())
     }
 
-    fn cut(&mut self) -> Result<()> {
+    /// Finishes the open file. Its sync runs on a thread of its own
+    /// while the next file is written (`last`: the stream's last file,
+    /// synced here): the sync of a 64 MiB file took 25-60 ms on W1's
+    /// disk, about a third of the random-order merge phase when the
+    /// writer waited for each one.
+    fn cut_as(&mut self, last: bool) -> Result<()> {
         self.file_kvs = 0;
         self.file_raw = 0;
         if let Some((w, path)) = self.writer.take() {
-            let info = w.finish()?;
+            let (info, mut file) = w.finish_unsynced()?;
+            self.wait_sync()?;
+            if last {
+                file.sync()?;
+            } else {
+                let spawned = std::thread::Builder::new()
+                    .name("strata-import-sync".into())
+                    .spawn(move || file.sync());
+                match spawned {
+                    Ok(h) => self.syncing = Some(h),
+                    // No thread: the file went unsynced with the
+                    // closure that did not start, so the import fails.
+                    Err(e) => {
+                        return Err(Error::invalid(format!(
+                            "starting a thread to sync {}: {e}",
+                            path.display()
+                        )))
+                    }
+                }
+            }
             self.files.push(SstFile {
                 path,
                 size: info.file_size,
@@ -194,9 +224,24 @@ impl RollingSink {
         Ok(())
     }
 
-    /// Finishes the open file; the files in key order.
+    fn cut(&mut self) -> Result<()> {
+        self.cut_as(false)
+    }
+
+    /// Waits for the sync of the file cut before (its error, if any).
+    fn wait_sync(&mut self) -> Result<()> {
+        match self.syncing.take().map(std::thread::JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(r)) => Ok(r?),
+            Some(Err(_)) => Err(Error::invalid("internal: an SST sync thread panicked")),
+        }
+    }
+
+    /// Finishes the open file and waits until every file is durable; the
+    /// files in key order.
     pub fn finish(mut self) -> Result<Vec<SstFile>> {
-        self.cut()?;
+        self.cut_as(true)?;
+        self.wait_sync()?;
         Ok(self.files)
     }
 }

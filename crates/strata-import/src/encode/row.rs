@@ -124,7 +124,28 @@ fn unzigzag(v: u128) -> i128 {
     ((v >> 1) as i128) ^ -((v & 1) as i128)
 }
 
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u128) {
+#[inline(always)]
+pub(crate) fn put_varint(out: &mut Vec<u8>, v: u128) {
+    // One byte inline (text lengths under 128, small counts), up to 63
+    // bits without 128-bit shifts: this runs for every column of every
+    // row.
+    if v < 0x80 {
+        out.push(v as u8);
+    } else {
+        put_long_varint(out, v);
+    }
+}
+
+/// [`put_varint`] of a value of 128 or more.
+fn put_long_varint(out: &mut Vec<u8>, mut v: u128) {
+    if let Ok(mut w) = u64::try_from(v) {
+        while w >= 0x80 {
+            out.push((w as u8) | 0x80);
+            w >>= 7;
+        }
+        out.push(w as u8);
+        return;
+    }
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;

@@ -93,10 +93,7 @@ impl BlockBuilder {
     fn add_impl(&mut self, key: &[u8], value: &[u8], delta: Option<&[u8]>) {
         let mut shared = 0;
         if self.counter < self.restart_interval {
-            let n = self.last_key.len().min(key.len());
-            while shared < n && self.last_key[shared] == key[shared] {
-                shared += 1;
-            }
+            shared = shared_len(&self.last_key, key);
         } else {
             self.restarts.push(self.buf.len() as u32);
             self.counter = 0;
@@ -128,5 +125,57 @@ impl BlockBuilder {
         }
         put_fixed32(&mut self.buf, self.restarts.len() as u32);
         &self.buf
+    }
+}
+
+/// The length of the longest common prefix of `a` and `b`, compared
+/// eight bytes at a time (the first differing byte is the lowest set
+/// byte of the little-endian XOR). Every entry of every block is
+/// compared with the one before: a byte loop over keys sharing 20-odd
+/// bytes was about a tenth of an import's SST writing.
+fn shared_len(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut at = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let (mut u, mut v) = ([0u8; 8], [0u8; 8]);
+        u.copy_from_slice(x);
+        v.copy_from_slice(y);
+        let d = u64::from_le_bytes(u) ^ u64::from_le_bytes(v);
+        if d != 0 {
+            return at + (d.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + a[at..]
+        .iter()
+        .zip(&b[at..])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_len;
+
+    /// The word-at-a-time prefix length equals the byte loop's, for
+    /// differences at every position of keys up to 40 bytes.
+    #[test]
+    fn shared_len_matches_a_byte_loop() {
+        for len in 0..40usize {
+            let a: Vec<u8> = (0..len as u8).collect();
+            for at in 0..=len {
+                for extra in 0..3usize {
+                    let mut b = a.clone();
+                    if at < len {
+                        b[at] ^= 0x80;
+                    }
+                    b.extend(std::iter::repeat_n(7u8, extra));
+                    let want = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+                    assert_eq!(shared_len(&a, &b), want, "len {len} at {at}");
+                    assert_eq!(shared_len(&b, &a), want, "len {len} at {at}");
+                }
+            }
+        }
     }
 }
