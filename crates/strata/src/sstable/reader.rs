@@ -666,36 +666,53 @@ impl Table {
         for &h in handles {
             on_block()?;
             window.block_into(h, checksum, checksums, &mut buf)?;
-            let b = Block::new(std::mem::take(&mut buf))
-                .map_err(|m| Error::corruption(&self.name, h.offset, format!("data block: {m}")))?;
-            let mut it = BlockIter::new(Arc::new(b), self.data_mode);
-            it.seek_to_first();
-            while it.valid() {
-                if it.key().len() < 8 {
-                    return Err(Error::corruption(
-                        &self.name,
-                        h.offset,
-                        "key shorter than its trailer",
-                    ));
-                }
-                each(it.key(), h.offset)?;
+            let block = self.each_entry(std::mem::take(&mut buf), h.offset, &mut |k| {
                 entries += 1;
-                it.next();
-            }
-            if let Some(e) = it.error() {
-                return Err(Error::corruption(
-                    &self.name,
-                    h.offset,
-                    format!("data block: {e}"),
-                ));
-            }
-            // The block's buffer back for the next one (the iterator was
-            // its only holder).
-            if let Ok(b) = Arc::try_unwrap(it.into_block()) {
+                each(k, h.offset)
+            })?;
+            // The block's buffer back for the next one (the walk was its
+            // only other holder).
+            if let Ok(b) = Arc::try_unwrap(block) {
                 buf = b.into_data();
             }
         }
         Ok(entries)
+    }
+
+    /// Parses the data block `data` (at `offset`, for error messages) and
+    /// hands each entry's key, in block order, to `each`: a key shorter
+    /// than its 8-byte trailer, a block that does not parse, or an entry
+    /// that does not decode is corruption. Returns the block, so that a
+    /// caller can take its buffer back.
+    fn each_entry(
+        &self,
+        data: Vec<u8>,
+        offset: u64,
+        each: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<Arc<Block>> {
+        let b = Block::new(data)
+            .map_err(|m| Error::corruption(&self.name, offset, format!("data block: {m}")))?;
+        let mut it = BlockIter::new(Arc::new(b), self.data_mode);
+        it.seek_to_first();
+        while it.valid() {
+            if it.key().len() < 8 {
+                return Err(Error::corruption(
+                    &self.name,
+                    offset,
+                    "key shorter than its trailer",
+                ));
+            }
+            each(it.key())?;
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(Error::corruption(
+                &self.name,
+                offset,
+                format!("data block: {e}"),
+            ));
+        }
+        Ok(it.into_block())
     }
 
     /// Reads every block with checksum verification and checks that keys
@@ -755,35 +772,17 @@ impl Table {
                 Some((_, n)) => *n += 1,
                 None => stats.blocks_by_compression.push((c.compression, 1)),
             }
-            let b = Block::new(c.data)
-                .map_err(|m| Error::corruption(&self.name, h.offset, format!("data block: {m}")))?;
-            let mut it = BlockIter::new(Arc::new(b), self.data_mode);
-            it.seek_to_first();
-            while it.valid() {
-                if it.key().len() < 8 {
-                    return Err(Error::corruption(
-                        &self.name,
-                        h.offset,
-                        "key shorter than its trailer",
-                    ));
-                }
-                if have_last && key::compare_internal(&last, it.key()) != Ordering::Less {
+            self.each_entry(c.data, h.offset, &mut |k| {
+                if have_last && key::compare_internal(&last, k) != Ordering::Less {
                     return Err(Error::corruption(&self.name, h.offset, "keys out of order"));
                 }
-                each(it.key(), h.offset)?;
+                each(k, h.offset)?;
                 last.clear();
-                last.extend_from_slice(it.key());
+                last.extend_from_slice(k);
                 have_last = true;
                 stats.entries += 1;
-                it.next();
-            }
-            if let Some(e) = it.error() {
-                return Err(Error::corruption(
-                    &self.name,
-                    h.offset,
-                    format!("data block: {e}"),
-                ));
-            }
+                Ok(())
+            })?;
             idx.next();
         }
         if let Some(e) = idx.error() {
