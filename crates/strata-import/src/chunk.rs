@@ -321,7 +321,17 @@ impl Splitter {
         rest.extend_from_slice(&self.pending[cut..]);
         self.pending.truncate(cut);
         let data = std::mem::replace(&mut self.pending, rest);
-        let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+        // The scanner has counted the lines of every byte read so far
+        // (it stands just after the rest, the bytes after the cut), so
+        // the rest's line is its line less the rest's LFs: the rest is
+        // at most a record, where counting the chunk's LFs again was a
+        // second pass over the whole input (3% of a W1 import's time).
+        let rest_lines = memchr::memchr_iter(b'\n', &self.pending).count() as u64;
+        let next_line = self.scanner.line.saturating_sub(rest_lines);
+        debug_assert_eq!(
+            next_line,
+            self.pending_line + memchr::memchr_iter(b'\n', &data).count() as u64
+        );
         let chunk = Chunk {
             seq: 0,
             file: self.file,
@@ -329,7 +339,7 @@ impl Splitter {
             offset: self.offset,
             data,
         };
-        self.pending_line += lines;
+        self.pending_line = next_line;
         self.offset += cut as u64;
         Ok(Some(chunk))
     }
@@ -436,6 +446,43 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// Each chunk's first line is one more than the LFs before it in
+        /// the file, whatever the chunk size (many chunks, records cut
+        /// across reads), quoted fields holding LFs, CRLFs, a header and
+        /// a byte-order mark: the count comes from the scanner's, less
+        /// the LFs of the bytes after the cut.
+        #[test]
+        fn chunks_start_on_the_line_of_their_first_byte(
+            data in proptest::collection::vec(prop_oneof![
+                Just(b'a'), Just(b','), Just(b'"'), Just(b'\n'), Just(b'\n'), Just(b'\r')], 0..300),
+            target in 1usize..40,
+            header in any::<bool>(),
+            bom in any::<bool>(),
+        ) {
+            let mut d = Dialect::csv();
+            if header {
+                d.header = Header::Skip;
+            }
+            let file = if bom { [b"\xEF\xBB\xBF".as_slice(), &data].concat() } else { data };
+            let mut sp = Splitter::new(
+                Box::new(std::io::Cursor::new(file.clone())),
+                &d,
+                0,
+                "in".into(),
+                0,
+                target,
+            );
+            let mut chunks = 0;
+            while let Ok(Some(c)) = sp.next_chunk() {
+                let at = c.offset as usize;
+                let want = 1 + memchr::memchr_iter(b'\n', &file[..at]).count() as u64;
+                prop_assert_eq!(c.first_line, want, "chunk at {}", at);
+                prop_assert_eq!(&file[at..at + c.data.len()], c.data.as_slice());
+                chunks += 1;
+            }
+            prop_assert!(chunks <= file.len());
+        }
 
         /// `feed` (with its quote-free fast path) over arbitrary pieces
         /// gives the same cuts, lines and open quote as the byte-at-a-time

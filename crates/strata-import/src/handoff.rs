@@ -306,6 +306,6 @@ mod tests {
             Ok(())
         });
         let e = r.err().unwrap().to_string();
-        assert!(e.contains("out of order"), "{e}");
+        assert!(e.contains("keys must be strictly increasing"), "{e}");
     }
 }

@@ -203,8 +203,16 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         // per field); a field is then valid exactly when both its ends
         // are character boundaries (`str::get`). A record that is not
         // valid as a whole is checked field by field, so the column
-        // reported is the same either way.
-        let whole = std::str::from_utf8(rec.bytes).ok();
+        // reported is the same either way. A record the reader saw to be
+        // all ASCII needs no check at all.
+        let whole = if rec.ascii {
+            debug_assert!(rec.bytes.is_ascii());
+            // SAFETY: `ascii` says every byte is below 0x80 (the reader's
+            // pass over the line looked at each one), and ASCII is UTF-8.
+            Some(unsafe { std::str::from_utf8_unchecked(rec.bytes) })
+        } else {
+            std::str::from_utf8(rec.bytes).ok()
+        };
         let mut cells = relabel(std::mem::take(&mut spare));
         cells.resize(table.columns.len(), ValueRef::Null);
         let mut failed = None;

@@ -1,8 +1,9 @@
 //! Rolling SST writer: sorted entries in, ingestible files out.
 //!
 //! Owns the files of one output stream. Keys must arrive strictly
-//! increasing (checked: an out-of-order key is an internal error, never a
-//! corrupt file). A file is cut once it reaches the target size, and only
+//! increasing (checked once per key, by the SST writer within a file and
+//! here across a cut: an out-of-order key is an error, never a corrupt
+//! file). A file is cut once it reaches the target size, and only
 //! between two different user keys, so no key spans two files and the
 //! files of one stream never overlap (ingestion requires it). With split
 //! keys (`Db::ingest_split_keys`), a file is also cut before the first key
@@ -52,7 +53,12 @@ pub struct RollingSink {
     name: String,
     target: u64,
     writer: Option<(SstWriter, PathBuf)>,
-    last: Option<Vec<u8>>,
+    /// The last user key of the file cut last: the open file's first key
+    /// must be greater (within a file the SST writer refuses any key not
+    /// greater than the one before it, so each key is compared once).
+    prev_file_last: Option<Vec<u8>>,
+    /// Length of the last key added (the writer's memory estimate).
+    last_len: usize,
     files: Vec<SstFile>,
     /// Keys before which a file is cut, increasing; `next_split` is the
     /// first one not yet passed.
@@ -82,7 +88,8 @@ impl RollingSink {
             name: name.to_string(),
             target: target.max(1),
             writer: None,
-            last: None,
+            prev_file_last: None,
+            last_len: 0,
             files: Vec::new(),
             splits: Vec::new(),
             next_split: 0,
@@ -121,8 +128,7 @@ impl RollingSink {
         if self.writer.is_none() {
             return 0;
         }
-        let key = self.last.as_ref().map_or(0, Vec::len);
-        writer_memory(self.file_kvs, self.file_raw, key)
+        writer_memory(self.file_kvs, self.file_raw, self.last_len)
     }
 
     /// Adds an entry; keys must be strictly increasing.
@@ -131,15 +137,13 @@ impl RollingSink {
     }
 
     /// Adds a put (`Some`) or a deletion (`None`).
+    ///
+    /// Order is checked once per key: by the SST writer within a file
+    /// (an error naming both keys), here for a file's first key against
+    /// the last key of the file before. The sink used to compare and copy
+    /// every key itself as well, about 3% of a W1 import's time in pk
+    /// order.
     fn add_entry(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-        if let Some(last) = &self.last {
-            if key <= last.as_slice() {
-                return Err(Error::invalid(format!(
-                    "internal: sink {} got keys out of order",
-                    self.name
-                )));
-            }
-        }
         let full = self
             .writer
             .as_ref()
@@ -159,6 +163,16 @@ impl RollingSink {
             self.cut()?;
         }
         if self.writer.is_none() {
+            if self
+                .prev_file_last
+                .as_ref()
+                .is_some_and(|last| key <= last.as_slice())
+            {
+                return Err(Error::invalid(format!(
+                    "internal: sink {} got keys out of order",
+                    self.name
+                )));
+            }
             let path = self
                 .dir
                 .join(format!("{}-{:05}.sst", self.name, self.files.len()));
@@ -176,13 +190,7 @@ impl RollingSink {
         self.bytes += raw;
         self.file_kvs += 1;
         self.file_raw += raw;
-        match &mut self.last {
-            Some(l) => {
-                l.clear();
-                l.extend_from_slice(key);
-            }
-            None => self.last = Some(key.to_vec()),
-        }
+        self.last_len = key.len();
         Ok(())
     }
 
@@ -196,6 +204,12 @@ impl RollingSink {
         self.file_raw = 0;
         if let Some((w, path)) = self.writer.take() {
             let (info, mut file) = w.finish_unsynced()?;
+            // The largest internal key: the user key and an 8-byte
+            // trailer.
+            self.prev_file_last = info
+                .largest
+                .as_ref()
+                .map(|k| k[..k.len().saturating_sub(8)].to_vec());
             self.wait_sync()?;
             if last {
                 file.sync()?;
@@ -306,6 +320,29 @@ mod tests {
             files(&keys[..3], &["b"], 1),
             [vec!["a"], vec!["b"], vec!["d"]]
         );
+    }
+
+    /// A key not greater than the one before it is refused, within a
+    /// file (by the SST writer) and as the first key of a file after a
+    /// cut (by the sink), whether it is smaller or equal.
+    #[test]
+    fn keys_out_of_order_are_refused_within_and_across_files() {
+        let dir = tempfile::tempdir().unwrap();
+        // A target of one byte cuts a file after every key.
+        for target in [u64::MAX, 1] {
+            for second in ["a", "b"] {
+                let mut sink = RollingSink::new(dir.path(), "t", target);
+                sink.add(b"aa", b"v").unwrap();
+                sink.add(b"b", b"v").unwrap();
+                let e = sink.add(second.as_bytes(), b"v").unwrap_err().to_string();
+                let want = if target == u64::MAX {
+                    "keys must be strictly increasing"
+                } else {
+                    "got keys out of order"
+                };
+                assert!(e.contains(want), "target {target}, {second}: {e}");
+            }
+        }
     }
 
     /// Under a memory cap, files are cut so that no writer ever held more

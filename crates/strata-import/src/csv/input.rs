@@ -44,14 +44,17 @@ impl Input {
             Input::Stdin => return Ok(Box::new(std::io::stdin())),
             Input::File(p) => p,
         };
-        let f = File::open(p).map_err(|e| Error::io(p, e))?;
-        let f = std::io::BufReader::with_capacity(1 << 20, f);
+        let file = File::open(p).map_err(|e| Error::io(p, e))?;
+        let f = |file| std::io::BufReader::with_capacity(1 << 20, file);
         match compression(p) {
-            Compression::Gzip => Ok(Box::new(flate2::read::MultiGzDecoder::new(f))),
+            Compression::Gzip => Ok(Box::new(flate2::read::MultiGzDecoder::new(f(file)))),
             Compression::Zstd => Ok(Box::new(
-                zstd::stream::read::Decoder::with_buffer(f).map_err(|e| Error::io(p, e))?,
+                zstd::stream::read::Decoder::with_buffer(f(file)).map_err(|e| Error::io(p, e))?,
             )),
-            Compression::None => Ok(Box::new(f)),
+            // The chunk splitter reads 64 KiB or more at a time, straight
+            // into the chunk's buffer: a buffered reader in between copied
+            // every byte once more (3% of a W1 import's instructions).
+            Compression::None => Ok(Box::new(file)),
         }
     }
 }
