@@ -386,6 +386,25 @@ fn tables_on_disk(dir: &Path) -> Vec<u64> {
     v
 }
 
+/// The tables on disk once every one of them is in `referenced`, or after
+/// 10 s, whichever comes first. Obsolete tables are deleted by the
+/// obsolete-file pass of the job that made them obsolete, after it has
+/// installed its version and released the state lock for the MANIFEST
+/// sync (`flush::delete_obsolete_files`): a caller woken by the install
+/// (`Db::flush` returns once the queue is empty) can list the directory
+/// before the pass has unlinked them, most of all with the background
+/// threads at a lower CPU priority (`Options::background_nice`).
+fn tables_on_disk_settled(dir: &Path, referenced: &std::collections::HashSet<u64>) -> Vec<u64> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let on_disk = tables_on_disk(dir);
+        if on_disk.iter().all(|n| referenced.contains(n)) || std::time::Instant::now() > deadline {
+            return on_disk;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
 /// Whether a file's user-key range intersects `[a, b)`.
 fn intersects(f: &strata::version::FileMeta, a: &[u8], b: &[u8]) -> bool {
     f.smallest_user_key() < b
@@ -670,7 +689,12 @@ fn excise_cuts_the_tree_with_virtual_files() {
     db.put(b"zz", b"again").unwrap();
     db.flush().unwrap();
     model.insert(b"zz".to_vec(), b"again".to_vec());
-    let on_disk = tables_on_disk(&dir);
+    let live: std::collections::HashSet<u64> = db
+        .files()
+        .iter()
+        .map(|(_, f)| f.backing.unwrap_or(f.number))
+        .collect();
+    let on_disk = tables_on_disk_settled(&dir, &live);
     for b in &backing {
         assert!(
             !on_disk.contains(b),
@@ -742,7 +766,7 @@ fn excise_under_an_older_snapshot_uses_a_tombstone() {
         .iter()
         .map(|(_, f)| f.backing.unwrap_or(f.number))
         .collect();
-    for n in tables_on_disk(&dir) {
+    for n in tables_on_disk_settled(&dir, &referenced) {
         assert!(
             referenced.contains(&n),
             "table {n} on disk is referenced by nothing"
@@ -804,7 +828,7 @@ fn excise_over_memory_cuts_when_placed() {
         .iter()
         .map(|(_, f)| f.backing.unwrap_or(f.number))
         .collect();
-    for n in tables_on_disk(&dir) {
+    for n in tables_on_disk_settled(&dir, &referenced) {
         assert!(
             referenced.contains(&n),
             "table {n} on disk is referenced by nothing: {files:?} {:?}",
