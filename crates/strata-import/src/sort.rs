@@ -724,17 +724,17 @@ fn decode_span(run: &[u8], pos: usize) -> Result<Option<(Span, usize)>> {
         Ok(n)
     };
     let at = |rest: &[u8]| run.len() - rest.len();
-    let klen = varint(&mut rest).map_err(corrupt)?;
+    let klen = get_varint(&mut rest).map_err(corrupt)?;
     let klen = take(klen, rest)?;
     let key = at(rest);
     rest = &rest[klen..];
-    let vlen = varint(&mut rest).map_err(corrupt)?;
+    let vlen = get_varint(&mut rest).map_err(corrupt)?;
     let delete = vlen & 1 == 1;
     let vlen = take(vlen >> 1, rest)?;
     let value = at(rest);
     rest = &rest[vlen..];
-    let file = varint(&mut rest).map_err(corrupt)?;
-    let line = varint(&mut rest).map_err(corrupt)?;
+    let file = get_varint(&mut rest).map_err(corrupt)?;
+    let line = get_varint(&mut rest).map_err(corrupt)?;
     let span = Span {
         key,
         klen,
@@ -747,22 +747,6 @@ fn decode_span(run: &[u8], pos: usize) -> Result<Option<(Span, usize)>> {
         delete,
     };
     Ok(Some((span, at(rest))))
-}
-
-/// [`get_varint`] with a fast path for values of up to 63 bits (every
-/// length, file and line number in practice): no 128-bit shifts, which
-/// made the four varints of a run entry most of the merge's decoding.
-#[inline]
-fn varint(rest: &mut &[u8]) -> std::result::Result<u128, String> {
-    let mut v = 0u64;
-    for (i, &b) in rest.iter().take(9).enumerate() {
-        v |= u64::from(b & 0x7F) << (7 * i);
-        if b < 0x80 {
-            *rest = &rest[i + 1..];
-            return Ok(u128::from(v));
-        }
-    }
-    get_varint(rest)
 }
 
 /// A run entry from its decoded fields (the stream reader's last step).
