@@ -80,6 +80,16 @@ impl<'a> ReadWindow<'a> {
         }
     }
 
+    /// Where the block at `handle` ends with its trailer, if that is
+    /// within `limit` (else `read_block` reports the block out of bounds).
+    fn end_of(&self, handle: BlockHandle) -> Option<u64> {
+        handle
+            .offset
+            .checked_add(handle.size)
+            .and_then(|e| e.checked_add(BLOCK_TRAILER_SIZE as u64))
+            .filter(|&e| e <= self.limit)
+    }
+
     /// Makes `[handle.offset, end)` (inside `limit`) part of the window.
     fn fill(&mut self, handle: BlockHandle, end: u64) -> Result<()> {
         let have = self.start + self.buf.len() as u64;
@@ -111,11 +121,7 @@ impl<'a> ReadWindow<'a> {
         verify: bool,
         out: &mut Vec<u8>,
     ) -> Result<(CompressionType, usize)> {
-        let end = handle
-            .offset
-            .checked_add(handle.size)
-            .and_then(|e| e.checked_add(BLOCK_TRAILER_SIZE as u64));
-        let Some(end) = end.filter(|&e| e <= self.limit) else {
+        let Some(end) = self.end_of(handle) else {
             // Out of bounds: `read_block` reports it (from the file itself).
             let c = read_block(self.file, handle, checksum, verify, self.limit)?;
             *out = c.data;
@@ -136,11 +142,7 @@ impl<'a> ReadWindow<'a> {
         checksum: BlockChecksum,
         verify: bool,
     ) -> Result<BlockContents> {
-        let end = handle
-            .offset
-            .checked_add(handle.size)
-            .and_then(|e| e.checked_add(BLOCK_TRAILER_SIZE as u64));
-        let Some(end) = end.filter(|&e| e <= self.limit) else {
+        let Some(end) = self.end_of(handle) else {
             // Out of bounds: `read_block` reports it (from the file itself).
             return read_block(self.file, handle, checksum, verify, self.limit);
         };
