@@ -164,8 +164,12 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         .map(|c| value::parses_to_ref(&c.ty))
         .collect();
     // Each column's common case, decided once per chunk rather than by a
-    // match on its type per field (see `Fast`).
-    let fast: Vec<Fast> = table.columns.iter().map(|c| Fast::of(&c.ty)).collect();
+    // match on its type per field (see `value::Fast`).
+    let fast: Vec<value::Fast> = table
+        .columns
+        .iter()
+        .map(|c| value::Fast::of(&c.ty))
+        .collect();
     let mut row = vec![Value::Null; table.columns.len()];
     // The cells' allocation, kept across records (`relabel`).
     let mut spare: Vec<ValueRef<'static>> = Vec::with_capacity(table.columns.len());
@@ -279,56 +283,6 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         }
     }
     out
-}
-
-/// The common case of a column's values, parsed inline: a text no longer
-/// (in bytes) than its column's limit in characters, an integer of at
-/// most 18 plain ASCII digits within its type's range. Anything else
-/// (`None` from [`Fast::parse`]) goes through `value::parse_ref` or
-/// `value::parse_into`, which give the same value for these cases and
-/// the errors: `value::parse_ref`'s own fast path is the same test, but
-/// a call and a match on the type per field were about 70 instructions
-/// of W1's ~5,000 a row.
-#[derive(Clone, Copy)]
-enum Fast {
-    /// CHAR(n), VARCHAR(n) (`Some(n)`) or TEXT (`None`).
-    Text(Option<usize>),
-    /// SMALLINT, INT, BIGINT: the type's range.
-    Int(i64, i64),
-    /// Every other type.
-    None,
-}
-
-impl Fast {
-    fn of(ty: &crate::schema::ColumnType) -> Fast {
-        use crate::schema::ColumnType as T;
-        match ty {
-            T::Char(n) | T::Varchar(n) => Fast::Text(Some(*n as usize)),
-            T::Text => Fast::Text(None),
-            T::SmallInt => Fast::Int(i16::MIN.into(), i16::MAX.into()),
-            T::Int => Fast::Int(i32::MIN.into(), i32::MAX.into()),
-            T::BigInt => Fast::Int(i64::MIN, i64::MAX),
-            _ => Fast::None,
-        }
-    }
-
-    #[inline]
-    fn parse(self, s: &str) -> Option<ValueRef<'_>> {
-        match self {
-            // A character takes at least one byte.
-            Fast::Text(Some(n)) if s.len() <= n => Some(ValueRef::Text(s)),
-            Fast::Text(None) => Some(ValueRef::Text(s)),
-            Fast::Int(lo, hi) => {
-                let b = s.as_bytes();
-                if b.is_empty() || b.len() > 18 || !b.iter().all(u8::is_ascii_digit) {
-                    return None;
-                }
-                let v = b.iter().fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
-                (lo <= v && v <= hi).then_some(ValueRef::Int(v))
-            }
-            _ => None,
-        }
-    }
 }
 
 /// An empty vector of cells with `cells`' allocation, free of its
