@@ -265,6 +265,10 @@ fn prefix_under(pipelined_commit: bool) {
     }
     stop.store(true, Ordering::SeqCst);
     let seen: Vec<Seen> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+    // A flush a rotation queued may still be running (the flush thread
+    // runs at a lower priority, `Options::background_nice`): the count is
+    // read once the queue has drained.
+    db.wait_for_compactions().unwrap();
     let flushes = db.metrics().flushes;
     Arc::try_unwrap(db).ok().unwrap().close().unwrap();
 

@@ -150,6 +150,9 @@ fn readers_see_prefixes(pipelined_commit: bool) {
             assert_eq!(db.get(key(w, i)).unwrap(), Some(i.to_le_bytes().to_vec()));
         }
     }
+    // Counted once the queued flushes are done (the flush thread runs at
+    // a lower priority and may still be writing the last one).
+    db.wait_for_compactions().unwrap();
     assert!(
         db.metrics().flushes > 0,
         "the test should have flushed memtables"
