@@ -85,6 +85,8 @@ pub struct IndexSorter {
     /// Bytes charged to the memory budget by the buffer.
     pub buf_bytes: usize,
     in_order: bool,
+    /// The first key pushed while in order (the streamed run's smallest).
+    first: Option<Vec<u8>>,
     last: Option<(Vec<u8>, Src)>,
     /// The output while in order (on `stream`'s thread while it runs).
     sink: RollingSink,
@@ -96,6 +98,10 @@ pub struct IndexSorter {
     streamed_src_path: PathBuf,
     /// SSTs streamed before the order broke, and their sources file.
     streamed_run: Option<(Vec<SstFile>, PathBuf)>,
+    /// How many leading bytes every key of `streamed_run` shares: its
+    /// keys lie between the first and the last in-order key, so they
+    /// share what those two share.
+    streamed_shared: usize,
     runs: Vec<PathBuf>,
     /// Sorted runs kept in memory, in the run file format.
     mem_runs: Vec<Vec<u8>>,
@@ -144,12 +150,14 @@ impl IndexSorter {
             buf: Vec::new(),
             buf_bytes: 0,
             in_order: allow_in_order && !keep_dups,
+            first: None,
             last: None,
             sink: RollingSink::new(dir, &format!("{name}-stream"), target_file),
             stream: None,
             streamed_src: None,
             streamed_src_path: dir.join(format!("{name}-stream.src")),
             streamed_run: None,
+            streamed_shared: 0,
             runs: Vec::new(),
             mem_runs: Vec::new(),
             runs_shared: Vec::new(),
@@ -272,6 +280,11 @@ impl IndexSorter {
             if broke {
                 self.break_order()?;
             } else if let Some(s) = batch.slots().last() {
+                if self.first.is_none() {
+                    if let Some(f) = batch.slots().first() {
+                        self.first = Some(batch.key_of(f).to_vec());
+                    }
+                }
                 let (lk, src) = self.last.get_or_insert_with(|| (Vec::new(), s.src));
                 lk.clear();
                 lk.extend_from_slice(batch.key_of(s));
@@ -373,6 +386,10 @@ impl IndexSorter {
     /// a run.
     fn break_order(&mut self) -> Result<()> {
         self.in_order = false;
+        if let (Some(first), Some((last, _))) = (&self.first, &self.last) {
+            self.streamed_shared = crate::batch::common_len(first, last);
+        }
+        self.first = None;
         self.last = None;
         if self.streamed {
             self.reclaim_sink()?;
@@ -521,7 +538,7 @@ impl IndexSorter {
                 src_path: src,
                 cur: empty_entry(),
             });
-            shared.push(0);
+            shared.push(self.streamed_shared);
         }
         let read_buffer = self.run_read_buffer(self.runs.len());
         for r in &self.runs {
@@ -1524,6 +1541,59 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "case {case}");
         }
+    }
+
+    /// What was streamed in key order before the order broke merges back
+    /// in order with what came after, though the streamed keys differ at
+    /// an earlier byte than the later ones do: the merge may skip only
+    /// the prefix every key of every source shares.
+    #[test]
+    fn a_stream_broken_late_merges_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = IndexSorter::new(dir.path(), "t", 64 << 20, true, false);
+        let mut line = 0;
+        let mut entry = |k: u64| {
+            line += 1;
+            Entry {
+                key: [vec![1u8], k.to_be_bytes().to_vec()].concat(),
+                value: vec![b'v'; 64],
+                src: Src { file: 0, line },
+                delete: false,
+            }
+        };
+        // Even keys from 0xff00 to about 0x592de, enough bytes to be
+        // streamed to SSTs: they share 6 bytes (the tag and five zeros).
+        let even: Vec<u64> = (0..150_000u64).map(|i| 0xff00 + 2 * i).collect();
+        for part in even.chunks(10_000) {
+            let batch: EntryBatch = part.iter().map(|&k| entry(k)).collect();
+            assert!(s.push(batch).is_ok());
+        }
+        // All of them, so the buffer holds none when the order breaks.
+        assert!(s.spill().is_ok());
+        assert!(s.streamed && s.is_in_order());
+        // Then odd keys from 0xff01 to 0xffff, out of order: they share 8
+        // bytes with each other and with the first streamed key, so only
+        // the streamed run's own prefix (6) keeps the merge from skipping
+        // byte 6, where 0xffff and the streamed 0x10000 differ.
+        let odd: Vec<u64> = (0..128u64).rev().map(|i| 0xff01 + 2 * i).collect();
+        let batch: EntryBatch = odd.iter().map(|&k| entry(k)).collect();
+        assert!(s.push(batch).is_ok());
+        assert!(!s.is_in_order());
+        // A merge that compares the wrong bytes hands the SST writer a
+        // smaller key after a larger one, which it refuses.
+        let files = match s.finish(|_| Ok(Keep::Put(0))) {
+            Ok(files) => files,
+            Err(SortError::Other(e)) => panic!("{e}"),
+            Err(SortError::Dup(d)) => panic!("duplicate {:?}", d.key),
+        };
+        let mut want: Vec<u64> = even.iter().chain(&odd).copied().collect();
+        want.sort_unstable();
+        let got: Vec<u64> = files
+            .iter()
+            .flat_map(|f| strata::sstable::SstReader::open(&f.path).unwrap())
+            .map(|kv| u64::from_be_bytes(kv.unwrap().0[1..].try_into().unwrap()))
+            .collect();
+        assert!(got == want, "{} keys out, {} in", got.len(), want.len());
     }
 
     /// `cmp_keys_from` agrees with comparing the whole keys, for keys of
