@@ -48,16 +48,14 @@ pub const STREAM_BATCHES: usize = 3;
 /// Batches queued between the merge and the writer.
 const DEPTH: usize = 2;
 
-/// Bytes of entries (keys, values, slots) after which a batch is handed
-/// over.
-const BATCH: usize = HANDOFF_MEMORY / 4;
-
-/// Bytes a slot takes (counted in [`BATCH`]).
+/// Bytes a slot takes (counted in a batch's fill: a batch is handed over
+/// once its keys, values and slots reach a quarter of the hand-off's
+/// memory).
 const SLOT: usize = std::mem::size_of::<crate::batch::Slot>();
 
-/// An empty batch with room for a full one of small entries.
-fn new_batch() -> EntryBatch {
-    EntryBatch::with_capacity(BATCH, BATCH / 64)
+/// An empty batch with room for a full one (`bytes`) of small entries.
+fn new_batch(bytes: usize) -> EntryBatch {
+    EntryBatch::with_capacity(bytes, bytes / 64)
 }
 
 /// Writes `batch`'s entries (in key order, after the sink's last) to
@@ -77,9 +75,21 @@ fn write_batch(sink: &mut RollingSink, batch: &EntryBatch) -> Result<()> {
 /// thread; returns the merge's result (its error, or the sink's error if
 /// the sink failed) and the sink's files.
 pub fn write_on_thread<T, E: From<Error>>(
-    mut sink: RollingSink,
+    sink: RollingSink,
     merge: impl FnOnce(&mut dyn Output) -> std::result::Result<T, E>,
 ) -> std::result::Result<(T, Vec<SstFile>), E> {
+    write_on_thread_with(sink, HANDOFF_MEMORY, merge)
+}
+
+/// [`write_on_thread`] with the hand-off's batches holding about `memory`
+/// bytes together instead of [`HANDOFF_MEMORY`] (a merge split into
+/// ranges gives each range a share).
+pub fn write_on_thread_with<T, E: From<Error>>(
+    mut sink: RollingSink,
+    memory: usize,
+    merge: impl FnOnce(&mut dyn Output) -> std::result::Result<T, E>,
+) -> std::result::Result<(T, Vec<SstFile>), E> {
+    let batch = (memory / 4).max(4 << 10);
     std::thread::scope(|sc| {
         let (tx, rx) = sync_channel::<EntryBatch>(DEPTH);
         let (back_tx, back_rx) = sync_channel::<EntryBatch>(1);
@@ -94,8 +104,9 @@ pub fn write_on_thread<T, E: From<Error>>(
         let mut out = Handoff {
             tx: Some(tx),
             back: back_rx,
-            cur: new_batch(),
+            cur: new_batch(batch),
             filled: 0,
+            batch,
         };
         let merged = merge(&mut out).and_then(|t| out.flush().map(|()| t).map_err(E::from));
         // Closes the queue: the writer finishes its files and returns.
@@ -190,13 +201,15 @@ struct Handoff {
     cur: EntryBatch,
     /// Bytes `cur` holds (its entries' keys, values and slots).
     filled: usize,
+    /// Bytes after which `cur` is handed over.
+    batch: usize,
 }
 
 impl Handoff {
     fn push(&mut self, key: &[u8], value: &[u8], delete: bool) -> Result<()> {
         self.cur.push(key, value, Src { file: 0, line: 0 }, delete);
         self.filled += key.len() + value.len() + SLOT;
-        if self.filled >= BATCH {
+        if self.filled >= self.batch {
             self.flush()?;
         }
         Ok(())
@@ -207,7 +220,10 @@ impl Handoff {
         if self.cur.is_empty() {
             return Ok(());
         }
-        let next = self.back.try_recv().unwrap_or_else(|_| new_batch());
+        let next = self
+            .back
+            .try_recv()
+            .unwrap_or_else(|_| new_batch(self.batch));
         let full = std::mem::replace(&mut self.cur, next);
         self.filled = 0;
         match &self.tx {

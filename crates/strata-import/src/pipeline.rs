@@ -32,7 +32,7 @@ use crate::codec::TableCodec;
 use crate::csv::dialect::{Dialect, Header};
 use crate::csv::input::Input;
 use crate::error::{Error, Result, RowSource};
-use crate::parse::{parse_chunk, BadRow, Layout, Parsed, Src};
+use crate::parse::{parse_chunk, BadRow, EntryRef, Layout, Parsed, Src};
 use crate::pool::BatchPool;
 use crate::resolve::Resolver;
 use crate::schema::Table;
@@ -678,14 +678,21 @@ impl Loader<'_> {
             ix.in_order &= sorter.is_in_order();
             self.summary.spilled_bytes += sorter.spilled_bytes;
         }
+        // The cores go to the indexes that still need a merge (one in
+        // key order only finishes its stream): when fewer indexes than
+        // threads need one, each one's merge is split by key range.
+        let merging = sorters.iter().filter(|s| !s.is_in_order()).count();
+        let ways = self.threads / merging.max(1);
         let results: Vec<_> = std::thread::scope(|s| {
             let handles: Vec<_> = sorters
                 .into_iter()
                 .enumerate()
                 .map(|(i, sorter)| {
                     s.spawn(move || {
-                        let mut resolver = Resolver::new(db, codec, names, mode, has_rows);
-                        sorter.finish(|g| resolver.decide(i, g))
+                        sorter.finish_split(ways, || {
+                            let mut resolver = Resolver::new(db, codec, names, mode, has_rows);
+                            move |g: &[EntryRef<'_>]| resolver.decide(i, g)
+                        })
                     })
                 })
                 .collect();

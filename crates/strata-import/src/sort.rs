@@ -124,6 +124,15 @@ pub struct IndexSorter {
     split_keys: Vec<Vec<u8>>,
     /// Memory each output SST writer may hold (see `RollingSink`).
     writer_cap: usize,
+    /// Keys of every `sample_every`-th entry pushed (by position in the
+    /// input, so the same input gives the same samples whatever the
+    /// timing): where [`Self::finish_split`] cuts the merge.
+    samples: Vec<Vec<u8>>,
+    sample_every: u64,
+    /// Entries pushed.
+    pushed: u64,
+    /// Entries that make a merge worth splitting ([`SPLIT_AT`]).
+    split_at: u64,
     /// Bytes the merge's run read buffers may take together.
     merge_memory: usize,
     /// Where batches go once their entries are written or copied (this
@@ -169,6 +178,10 @@ impl IndexSorter {
             keep_dups,
             split_keys: Vec::new(),
             writer_cap: usize::MAX,
+            samples: Vec::new(),
+            sample_every: FIRST_SAMPLE_EVERY,
+            pushed: 0,
+            split_at: SPLIT_AT,
             merge_memory: usize::MAX,
             pool: None,
         }
@@ -228,6 +241,13 @@ impl IndexSorter {
     /// writes each as its own run file.
     pub fn with_mem_run_at(mut self, bytes: usize) -> IndexSorter {
         self.mem_run_at = bytes.max(1);
+        self
+    }
+
+    /// Splits merges of at least `entries` entries (tests: small ones).
+    #[cfg(test)]
+    fn with_split_at(mut self, entries: u64) -> IndexSorter {
+        self.split_at = entries;
         self
     }
 
@@ -291,9 +311,40 @@ impl IndexSorter {
                 *src = s.src;
             }
         }
+        self.sample(&batch);
         self.buf_bytes += batch.charge();
         self.buf.push(batch);
         Ok(())
+    }
+
+    /// Keeps the key of every `sample_every`-th entry of the input; when
+    /// [`MAX_SAMPLES`] are kept, every other one is dropped and the
+    /// interval doubles, so the samples stay evenly spread over the input.
+    fn sample(&mut self, batch: &EntryBatch) {
+        if self.keep_dups {
+            return;
+        }
+        let n = batch.len() as u64;
+        let mut every = self.sample_every;
+        // The first position in this batch that is a multiple of `every`.
+        let mut at = (every - self.pushed % every) % every;
+        while at < n {
+            self.samples.push(batch.key(at as usize).to_vec());
+            at += every;
+            if self.samples.len() >= MAX_SAMPLES {
+                let mut i = 0;
+                self.samples.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                every *= 2;
+                self.sample_every = every;
+                // Continue at the next multiple of the new interval.
+                let pos = self.pushed + at;
+                at = pos.div_ceil(every) * every - self.pushed;
+            }
+        }
+        self.pushed += n;
     }
 
     /// Whether [`Self::upkeep`] has work: a buffer in key order big enough
@@ -497,6 +548,144 @@ impl IndexSorter {
         Ok(files)
     }
 
+    /// Whether [`Self::finish_split`] can split this sorter's merge by key
+    /// range: out of key order, equal keys an error, no spilled runs (each
+    /// range would read every one again through a read buffer of its
+    /// own), and a buffer worth the threads.
+    pub fn can_split(&self) -> bool {
+        !self.in_order && !self.keep_dups && self.runs.is_empty() && self.pushed >= self.split_at
+    }
+
+    /// Like [`Self::finish`], with the merge cut into up to `ways` key
+    /// ranges, each merged on a thread of its own and written by another
+    /// (`make_each` gives each range its callback; a duplicate or error is
+    /// reported for the lowest range that has one, as one merge would).
+    /// One merge when [`Self::can_split`] says no. The final merge of an
+    /// index out of key order is a stream that nothing overlaps: when it
+    /// is the only one (W1's secondary index in pk order, about a fifth of
+    /// the import's time), one merge thread and one writer thread leave
+    /// the cores partly idle. The files come back in key order. Each
+    /// range's writer and hand-off get an equal share of the index's.
+    pub fn finish_split<F>(
+        mut self,
+        ways: usize,
+        mut make_each: impl FnMut() -> F,
+    ) -> std::result::Result<Vec<SstFile>, SortError>
+    where
+        F: FnMut(&[EntryRef<'_>]) -> Result<Keep> + Send,
+    {
+        if ways < 2 || !self.can_split() {
+            return self.finish(make_each());
+        }
+        self.reclaim_sink()?;
+        let buf = std::mem::take(&mut self.buf);
+        let mem_runs = self.mem_run_at != usize::MAX;
+        let mut order = sort_checked(&buf, false, mem_runs)?;
+        let st = Stable {
+            runs: std::mem::take(&mut self.mem_runs),
+            bufs: buf,
+        };
+        let cuts = split_points(std::mem::take(&mut self.samples), ways);
+        let ranges = cuts.len() + 1;
+        // The last buffer's order, cut where the keys reach each cut.
+        let mut orders = Vec::with_capacity(ranges);
+        for cut in cuts.iter().rev() {
+            let p = order
+                .partition_point(|&(_, b, i)| st.bufs[b as usize].key(i as usize) < cut.as_slice());
+            orders.push(order.split_off(p));
+        }
+        orders.push(order);
+        orders.reverse();
+        let run_at = st
+            .runs
+            .iter()
+            .map(|r| run_cuts(r, &cuts))
+            .collect::<Result<Vec<_>>>()?;
+        let buf_shared = common_prefix(&st.bufs);
+        let streamed = self.streamed_run.take();
+        let split_keys = std::mem::take(&mut self.split_keys);
+        // Without spilled runs the merge's read buffers are not needed:
+        // their share of the budget (`merge_memory`) takes the extra
+        // writers, each up to the one writer's cap.
+        let cap = self
+            .writer_cap
+            .min(self.writer_cap.saturating_add(self.merge_memory) / ranges)
+            .max(1);
+        let handoff = crate::handoff::HANDOFF_MEMORY / ranges;
+        // Each range's sources, sink and callback, before any thread runs.
+        let mut jobs = Vec::with_capacity(ranges);
+        for (r, order) in orders.into_iter().enumerate() {
+            let mut sources = Vec::new();
+            let mut shared = Vec::new();
+            if let Some((files, src)) = &streamed {
+                let f = File::open(src).map_err(|e| Error::io(src, e))?;
+                sources.push(Source::Sst {
+                    files: files
+                        .iter()
+                        .map(|f| f.path.clone())
+                        .collect::<Vec<_>>()
+                        .into_iter(),
+                    reader: None,
+                    src: BufReader::new(f),
+                    src_path: src.clone(),
+                    cur: empty_entry(),
+                    from: r.checked_sub(1).map(|c| cuts[c].clone()),
+                    until: cuts.get(r).cloned(),
+                });
+                shared.push(self.streamed_shared);
+            }
+            for (run, at) in run_at.iter().enumerate() {
+                sources.push(Source::MemRun {
+                    run,
+                    cur: Span::default(),
+                    next: at[r],
+                    end: at[r + 1],
+                });
+                shared.push(self.mem_runs_shared.get(run).copied().unwrap_or(0));
+            }
+            sources.push(Source::Mem {
+                order: order.into_iter(),
+                cur: (0, 0),
+            });
+            shared.push(buf_shared);
+            let mut sink = RollingSink::new(
+                &self.dir,
+                &format!("{}-out{r}", self.name),
+                self.target_file,
+            )
+            .with_memory_cap(cap);
+            sink.set_split_keys(split_keys.clone());
+            jobs.push((sources, shared, sink, make_each()));
+        }
+        let st = &st;
+        let results: Vec<_> = std::thread::scope(|sc| {
+            let handles: Vec<_> = jobs
+                .into_iter()
+                .map(|(mut sources, shared, sink, mut each)| {
+                    sc.spawn(move || {
+                        crate::handoff::write_on_thread_with(sink, handoff, |out| {
+                            merge_unique(&mut sources, st, &shared, out, &mut each)
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        let mut files = Vec::new();
+        for r in results {
+            let ((), f) = r.map_err(|_| {
+                SortError::Other(Error::invalid("internal: a merge thread panicked"))
+            })??;
+            files.extend(f);
+        }
+        if let Some((streamed, _)) = &streamed {
+            for f in streamed {
+                let _ = std::fs::remove_file(&f.path);
+            }
+        }
+        Ok(files)
+    }
+
     /// Like [`Self::finish`], into any output. Only for a sorter that
     /// never spilled or streamed (a direct or batch unit): what was
     /// streamed went to its own SSTs.
@@ -537,6 +726,8 @@ impl IndexSorter {
                 src: BufReader::new(f),
                 src_path: src,
                 cur: empty_entry(),
+                from: None,
+                until: None,
             });
             shared.push(self.streamed_shared);
         }
@@ -558,11 +749,12 @@ impl IndexSorter {
             runs: std::mem::take(&mut self.mem_runs),
             bufs: buf,
         };
-        for run in 0..st.runs.len() {
+        for (run, bytes) in st.runs.iter().enumerate() {
             sources.push(Source::MemRun {
                 run,
                 cur: Span::default(),
                 next: 0,
+                end: bytes.len(),
             });
             shared.push(self.mem_runs_shared.get(run).copied().unwrap_or(0));
         }
@@ -571,35 +763,10 @@ impl IndexSorter {
             cur: (0, 0),
         });
         shared.push(common_prefix(&st.bufs));
-        let mut live = Vec::with_capacity(sources.len());
-        for (i, s) in sources.iter_mut().enumerate() {
-            if s.advance(&st)? {
-                live.push(i);
-            }
-        }
-        let mut heap = Heap::new(live, &sources, &st, &shared);
         if !self.keep_dups {
-            // No source holds a key twice (each was sorted and checked, or
-            // written in strictly increasing order), so a key's group is
-            // one entry unless the next smallest current entry, a child
-            // of the heap's root, has the same key: a duplicate.
-            while let Some(top) = heap.top() {
-                let e = sources[top].current(&st);
-                if let Some(next) = heap.second(&sources, &st) {
-                    let n = sources[next].current(&st);
-                    if n.key == e.key {
-                        return Err(SortError::Dup(Dup {
-                            key: e.key.to_vec(),
-                            first: e.src,
-                            second: n.src,
-                        }));
-                    }
-                }
-                let one = [e];
-                write_group(out, &one, each(&one)?)?;
-                heap.next(&mut sources, &st, top)?;
-            }
+            merge_unique(&mut sources, &st, &shared, out, &mut each)?;
         } else {
+            let mut heap = start_heap(&mut sources, &st, &shared)?;
             // Groups of equal keys may span many entries of one source:
             // they are copied (entries of written groups are reused).
             let mut group: Vec<Entry> = Vec::with_capacity(1);
@@ -990,6 +1157,92 @@ fn key_head(key: &[u8], skip: usize) -> u128 {
     u128::from_be_bytes(b)
 }
 
+/// Advances every source to its first entry and builds the heap of those
+/// that have one.
+fn start_heap(sources: &mut [Source], st: &Stable, shared: &[usize]) -> Result<Heap> {
+    let mut live = Vec::with_capacity(sources.len());
+    for (i, s) in sources.iter_mut().enumerate() {
+        if s.advance(st)? {
+            live.push(i);
+        }
+    }
+    Ok(Heap::new(live, sources, st, shared))
+}
+
+/// Merges `sources` (none holding a key twice) into `out`: equal keys in
+/// two sources are a [`SortError::Dup`]. `shared[s]`: a prefix length
+/// every key of source `s` shares.
+fn merge_unique(
+    sources: &mut [Source],
+    st: &Stable,
+    shared: &[usize],
+    out: &mut dyn Output,
+    each: &mut dyn FnMut(&[EntryRef<'_>]) -> Result<Keep>,
+) -> std::result::Result<(), SortError> {
+    let mut heap = start_heap(sources, st, shared)?;
+    // No source holds a key twice (each was sorted and checked, or
+    // written in strictly increasing order), so a key's group is one
+    // entry unless the next smallest current entry, a child of the heap's
+    // root, has the same key: a duplicate.
+    while let Some(top) = heap.top() {
+        let e = sources[top].current(st);
+        if let Some(next) = heap.second(sources, st) {
+            let n = sources[next].current(st);
+            if n.key == e.key {
+                return Err(SortError::Dup(Dup {
+                    key: e.key.to_vec(),
+                    first: e.src,
+                    second: n.src,
+                }));
+            }
+        }
+        let one = [e];
+        write_group(out, &one, each(&one)?)?;
+        heap.next(sources, st, top)?;
+    }
+    Ok(())
+}
+
+/// Up to `ways - 1` distinct keys, increasing, that cut a merge into
+/// about equal ranges: the quantiles of the sampled keys (samples taken
+/// by input position, so the same input is cut at the same keys).
+fn split_points(mut samples: Vec<Vec<u8>>, ways: usize) -> Vec<Vec<u8>> {
+    samples.sort_unstable();
+    let mut cuts: Vec<Vec<u8>> = (1..ways)
+        .filter_map(|q| samples.get(samples.len() * q / ways).cloned())
+        .collect();
+    cuts.dedup();
+    cuts
+}
+
+/// Where each range of a run in memory starts when `cuts` (increasing)
+/// divide it: `0`, then per cut the offset of the run's first entry at or
+/// past it, then the run's length.
+fn run_cuts(run: &[u8], cuts: &[Vec<u8>]) -> Result<Vec<usize>> {
+    let mut at = vec![0];
+    let mut pos = 0;
+    for cut in cuts {
+        while let Some((span, after)) = decode_span(run, pos)? {
+            if span.entry(run).key >= cut.as_slice() {
+                break;
+            }
+            pos = after;
+        }
+        at.push(pos);
+    }
+    at.push(run.len());
+    Ok(at)
+}
+
+/// Entries a sorter must have been given for its merge to be split by
+/// key range (smaller merges take less than starting threads is worth).
+const SPLIT_AT: u64 = 100_000;
+
+/// Samples a sorter keeps at most (a few hundred KiB of keys), and the
+/// interval it starts sampling at.
+const MAX_SAMPLES: usize = 4096;
+const FIRST_SAMPLE_EVERY: u64 = 64;
+
 /// What the merge's in-memory sources' entries lie in, fixed for the
 /// whole merge (the sources keep only offsets into it).
 struct Stable {
@@ -1008,8 +1261,14 @@ enum Source {
         cur: (u32, u32),
     },
     /// A sorted run in memory ([`Stable::runs`]`[run]`): where the
-    /// current entry lies and where the next one starts.
-    MemRun { run: usize, cur: Span, next: usize },
+    /// current entry lies, where the next one starts and where the
+    /// source's part of the run ends.
+    MemRun {
+        run: usize,
+        cur: Span,
+        next: usize,
+        end: usize,
+    },
     /// A spilled run: its current entry is copied out of the read buffer.
     Run {
         r: BufReader<File>,
@@ -1017,13 +1276,16 @@ enum Source {
         cur: Entry,
         spare: Vec<Entry>,
     },
-    /// What was streamed before the order broke.
+    /// What was streamed before the order broke: its entries from `from`
+    /// (inclusive) until `until` (exclusive), either unbounded when `None`.
     Sst {
         files: std::vec::IntoIter<PathBuf>,
         reader: Option<Box<strata::sstable::SstReader>>,
         src: BufReader<File>,
         src_path: PathBuf,
         cur: Entry,
+        from: Option<Vec<u8>>,
+        until: Option<Vec<u8>>,
     },
 }
 
@@ -1053,8 +1315,14 @@ impl Source {
                 }
                 None => false,
             }),
-            Source::MemRun { run, cur, next } => {
+            Source::MemRun {
+                run,
+                cur,
+                next,
+                end,
+            } => {
                 let bytes = st.runs.get(*run).map(Vec::as_slice).unwrap_or_default();
+                let bytes = bytes.get(..*end).unwrap_or(bytes);
                 Ok(match decode_span(bytes, *next)? {
                     Some((span, after)) => {
                         (*cur, *next) = (span, after);
@@ -1095,6 +1363,8 @@ impl Source {
                 src,
                 src_path,
                 cur,
+                from,
+                until,
             } => loop {
                 if reader.is_none() {
                     match files.next() {
@@ -1121,6 +1391,16 @@ impl Source {
                         let line = read_varint(src)
                             .map_err(|e| Error::io(&*src_path, e))?
                             .ok_or_else(missing)?;
+                        if from.as_ref().is_some_and(|f| key < *f) {
+                            continue;
+                        }
+                        // Past the lower bound: the rest is not below it.
+                        *from = None;
+                        if until.as_ref().is_some_and(|u| key >= *u) {
+                            *reader = None;
+                            files.by_ref().for_each(drop);
+                            return Ok(false);
+                        }
                         *cur = run_entry(key, value, file, line, false);
                         return Ok(true);
                     }
@@ -1580,8 +1860,9 @@ mod tests {
         assert!(s.push(batch).is_ok());
         assert!(!s.is_in_order());
         // A merge that compares the wrong bytes hands the SST writer a
-        // smaller key after a larger one, which it refuses.
-        let files = match s.finish(|_| Ok(Keep::Put(0))) {
+        // smaller key after a larger one, which it refuses. Split in
+        // three, each range reads its part of the streamed SSTs.
+        let files = match s.finish_split(3, || |_: &[EntryRef<'_>]| Ok(Keep::Put(0))) {
             Ok(files) => files,
             Err(SortError::Other(e)) => panic!("{e}"),
             Err(SortError::Dup(d)) => panic!("duplicate {:?}", d.key),
@@ -1594,6 +1875,128 @@ mod tests {
             .map(|kv| u64::from_be_bytes(kv.unwrap().0[1..].try_into().unwrap()))
             .collect();
         assert!(got == want, "{} keys out, {} in", got.len(), want.len());
+    }
+
+    /// The keys of an index's SST files, in the order of the files.
+    fn keys_of(files: &[SstFile]) -> Vec<Vec<u8>> {
+        files
+            .iter()
+            .flat_map(|f| strata::sstable::SstReader::open(&f.path).unwrap())
+            .map(|kv| kv.unwrap().0)
+            .collect()
+    }
+
+    /// A merge split into key ranges writes exactly what one merge
+    /// writes, in key order across its files, and reports the duplicate
+    /// one merge reports (the smallest key's), whichever range holds it;
+    /// in-memory runs, the last buffer and ranges left empty included.
+    #[test]
+    fn a_split_merge_writes_what_one_merge_writes() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+        for case in 0..30 {
+            let n = rng.gen_range(1..4000u64);
+            let mut keys: Vec<u64> = (0..n).map(|k| k * 3).collect();
+            for i in (1..keys.len()).rev() {
+                keys.swap(i, rng.gen_range(0..=i));
+            }
+            let dups = case % 3 == 2 && n > 10;
+            if dups {
+                // Two duplicated keys: the merge names the smaller one.
+                keys[n as usize - 1] = keys[0];
+                keys[n as usize - 2] = keys[1];
+            }
+            let ways = rng.gen_range(2..6);
+            let mem_run_at = rng.gen_range(200..40_000);
+            let parts: Vec<usize> = {
+                let mut v = Vec::new();
+                let mut left = keys.len();
+                while left > 0 {
+                    let p = rng.gen_range(1..500).min(left);
+                    v.push(p);
+                    left -= p;
+                }
+                v
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let build = |name: &str| {
+                let mut s = IndexSorter::new(dir.path(), name, 16 << 10, false, false)
+                    .with_mem_run_at(mem_run_at)
+                    .with_split_at(0);
+                let mut at = 0;
+                for &p in &parts {
+                    let batch: EntryBatch = keys[at..at + p]
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &k)| Entry {
+                            key: [b"pre".to_vec(), k.to_be_bytes().to_vec()].concat(),
+                            value: k.to_string().into_bytes(),
+                            src: Src {
+                                file: 0,
+                                line: (at + j) as u64 + 1,
+                            },
+                            delete: false,
+                        })
+                        .collect();
+                    at += p;
+                    s.push(batch)?;
+                }
+                Ok(s)
+            };
+            let one = build("one").and_then(|s| s.finish(|_| Ok(Keep::Put(0))));
+            let split = build("split").and_then(|s| {
+                assert!(s.can_split(), "case {case}");
+                s.finish_split(ways, || |_: &[EntryRef<'_>]| Ok(Keep::Put(0)))
+            });
+            match (one, split) {
+                (Ok(a), Ok(b)) => {
+                    let (ka, kb) = (keys_of(&a), keys_of(&b));
+                    assert_eq!(ka.len(), n as usize, "case {case}");
+                    assert!(ka == kb, "case {case}: the split merge wrote other keys");
+                }
+                (Err(SortError::Dup(a)), Err(SortError::Dup(b))) => {
+                    assert!(dups, "case {case}");
+                    assert_eq!(a.key, b.key, "case {case}");
+                    assert_eq!((a.first, a.second), (b.first, b.second), "case {case}");
+                }
+                _ => panic!("case {case}: one merge and the split merge disagree"),
+            }
+        }
+    }
+
+    /// Samples are the keys at every `sample_every`-th input position,
+    /// however the input is cut into batches, and stay evenly spread
+    /// when they are thinned.
+    #[test]
+    fn samples_follow_input_positions() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+        let n = 600_000u64;
+        let mut s = IndexSorter::new(dir.path(), "t", 1 << 20, false, false);
+        let mut at = 0u64;
+        while at < n {
+            let len = rng.gen_range(1..5000).min(n - at);
+            let batch: EntryBatch = (at..at + len)
+                .map(|k| Entry {
+                    key: k.to_be_bytes().to_vec(),
+                    value: Vec::new(),
+                    src: Src { file: 0, line: k },
+                    delete: false,
+                })
+                .collect();
+            s.sample(&batch);
+            at += len;
+        }
+        let every = s.sample_every;
+        assert!(every > FIRST_SAMPLE_EVERY, "never thinned");
+        let want: Vec<Vec<u8>> = (0..n)
+            .step_by(every as usize)
+            .map(|k| k.to_be_bytes().to_vec())
+            .collect();
+        assert!(
+            s.samples == want,
+            "{} samples, every {every}",
+            s.samples.len()
+        );
     }
 
     /// `cmp_keys_from` agrees with comparing the whole keys, for keys of
