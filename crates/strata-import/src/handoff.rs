@@ -19,11 +19,17 @@
 //! merge of an index is one stream that nothing else overlaps (W1 in
 //! random order: its primary index alone, about a third of the import's
 //! wall time, with the second core idle); split in two, both cores work
-//! on it.
+//! on it. A merge whose entries lie in memory that outlives the writer
+//! (runs kept in memory, the last buffer) lends them ([`Lend`],
+//! [`write_on_thread_with`]): the batch carries the two slices, not a
+//! copy; other entries are copied into the batch.
 //!
-//! Invariants: entries reach the sink in the order the merge gave them;
-//! the batches in existence hold at most about [`HANDOFF_MEMORY`] (it is
-//! the spill write buffer's share of the budget, idle during the merge);
+//! Invariants: entries reach the sink in the order the merge gave them,
+//! lent and copied alike; lent memory is not touched after the writer
+//! thread is joined (the scope of `write_on_thread_with` ends before
+//! `'s` does); the batches in existence hold at most about the memory
+//! given ([`HANDOFF_MEMORY`] by default: the spill write buffer's share
+//! of the budget, idle during the merge) besides what they lend;
 //! if the sink fails, its error is the one returned (the merge then only
 //! sees that the writer stopped).
 
@@ -53,13 +59,8 @@ const DEPTH: usize = 2;
 /// memory).
 const SLOT: usize = std::mem::size_of::<crate::batch::Slot>();
 
-/// An empty batch with room for a full one (`bytes`) of small entries.
-fn new_batch(bytes: usize) -> EntryBatch {
-    EntryBatch::with_capacity(bytes, bytes / 64)
-}
-
 /// Writes `batch`'s entries (in key order, after the sink's last) to
-/// `sink`: the writer threads' one loop.
+/// `sink`: the stream writer's loop.
 fn write_batch(sink: &mut RollingSink, batch: &EntryBatch) -> Result<()> {
     for s in batch.slots() {
         if s.delete {
@@ -71,6 +72,73 @@ fn write_batch(sink: &mut RollingSink, batch: &EntryBatch) -> Result<()> {
     Ok(())
 }
 
+/// An [`Output`] that can also take entries lent for `'s`: memory that
+/// outlives the output's writer (a merge's runs in memory and last
+/// buffer), so they are handed on without a copy.
+pub trait Lend<'s>: Output {
+    /// Writes `key` = `value`, both valid for `'s`.
+    fn put_lent(&mut self, key: &'s [u8], value: &'s [u8]) -> Result<()>;
+}
+
+impl<'s> Lend<'s> for RollingSink {
+    fn put_lent(&mut self, key: &'s [u8], value: &'s [u8]) -> Result<()> {
+        self.put(key, value)
+    }
+}
+
+/// One entry of a hand-off batch.
+enum Item<'s> {
+    /// A put of memory lent for `'s`.
+    Lent(&'s [u8], &'s [u8]),
+    /// The next entry of the batch's own copies.
+    Copied,
+}
+
+/// Entries on their way from the merge to the writer, in key order.
+struct Batch<'s> {
+    items: Vec<Item<'s>>,
+    copies: EntryBatch,
+}
+
+impl<'s> Batch<'s> {
+    /// An empty batch with room for a full one (`bytes`) of small entries.
+    fn new(bytes: usize) -> Batch<'s> {
+        Batch {
+            items: Vec::with_capacity(bytes / 64),
+            copies: EntryBatch::with_capacity(bytes, bytes / 64),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.items.clear();
+        self.copies.clear();
+    }
+
+    /// Writes the entries to `sink`.
+    fn write(&self, sink: &mut RollingSink) -> Result<()> {
+        let mut copies = self.copies.slots().iter();
+        for item in &self.items {
+            match item {
+                Item::Lent(key, value) => sink.put(key, value)?,
+                Item::Copied => {
+                    let s = copies.next().ok_or_else(|| {
+                        Error::invalid("internal: a hand-off batch lost a copied entry")
+                    })?;
+                    if s.delete {
+                        sink.delete(self.copies.key_of(s))?;
+                    } else {
+                        sink.put(self.copies.key_of(s), self.copies.value_of(s))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes a lent entry takes in a batch (counted in its fill).
+const ITEM: usize = std::mem::size_of::<Item<'static>>();
+
 /// Runs `merge` with an [`Output`] whose entries `sink` writes on another
 /// thread; returns the merge's result (its error, or the sink's error if
 /// the sink failed) and the sink's files.
@@ -78,24 +146,25 @@ pub fn write_on_thread<T, E: From<Error>>(
     sink: RollingSink,
     merge: impl FnOnce(&mut dyn Output) -> std::result::Result<T, E>,
 ) -> std::result::Result<(T, Vec<SstFile>), E> {
-    write_on_thread_with(sink, HANDOFF_MEMORY, merge)
+    write_on_thread_with(sink, HANDOFF_MEMORY, |out: &mut dyn Lend<'_>| merge(out))
 }
 
-/// [`write_on_thread`] with the hand-off's batches holding about `memory`
-/// bytes together instead of [`HANDOFF_MEMORY`] (a merge split into
-/// ranges gives each range a share).
-pub fn write_on_thread_with<T, E: From<Error>>(
+/// [`write_on_thread`] for a merge that lends entries valid for `'s`
+/// ([`Lend`]), with the hand-off's batches holding about `memory` bytes
+/// together (besides what they lend) instead of [`HANDOFF_MEMORY`] (a
+/// merge split into ranges gives each range a share).
+pub fn write_on_thread_with<'s, T, E: From<Error>>(
     mut sink: RollingSink,
     memory: usize,
-    merge: impl FnOnce(&mut dyn Output) -> std::result::Result<T, E>,
+    merge: impl FnOnce(&mut dyn Lend<'s>) -> std::result::Result<T, E>,
 ) -> std::result::Result<(T, Vec<SstFile>), E> {
     let batch = (memory / 4).max(4 << 10);
     std::thread::scope(|sc| {
-        let (tx, rx) = sync_channel::<EntryBatch>(DEPTH);
-        let (back_tx, back_rx) = sync_channel::<EntryBatch>(1);
+        let (tx, rx) = sync_channel::<Batch<'s>>(DEPTH);
+        let (back_tx, back_rx) = sync_channel::<Batch<'s>>(1);
         let writer = sc.spawn(move || -> Result<Vec<SstFile>> {
             for mut b in rx {
-                write_batch(&mut sink, &b)?;
+                b.write(&mut sink)?;
                 b.clear();
                 let _ = back_tx.try_send(b);
             }
@@ -104,7 +173,7 @@ pub fn write_on_thread_with<T, E: From<Error>>(
         let mut out = Handoff {
             tx: Some(tx),
             back: back_rx,
-            cur: new_batch(batch),
+            cur: Batch::new(batch),
             filled: 0,
             batch,
         };
@@ -195,20 +264,28 @@ impl Drop for StreamWriter {
 }
 
 /// The merge's side: fills a batch, hands it over when full.
-struct Handoff {
-    tx: Option<SyncSender<EntryBatch>>,
-    back: Receiver<EntryBatch>,
-    cur: EntryBatch,
-    /// Bytes `cur` holds (its entries' keys, values and slots).
+struct Handoff<'s> {
+    tx: Option<SyncSender<Batch<'s>>>,
+    back: Receiver<Batch<'s>>,
+    cur: Batch<'s>,
+    /// Bytes `cur` holds (its copies' keys, values and slots, and its
+    /// items).
     filled: usize,
     /// Bytes after which `cur` is handed over.
     batch: usize,
 }
 
-impl Handoff {
+impl<'s> Handoff<'s> {
     fn push(&mut self, key: &[u8], value: &[u8], delete: bool) -> Result<()> {
-        self.cur.push(key, value, Src { file: 0, line: 0 }, delete);
-        self.filled += key.len() + value.len() + SLOT;
+        self.cur
+            .copies
+            .push(key, value, Src { file: 0, line: 0 }, delete);
+        self.cur.items.push(Item::Copied);
+        self.filled += key.len() + value.len() + SLOT + ITEM;
+        self.flush_if_full()
+    }
+
+    fn flush_if_full(&mut self) -> Result<()> {
         if self.filled >= self.batch {
             self.flush()?;
         }
@@ -217,13 +294,13 @@ impl Handoff {
 
     /// Hands the current batch to the writer.
     fn flush(&mut self) -> Result<()> {
-        if self.cur.is_empty() {
+        if self.cur.items.is_empty() {
             return Ok(());
         }
         let next = self
             .back
             .try_recv()
-            .unwrap_or_else(|_| new_batch(self.batch));
+            .unwrap_or_else(|_| Batch::new(self.batch));
         let full = std::mem::replace(&mut self.cur, next);
         self.filled = 0;
         match &self.tx {
@@ -233,13 +310,21 @@ impl Handoff {
     }
 }
 
-impl Output for Handoff {
+impl Output for Handoff<'_> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.push(key, value, false)
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<()> {
         self.push(key, &[], true)
+    }
+}
+
+impl<'s> Lend<'s> for Handoff<'s> {
+    fn put_lent(&mut self, key: &'s [u8], value: &'s [u8]) -> Result<()> {
+        self.cur.items.push(Item::Lent(key, value));
+        self.filled += ITEM;
+        self.flush_if_full()
     }
 }
 
@@ -273,6 +358,52 @@ mod tests {
         let want: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
             .map(|i| (format!("k{i:08}").into_bytes(), i.to_le_bytes().to_vec()))
             .collect();
+        assert!(
+            got == want,
+            "{} entries read back, {} written",
+            got.len(),
+            n
+        );
+    }
+
+    /// Entries lent and entries copied, interleaved in runs of random
+    /// lengths, reach the files in the order given, with their values
+    /// (a lost or reordered copy, or a lent entry written twice, fails).
+    #[test]
+    fn lent_and_copied_entries_keep_their_order() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let dir = tempfile::tempdir().unwrap();
+        let sink = RollingSink::new(dir.path(), "t", 64 << 10);
+        let n = 30_000u32;
+        let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("k{i:08}").into_bytes()).collect();
+        let values: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8; (i % 50) as usize]).collect();
+        let lend: Vec<bool> = {
+            let mut v = Vec::new();
+            while v.len() < n as usize {
+                let run = rng.gen_range(1..100);
+                let lent = rng.gen_bool(0.5);
+                v.extend(std::iter::repeat_n(lent, run));
+            }
+            v
+        };
+        let ((), files) = write_on_thread_with(sink, 16 << 10, |out| -> Result<()> {
+            for i in 0..n as usize {
+                if lend[i] {
+                    out.put_lent(&keys[i], &values[i])?;
+                } else {
+                    out.put(&keys[i], &values[i])?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = files
+            .iter()
+            .flat_map(|f| strata::sstable::SstReader::open(&f.path).unwrap())
+            .map(|kv| kv.unwrap())
+            .collect();
+        let want: Vec<(Vec<u8>, Vec<u8>)> = keys.into_iter().zip(values).collect();
         assert!(
             got == want,
             "{} entries read back, {} written",

@@ -23,7 +23,7 @@
 use crate::batch::EntryBatch;
 use crate::encode::row::{get_varint, put_varint};
 use crate::error::{Error, Result};
-use crate::handoff::StreamWriter;
+use crate::handoff::{Lend, StreamWriter};
 use crate::parse::{Entry, EntryRef, Src};
 use crate::pool::BatchPool;
 use crate::sink::{Output, RollingSink, SstFile};
@@ -534,10 +534,13 @@ impl IndexSorter {
     /// sees every group of entries with one key, in key order, the group
     /// in input order (tombstones last), and says what to write; a group
     /// of more than one entry is a [`SortError::Dup`] unless `keep_dups`.
-    pub fn finish(
-        mut self,
-        each: impl FnMut(&[EntryRef<'_>]) -> Result<Keep>,
-    ) -> std::result::Result<Vec<SstFile>, SortError> {
+    pub fn finish<F>(mut self, each: F) -> std::result::Result<Vec<SstFile>, SortError>
+    where
+        F: FnMut(&[EntryRef<'_>]) -> Result<Keep> + Send,
+    {
+        if !self.in_order && !self.keep_dups {
+            return self.merge_ranges(Vec::new(), vec![each]);
+        }
         self.reclaim_sink()?;
         let name = format!("{}-out", self.name);
         let fresh = self.new_sink(&name);
@@ -551,7 +554,7 @@ impl IndexSorter {
     /// Whether [`Self::finish_split`] can split this sorter's merge by key
     /// range: out of key order, equal keys an error, no spilled runs (each
     /// range would read every one again through a read buffer of its
-    /// own), and a buffer worth the threads.
+    /// own), and enough entries to be worth the threads.
     pub fn can_split(&self) -> bool {
         !self.in_order && !self.keep_dups && self.runs.is_empty() && self.pushed >= self.split_at
     }
@@ -564,8 +567,7 @@ impl IndexSorter {
     /// index out of key order is a stream that nothing overlaps: when it
     /// is the only one (W1's secondary index in pk order, about a fifth of
     /// the import's time), one merge thread and one writer thread leave
-    /// the cores partly idle. The files come back in key order. Each
-    /// range's writer and hand-off get an equal share of the index's.
+    /// the cores partly idle. The files come back in key order.
     pub fn finish_split<F>(
         mut self,
         ways: usize,
@@ -577,7 +579,31 @@ impl IndexSorter {
         if ways < 2 || !self.can_split() {
             return self.finish(make_each());
         }
+        let cuts = split_points(std::mem::take(&mut self.samples), ways);
+        let eaches = (0..=cuts.len()).map(|_| make_each()).collect();
+        self.merge_ranges(cuts, eaches)
+    }
+
+    /// The merge of a sorter out of order whose equal keys are an error,
+    /// cut at `cuts` (increasing; none: one range, which may read spilled
+    /// runs) into ranges merged at once, range `r` with `eaches[r]`. Each
+    /// range's merge lends the writer the entries of the runs in memory
+    /// and of the last buffer instead of copying them (`handoff::Lend`).
+    fn merge_ranges<F>(
+        mut self,
+        cuts: Vec<Vec<u8>>,
+        eaches: Vec<F>,
+    ) -> std::result::Result<Vec<SstFile>, SortError>
+    where
+        F: FnMut(&[EntryRef<'_>]) -> Result<Keep> + Send,
+    {
         self.reclaim_sink()?;
+        let ranges = cuts.len() + 1;
+        if eaches.len() != ranges || (ranges > 1 && !self.runs.is_empty()) {
+            return Err(SortError::Other(Error::invalid(
+                "internal: a merge cut into ranges it cannot have",
+            )));
+        }
         let buf = std::mem::take(&mut self.buf);
         let mem_runs = self.mem_run_at != usize::MAX;
         let mut order = sort_checked(&buf, false, mem_runs)?;
@@ -585,8 +611,6 @@ impl IndexSorter {
             runs: std::mem::take(&mut self.mem_runs),
             bufs: buf,
         };
-        let cuts = split_points(std::mem::take(&mut self.samples), ways);
-        let ranges = cuts.len() + 1;
         // The last buffer's order, cut where the keys reach each cut.
         let mut orders = Vec::with_capacity(ranges);
         for cut in cuts.iter().rev() {
@@ -612,9 +636,10 @@ impl IndexSorter {
             .min(self.writer_cap.saturating_add(self.merge_memory) / ranges)
             .max(1);
         let handoff = crate::handoff::HANDOFF_MEMORY / ranges;
+        let read_buffer = self.run_read_buffer(self.runs.len());
         // Each range's sources, sink and callback, before any thread runs.
         let mut jobs = Vec::with_capacity(ranges);
-        for (r, order) in orders.into_iter().enumerate() {
+        for ((r, order), each) in orders.into_iter().enumerate().zip(eaches) {
             let mut sources = Vec::new();
             let mut shared = Vec::new();
             if let Some((files, src)) = &streamed {
@@ -634,6 +659,18 @@ impl IndexSorter {
                 });
                 shared.push(self.streamed_shared);
             }
+            // Spilled runs only in a merge of one range (checked above).
+            for (path, &run_shared) in self.runs.iter().zip(&self.runs_shared) {
+                let f = File::open(path).map_err(|e| Error::io(path, e))?;
+                sources.push(Source::Run {
+                    r: BufReader::with_capacity(read_buffer, f),
+                    path: path.clone(),
+                    cur: empty_entry(),
+                    spare: Vec::new(),
+                });
+                shared.push(run_shared);
+            }
+            shared.resize(sources.len(), 0);
             for (run, at) in run_at.iter().enumerate() {
                 sources.push(Source::MemRun {
                     run,
@@ -648,29 +685,30 @@ impl IndexSorter {
                 cur: (0, 0),
             });
             shared.push(buf_shared);
-            let mut sink = RollingSink::new(
-                &self.dir,
-                &format!("{}-out{r}", self.name),
-                self.target_file,
-            )
-            .with_memory_cap(cap);
+            let name = if ranges == 1 {
+                format!("{}-out", self.name)
+            } else {
+                format!("{}-out{r}", self.name)
+            };
+            let mut sink =
+                RollingSink::new(&self.dir, &name, self.target_file).with_memory_cap(cap);
             sink.set_split_keys(split_keys.clone());
-            jobs.push((sources, shared, sink, make_each()));
+            jobs.push((sources, shared, sink, each));
         }
         let st = &st;
-        let results: Vec<_> = std::thread::scope(|sc| {
-            let handles: Vec<_> = jobs
-                .into_iter()
-                .map(|(mut sources, shared, sink, mut each)| {
-                    sc.spawn(move || {
-                        crate::handoff::write_on_thread_with(sink, handoff, |out| {
-                            merge_unique(&mut sources, st, &shared, out, &mut each)
-                        })
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect()
-        });
+        let merge = |(mut sources, shared, sink, mut each): (Vec<Source>, Vec<usize>, _, F)| {
+            crate::handoff::write_on_thread_with(sink, handoff, |out| {
+                merge_unique(&mut sources, st, &shared, out, &mut each)
+            })
+        };
+        let results: Vec<_> = if ranges == 1 {
+            jobs.into_iter().map(|j| Ok(merge(j))).collect()
+        } else {
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = jobs.into_iter().map(|j| sc.spawn(|| merge(j))).collect();
+                handles.into_iter().map(|h| h.join()).collect()
+            })
+        };
         let mut files = Vec::new();
         for r in results {
             let ((), f) = r.map_err(|_| {
@@ -678,10 +716,11 @@ impl IndexSorter {
             })??;
             files.extend(f);
         }
-        if let Some((streamed, _)) = &streamed {
-            for f in streamed {
-                let _ = std::fs::remove_file(&f.path);
-            }
+        let streamed = streamed
+            .iter()
+            .flat_map(|(files, _)| files.iter().map(|f| &f.path));
+        for p in streamed.chain(self.runs.iter()) {
+            let _ = std::fs::remove_file(p);
         }
         Ok(files)
     }
@@ -764,7 +803,7 @@ impl IndexSorter {
         });
         shared.push(common_prefix(&st.bufs));
         if !self.keep_dups {
-            merge_unique(&mut sources, &st, &shared, out, &mut each)?;
+            merge_unique(&mut sources, &st, &shared, &mut Copying(out), &mut each)?;
         } else {
             let mut heap = start_heap(&mut sources, &st, &shared)?;
             // Groups of equal keys may span many entries of one source:
@@ -1157,6 +1196,26 @@ fn key_head(key: &[u8], skip: usize) -> u128 {
     u128::from_be_bytes(b)
 }
 
+/// An [`Output`] that writes what it is lent like anything else (for a
+/// merge into an output that keeps nothing).
+struct Copying<'o>(&'o mut dyn Output);
+
+impl Output for Copying<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.0.put(key, value)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.0.delete(key)
+    }
+}
+
+impl<'s> Lend<'s> for Copying<'_> {
+    fn put_lent(&mut self, key: &'s [u8], value: &'s [u8]) -> Result<()> {
+        self.0.put(key, value)
+    }
+}
+
 /// Advances every source to its first entry and builds the heap of those
 /// that have one.
 fn start_heap(sources: &mut [Source], st: &Stable, shared: &[usize]) -> Result<Heap> {
@@ -1172,11 +1231,11 @@ fn start_heap(sources: &mut [Source], st: &Stable, shared: &[usize]) -> Result<H
 /// Merges `sources` (none holding a key twice) into `out`: equal keys in
 /// two sources are a [`SortError::Dup`]. `shared[s]`: a prefix length
 /// every key of source `s` shares.
-fn merge_unique(
+fn merge_unique<'st>(
     sources: &mut [Source],
-    st: &Stable,
+    st: &'st Stable,
     shared: &[usize],
-    out: &mut dyn Output,
+    out: &mut dyn Lend<'st>,
     each: &mut dyn FnMut(&[EntryRef<'_>]) -> Result<Keep>,
 ) -> std::result::Result<(), SortError> {
     let mut heap = start_heap(sources, st, shared)?;
@@ -1203,7 +1262,13 @@ fn merge_unique(
             }
         }
         let one = [e];
-        write_group(out, &one, each(&one)?)?;
+        match (each(&one)?, sources[top].lent(st)) {
+            // An entry in memory that outlives the writer goes to it as
+            // it lies (W1's primary rows: 300 bytes each, copied into
+            // the hand-off's batches before).
+            (Keep::Put(0), Some(e)) if !e.delete => out.put_lent(e.key, e.value)?,
+            (keep, _) => write_group(out, &one, keep)?,
+        }
         heap.next(sources, st, top)?;
     }
     Ok(())
@@ -1308,6 +1373,20 @@ impl Source {
                 None => EntryRef::EMPTY,
             },
             Source::Run { cur, .. } | Source::Sst { cur, .. } => cur.as_ref(),
+        }
+    }
+
+    /// The current entry, borrowed from `st` rather than from the
+    /// source: only for the sources in memory (the others' entries are
+    /// copied out of a read buffer or a table file).
+    fn lent<'st>(&self, st: &'st Stable) -> Option<EntryRef<'st>> {
+        match self {
+            Source::Mem { cur: (b, i), .. } => st
+                .bufs
+                .get(*b as usize)
+                .map(|batch| batch.entry_ref(*i as usize)),
+            Source::MemRun { run, cur, .. } => st.runs.get(*run).map(|r| cur.entry(r)),
+            Source::Run { .. } | Source::Sst { .. } => None,
         }
     }
 
