@@ -125,6 +125,13 @@ impl EntryBatch {
         self.slots.reserve(entries);
     }
 
+    /// Maps in the pages of both buffers' spare capacity at once
+    /// (`pool::map_in`).
+    pub fn map_in(&mut self) {
+        crate::pool::map_in(&mut self.bytes);
+        crate::pool::map_in(&mut self.slots);
+    }
+
     /// Gives back unused capacity (after the last push).
     pub fn shrink_to_fit(&mut self) {
         self.bytes.shrink_to_fit();

@@ -104,7 +104,12 @@ impl BatchPool {
                 b.reserve(bytes, entries);
                 b
             }
-            None => EntryBatch::with_capacity(bytes, entries),
+            None => {
+                // A new batch: its pages mapped in at once (`map_in`).
+                let mut b = EntryBatch::with_capacity(bytes, entries);
+                b.map_in();
+                b
+            }
         }
     }
 
