@@ -37,6 +37,10 @@ pub struct EntryBatch {
     /// Length of the prefix every key of the batch shares (kept as keys
     /// are pushed, while each is in the cache; the sort skips it).
     shared: usize,
+    /// At least the longest key and the longest value pushed (kept as
+    /// they are pushed, so a sorted run's size is bounded without a pass
+    /// over the slots, `sort`).
+    longest: (u32, u32),
 }
 
 impl EntryBatch {
@@ -47,6 +51,7 @@ impl EntryBatch {
             bytes: Vec::with_capacity(bytes),
             slots: Vec::with_capacity(entries),
             shared: 0,
+            longest: (0, 0),
         }
     }
 
@@ -56,6 +61,7 @@ impl EntryBatch {
         self.bytes.extend_from_slice(key);
         self.bytes.extend_from_slice(value);
         self.note_key(off, key.len());
+        self.note_lengths(key.len() as u32, value.len() as u32);
         self.slots.push(Slot {
             off,
             klen: key.len() as u32,
@@ -79,6 +85,7 @@ impl EntryBatch {
         let len = self.bytes.len() - off;
         let klen = klen.min(len);
         self.note_key(off, klen);
+        self.note_lengths(klen as u32, (len - klen) as u32);
         self.slots.push(Slot {
             off,
             klen: klen as u32,
@@ -101,6 +108,18 @@ impl EntryBatch {
         };
     }
 
+    /// Keeps the longest key and value lengths.
+    fn note_lengths(&mut self, klen: u32, vlen: u32) {
+        self.longest = (self.longest.0.max(klen), self.longest.1.max(vlen));
+    }
+
+    /// At least the longest key's and the longest value's lengths (what
+    /// was pushed since the batch was made or cleared; a split may leave
+    /// it larger than what the batch still holds).
+    pub fn longest(&self) -> (u32, u32) {
+        self.longest
+    }
+
     /// The length of the prefix every key of the batch shares (0 for an
     /// empty batch).
     pub fn shared_prefix(&self) -> usize {
@@ -116,6 +135,7 @@ impl EntryBatch {
         self.bytes.clear();
         self.slots.clear();
         self.shared = 0;
+        self.longest = (0, 0);
     }
 
     /// Makes room for at least `bytes` more key and value bytes and
@@ -123,6 +143,13 @@ impl EntryBatch {
     pub fn reserve(&mut self, bytes: usize, entries: usize) {
         self.bytes.reserve(bytes);
         self.slots.reserve(entries);
+    }
+
+    /// Maps in the pages of both buffers' spare capacity at once
+    /// (`pool::map_in`).
+    pub fn map_in(&mut self) {
+        crate::pool::map_in(&mut self.bytes);
+        crate::pool::map_in(&mut self.slots);
     }
 
     /// Gives back unused capacity (after the last push).

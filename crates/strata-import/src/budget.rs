@@ -11,7 +11,9 @@
 //!   ([`Budget::chunks_in_flight`]), plus [`RECYCLED_CHUNKS`] parsed
 //!   chunks' buffers waiting to be read into again, per index
 //!   [`RECYCLED_BATCHES`] empty entry batches waiting to be filled again
-//!   (`pool`), and the [`STREAM_BATCHES`] chunks' batches an index in key
+//!   (`pool`; with in-memory runs the pool keeps more, up to a run's
+//!   worth per index, out of the sort share: `pipeline`'s `sort_limit`),
+//!   and the [`STREAM_BATCHES`] chunks' batches an index in key
 //!   order has with its SST writer thread (`handoff`). The chunk size is
 //!   chosen so they take at most a quarter of the budget, counting
 //!   [`PARSED_EXPANSION`] times the raw bytes for each chunk in flight (raw

@@ -252,6 +252,10 @@ impl Splitter {
         if self.pending.capacity() < self.target {
             self.pending
                 .reserve(self.target + (64 << 10) - self.pending.len());
+            // A new buffer (no parsed chunk's came back to reuse): its
+            // pages mapped in at once, not a fault per page as the read
+            // fills it (`pool::map_in`).
+            crate::pool::map_in(&mut self.pending);
         }
         // Read into the vector's spare capacity: `read_to_end` does not
         // zero it first (a file reads straight into it), where resizing

@@ -351,7 +351,9 @@ pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> R
         dir: tmp.0.clone(),
         has_rows,
         sorters: Vec::new(),
-        pool: Arc::new(BatchPool::new(codec.table.indexes.len())),
+        pool: Arc::new(
+            BatchPool::new(codec.table.indexes.len()).with_room(pool_room(&budget, &codec)),
+        ),
         unit_rows: 0,
         summary: Summary {
             table: codec.table.name.clone(),
@@ -412,6 +414,25 @@ pub(crate) fn table_range(id: u32) -> (Vec<u8>, Vec<u8>) {
     (lo, hi)
 }
 
+/// Whether the sorters make in-memory runs (only when the budget holds
+/// many of them: a spill writes each as its own run file, and the merge
+/// reads every run file through its own buffer).
+fn mem_runs(budget: &Budget, codec: &TableCodec) -> bool {
+    budget.sort / codec.table.indexes.len().max(1) >= 16 * MEM_RUN_AT
+}
+
+/// Bytes of empty batches the pool keeps per index beyond its fixed few
+/// (`BatchPool::with_room`): with in-memory runs, a run's worth, so the
+/// batches a run gives back all go to the workers again instead of being
+/// freed and made afresh (kept out of the sort share, `sort_limit`).
+fn pool_room(budget: &Budget, codec: &TableCodec) -> usize {
+    if mem_runs(budget, codec) {
+        MEM_RUN_AT
+    } else {
+        0
+    }
+}
+
 /// The state of one import on the calling thread.
 struct Loader<'a> {
     budget: Budget,
@@ -441,21 +462,22 @@ impl Loader<'_> {
         }
     }
 
-    /// Whether the sorters make in-memory runs (only when the budget holds
-    /// many of them: a spill writes each as its own run file, and the
-    /// merge reads every run file through its own buffer).
+    /// Whether the sorters make in-memory runs (see [`mem_runs`]).
     fn mem_runs(&self) -> bool {
-        self.budget.sort / self.codec.table.indexes.len().max(1) >= 16 * MEM_RUN_AT
+        mem_runs(&self.budget, self.codec)
     }
 
     /// Buffered bytes (all indexes) at which the buffers spill: the sort
     /// share, less room for the copy each index makes while it turns
     /// buffered entries into an in-memory run (both are held until the
-    /// run is done).
+    /// run is done) and for the empty batches the pool keeps per index
+    /// ([`pool_room`]).
     fn sort_limit(&self) -> usize {
         let nidx = self.codec.table.indexes.len();
         if self.mem_runs() {
-            self.budget.sort.saturating_sub(nidx * MEM_RUN_AT)
+            self.budget
+                .sort
+                .saturating_sub(nidx * MEM_RUN_AT + nidx * pool_room(&self.budget, self.codec))
         } else {
             self.budget.sort
         }

@@ -114,6 +114,9 @@ pub struct IndexSorter {
     mem_runs_shared: Vec<usize>,
     /// Bytes of `mem_runs` (part of `buf_bytes`).
     mem_run_bytes: usize,
+    /// The sort's arrays of pairs, kept from one in-memory run to the
+    /// next (see [`PairArrays`]); their bytes are part of `buf_bytes`.
+    pair_arrays: PairArrays,
     /// Buffer bytes that make an in-memory run (`usize::MAX`: never).
     mem_run_at: usize,
     /// Bytes written to spill runs.
@@ -174,6 +177,7 @@ impl IndexSorter {
             runs_shared: Vec::new(),
             mem_runs_shared: Vec::new(),
             mem_run_bytes: 0,
+            pair_arrays: PairArrays::default(),
             mem_run_at: usize::MAX,
             spilled_bytes: 0,
             streamed: false,
@@ -355,8 +359,14 @@ impl IndexSorter {
         if self.in_order {
             self.buf_bytes >= STREAM_AT
         } else {
-            self.buf_bytes - self.mem_run_bytes >= self.mem_run_at
+            self.buffered() >= self.mem_run_at
         }
+    }
+
+    /// Bytes of the buffer's batches: what is charged beyond the
+    /// in-memory runs and the kept pair arrays.
+    fn buffered(&self) -> usize {
+        self.buf_bytes - self.mem_run_bytes - self.pair_arrays.bytes()
     }
 
     /// Streams a big enough buffer in key order to the output, or sorts
@@ -368,7 +378,7 @@ impl IndexSorter {
             // end that nothing overlaps).
             self.spill()?;
         }
-        if !self.in_order && self.buf_bytes - self.mem_run_bytes >= self.mem_run_at {
+        if !self.in_order && self.buffered() >= self.mem_run_at {
             self.make_mem_run()?;
         }
         Ok(())
@@ -384,14 +394,26 @@ impl IndexSorter {
     fn make_mem_run(&mut self) -> std::result::Result<(), SortError> {
         let buf = std::mem::take(&mut self.buf);
         // The radix sort's second array of pairs fits in the room kept
-        // for the run, which is allocated after it.
-        let order = sort_checked(&buf, self.keep_dups, true)?;
+        // for the run, which is allocated after it. Both arrays are the
+        // last run's: fresh ones were mapped and zeroed by the kernel a
+        // page at a time for every run (W1 random order: 14% of the
+        // import's page faults, each array freed again after its run).
+        let mut arrays = std::mem::take(&mut self.pair_arrays);
+        let order = sort_checked_with(
+            &buf,
+            self.keep_dups,
+            Some(&mut arrays.spare),
+            std::mem::take(&mut arrays.pairs),
+        )?;
         let shared = common_prefix(&buf);
-        // Room for every entry and about 12 bytes of varints each (the
-        // vector grows past that), from the arenas' sizes: no pass in key
-        // order over the slots.
-        let size: usize = buf.iter().map(|b| b.used() + 12 * b.len()).sum();
+        // The run's size, bounded from each batch's longest key and value
+        // and its last source (no pass over the slots: that cost 7% more
+        // instructions than the copy loop), its pages mapped in at once
+        // (see `pool::map_in`); on W1 the bound is the size but for the
+        // few line numbers under 16384.
+        let size: usize = buf.iter().map(run_len_bound).sum();
         let mut run = Vec::with_capacity(size);
+        crate::pool::map_in(&mut run);
         // The entries are read in key order, i.e. from random places in
         // the chunks' arenas: a cache miss each (W1 random order: this
         // copy was 15% of the import's CPU). Loads are started ahead: the
@@ -409,10 +431,12 @@ impl IndexSorter {
             }
             encode_run_entry(&mut run, &buf[b as usize], i as usize);
         }
-        drop(order);
+        arrays.pairs = order;
+        arrays.pairs.clear();
+        self.pair_arrays = arrays;
         self.recycle(buf);
         self.mem_run_bytes += run.capacity();
-        self.buf_bytes = self.mem_run_bytes;
+        self.buf_bytes = self.mem_run_bytes + self.pair_arrays.bytes();
         self.mem_runs.push(run);
         self.mem_runs_shared.push(shared);
         Ok(())
@@ -432,6 +456,10 @@ impl IndexSorter {
         }
         self.buf_bytes -= self.mem_run_bytes;
         self.mem_run_bytes = 0;
+        // The budget is full: the kept pair arrays go too (a spill sorts
+        // with the pairs its entries are charged for).
+        self.buf_bytes -= self.pair_arrays.bytes();
+        self.pair_arrays = PairArrays::default();
         Ok(())
     }
 
@@ -862,6 +890,22 @@ fn prefetch<T: ?Sized>(p: &T) {
     let _ = p;
 }
 
+/// At least the bytes of `b`'s entries in the run format
+/// ([`encode_run_entry`]): its keys and values, and per entry the
+/// varints of the longest key, the longest value (with the delete bit)
+/// and the last entry's source (sources grow through a batch, which holds
+/// one chunk's rows in input order).
+fn run_len_bound(b: &EntryBatch) -> usize {
+    let varint = |v: u64| (64 - (v | 1).leading_zeros() as usize).div_ceil(7);
+    let (k, v) = b.longest();
+    let last = b.slots().last().map(|s| s.src).unwrap_or_default();
+    let per_entry = varint(k.into())
+        + varint((u64::from(v) << 1) | 1)
+        + varint(last.file.into())
+        + varint(last.line);
+    b.used() + b.len() * per_entry
+}
+
 /// Appends one entry in the run format (see the module documentation).
 fn encode_run_entry(rec: &mut Vec<u8>, b: &EntryBatch, i: usize) {
     let s = &b.slots()[i];
@@ -1036,6 +1080,22 @@ fn write_owned_group(
 /// One entry in the sort's order: (key head, batch, entry in batch).
 type Pair = (u128, u32, u32);
 
+/// The sort's two arrays of pairs (the order and the radix sort's second
+/// array), kept by a sorter between in-memory runs so each run reuses
+/// pages already mapped. Empty between uses.
+#[derive(Debug, Default)]
+struct PairArrays {
+    pairs: Vec<Pair>,
+    spare: Vec<Pair>,
+}
+
+impl PairArrays {
+    /// Bytes the arrays hold (charged to the sorter's buffer).
+    fn bytes(&self) -> usize {
+        (self.pairs.capacity() + self.spare.capacity()) * std::mem::size_of::<Pair>()
+    }
+}
+
 /// The buffer's entries in order of key, then source; adjacent equal keys
 /// are a duplicate (unless `keep_dups`: the merge's callback decides).
 ///
@@ -1046,6 +1106,19 @@ fn sort_checked(
     keep_dups: bool,
     scratch: bool,
 ) -> std::result::Result<Vec<Pair>, SortError> {
+    let mut spare = Vec::new();
+    sort_checked_with(buf, keep_dups, scratch.then_some(&mut spare), Vec::new())
+}
+
+/// [`sort_checked`] into `order`'s allocation (cleared first), with
+/// `scratch` (when the budget holds it) as the radix sort's second array;
+/// the returned order and `scratch` keep both allocations.
+fn sort_checked_with(
+    buf: &[EntryBatch],
+    keep_dups: bool,
+    scratch: Option<&mut Vec<Pair>>,
+    mut order: Vec<Pair>,
+) -> std::result::Result<Vec<Pair>, SortError> {
     // Comparing entries by their keys in the arenas costs cache misses
     // per comparison; sort (16 key bytes after the shared prefix, batch,
     // entry) pairs instead, comparing whole keys only when those bytes
@@ -1053,7 +1126,8 @@ fn sort_checked(
     // pairs (the budget charges every entry its pair, `batch::SORT_PAIR`).
     let skip = common_prefix(buf);
     let n: usize = buf.iter().map(EntryBatch::len).sum();
-    let mut order: Vec<Pair> = Vec::with_capacity(n);
+    order.clear();
+    order.reserve(n);
     for (b, batch) in buf.iter().enumerate() {
         for (i, s) in batch.slots().iter().enumerate() {
             order.push((key_head(batch.key_of(s), skip), b as u32, i as u32));
@@ -1066,7 +1140,7 @@ fn sort_checked(
             .then_with(|| key(a).cmp(key(b)))
             .then_with(|| slot(a).src.cmp(&slot(b).src))
     };
-    if !(scratch && radix_sort_heads(&mut order)) {
+    if !scratch.is_some_and(|spare| radix_sort_heads(&mut order, spare)) {
         order.sort_unstable_by(full);
     } else {
         // The radix sort ordered the heads only: entries whose heads tie
@@ -1108,8 +1182,9 @@ const RADIX_PASSES: usize = 8;
 /// 4 of 16), if there are at most [`RADIX_PASSES`] of them; returns
 /// whether it did. Heads that tie keep their order. About a tenth of the
 /// instructions of the comparison sort it replaces, which was 13-14% of
-/// a W1 import's in random order. Allocates a second array of pairs.
-fn radix_sort_heads(order: &mut Vec<Pair>) -> bool {
+/// a W1 import's in random order. Uses `spare` as its second array of
+/// pairs (grown to `order`'s length); the two may swap allocations.
+fn radix_sort_heads(order: &mut Vec<Pair>, spare: &mut Vec<Pair>) -> bool {
     let Some(first) = order.first().map(|p| p.0) else {
         return true;
     };
@@ -1129,7 +1204,10 @@ fn radix_sort_heads(order: &mut Vec<Pair>) -> bool {
         }
     }
     let mut from = std::mem::take(order);
-    let mut to: Vec<Pair> = vec![(0, 0, 0); from.len()];
+    let mut to = std::mem::take(spare);
+    // Every slot is written by each pass; the fill only makes the length.
+    to.clear();
+    to.resize(from.len(), (0, 0, 0));
     for (c, &sh) in counts.iter_mut().zip(&shifts) {
         let mut sum = 0;
         for n in c.iter_mut() {
@@ -1143,6 +1221,7 @@ fn radix_sort_heads(order: &mut Vec<Pair>) -> bool {
         std::mem::swap(&mut from, &mut to);
     }
     *order = from;
+    *spare = to;
     true
 }
 
@@ -1810,6 +1889,90 @@ mod tests {
         }
     }
 
+    /// A batch's run length bound holds what its entries encode to,
+    /// whatever the lengths, flags and sources (varints of one to many
+    /// bytes), and is exact when every entry's varints are as long as the
+    /// longest's.
+    #[test]
+    fn run_len_bound_holds_the_encoded_length() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(31);
+        for _ in 0..200 {
+            let mut b = EntryBatch::default();
+            for _ in 0..rng.gen_range(0..20) {
+                let k = vec![1u8; rng.gen_range(0..300)];
+                let v = vec![2u8; rng.gen_range(0..20_000)];
+                // Sources grow through a batch (one chunk's rows).
+                let file = b.slots().last().map_or(0, |s| s.src.file);
+                let line = b.slots().last().map_or(0, |s| s.src.line);
+                let src = Src {
+                    file: file
+                        + rng.gen_range(0..2)
+                            * (rng.gen_range(0..=u32::MAX / 4) >> rng.gen_range(0..32)),
+                    line: line + (rng.gen_range(0..=u64::MAX / 64) >> rng.gen_range(0..64)),
+                };
+                b.push(&k, &v, src, rng.gen_bool(0.2));
+            }
+            let mut run = Vec::new();
+            for i in 0..b.len() {
+                encode_run_entry(&mut run, &b, i);
+            }
+            assert!(run_len_bound(&b) >= run.len());
+        }
+        // Equal lengths and sources of one varint size: exact.
+        let mut b = EntryBatch::default();
+        for line in 20_000..20_100 {
+            b.push(&[3u8; 25], &[4u8; 300], Src { file: 0, line }, false);
+        }
+        let mut run = Vec::new();
+        for i in 0..b.len() {
+            encode_run_entry(&mut run, &b, i);
+        }
+        assert_eq!(run_len_bound(&b), run.len());
+    }
+
+    /// Each in-memory run after the first sorts in the pair arrays the
+    /// run before kept (their pages already mapped), and they come back
+    /// empty and charged; a spill gives them back.
+    #[test]
+    fn in_memory_runs_reuse_the_pair_arrays() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = IndexSorter::new(dir.path(), "t", 1 << 20, false, false).with_mem_run_at(1);
+        let mut line = 0;
+        let mut batch = |n: u64| -> EntryBatch {
+            (0..n)
+                .map(|k| {
+                    line += 1;
+                    Entry {
+                        key: ((k * 7919 + line) % 100_003).to_be_bytes().to_vec(),
+                        value: vec![],
+                        src: Src { file: 0, line },
+                        delete: false,
+                    }
+                })
+                .collect()
+        };
+        assert!(s.push(batch(1000)).is_ok());
+        assert_eq!(s.mem_runs.len(), 1);
+        let (pairs, spare) = (s.pair_arrays.pairs.as_ptr(), s.pair_arrays.spare.as_ptr());
+        assert!(s.pair_arrays.pairs.is_empty() && s.pair_arrays.pairs.capacity() >= 1000);
+        assert!(s.pair_arrays.spare.capacity() >= 1000);
+        assert!(s.push(batch(900)).is_ok());
+        assert_eq!(s.mem_runs.len(), 2);
+        // The same two allocations (the radix passes may swap them).
+        let mut now = [s.pair_arrays.pairs.as_ptr(), s.pair_arrays.spare.as_ptr()];
+        now.sort();
+        let mut then = [pairs, spare];
+        then.sort();
+        assert_eq!(now, then);
+        assert_eq!(
+            s.buf_bytes,
+            s.mem_run_bytes + s.pair_arrays.bytes(),
+            "runs and arrays charged"
+        );
+        assert!(s.spill().is_ok());
+        assert_eq!((s.buf_bytes, s.pair_arrays.bytes()), (0, 0));
+    }
+
     /// With `keep_dups`, the merge hands every group of equal keys to the
     /// callback in key order, the group in input order, from wherever
     /// its entries lie (in-memory runs, spilled runs, the last buffer),
@@ -1927,6 +2090,12 @@ mod tests {
                 if r.is_ok() && s.mem_runs.is_empty() {
                     assert_eq!(s.buf_bytes, before + charge, "case {case}");
                 }
+                // Runs, kept pair arrays and batches: all of it charged.
+                let batches: usize = s.buf.iter().map(EntryBatch::charge).sum();
+                assert!(
+                    r.is_err() || s.buf_bytes == s.mem_run_bytes + s.pair_arrays.bytes() + batches,
+                    "case {case}"
+                );
                 if rng.gen_bool(0.1) {
                     r = r.and_then(|_| s.spill());
                     assert!(r.is_err() || s.buf_bytes == 0, "case {case}");
