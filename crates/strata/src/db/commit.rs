@@ -305,6 +305,13 @@ pub(crate) struct CommitPipeline {
     publish_lock: Mutex<()>,
     publish_cv: Condvar,
     publish_sleepers: AtomicUsize,
+    /// The WAL thread, once started, and whether it is parked: with
+    /// nothing to write for a while it stops waking every
+    /// `wal_flush_interval` (about a thousand wake-ups a second of an idle
+    /// database, or of one loaded by ingestion alone, as `strata import`
+    /// does) until a write leaves bytes for it (`wake_flusher`).
+    flusher: std::sync::OnceLock<std::thread::Thread>,
+    flusher_parked: AtomicBool,
 }
 
 impl CommitPipeline {
@@ -324,7 +331,43 @@ impl CommitPipeline {
             publish_lock: Mutex::new(()),
             publish_cv: Condvar::new(),
             publish_sleepers: AtomicUsize::new(0),
+            flusher: std::sync::OnceLock::new(),
+            flusher_parked: AtomicBool::new(false),
         }
+    }
+
+    /// Records the WAL thread (see `flusher`).
+    pub fn set_flusher(&self, t: std::thread::Thread) {
+        let _ = self.flusher.set(t);
+    }
+
+    /// Wakes the WAL thread if it is parked: after bytes were framed for
+    /// it to write out (one atomic load otherwise). The thread publishes
+    /// that it parks before it looks for framed bytes under the WAL lock,
+    /// and a writer frames under that lock before it looks here, so one
+    /// of the two sees the other.
+    pub fn wake_flusher(&self) {
+        if self.flusher_parked.load(Ordering::SeqCst) {
+            self.unpark_flusher();
+        }
+    }
+
+    /// Wakes the WAL thread whatever it is doing (at close).
+    pub fn unpark_flusher(&self) {
+        if let Some(t) = self.flusher.get() {
+            t.unpark();
+        }
+    }
+
+    /// Parks the WAL thread (its own call) until [`Self::wake_flusher`],
+    /// unless framed bytes or a retired WAL already wait for it.
+    pub fn park_flusher(&self, db: &DbInner) {
+        self.flusher_parked.store(true, Ordering::SeqCst);
+        let idle = !self.retired_pending.load(Ordering::SeqCst) && !self.wal.lock().has_pending();
+        if idle && !db.shutting_down.load(Ordering::SeqCst) {
+            std::thread::park();
+        }
+        self.flusher_parked.store(false, Ordering::SeqCst);
     }
 
     /// Wakes a leader waiting for room in the immutable queue.
@@ -468,15 +511,19 @@ impl CommitPipeline {
 
     /// The WAL thread's round, every `wal_flush_interval`: writes out (and
     /// syncs a retired WAL first), then creates the next WAL ahead of need.
-    pub fn flush_wal(&self, db: &DbInner) -> Result<()> {
+    /// Returns whether it had anything to do (bytes or a retired WAL to
+    /// write, a spare WAL to create).
+    pub fn flush_wal(&self, db: &DbInner) -> Result<bool> {
+        let busy = self.retired_pending.load(Ordering::Acquire) || self.wal.lock().has_pending();
         self.write_out(db, false)?;
         if self.spare.lock().is_none() {
             let number = db.new_file_number();
             let path = filenames::wal(&db.dir, number);
             let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
             *self.spare.lock() = Some((number, wal));
+            return Ok(true);
         }
-        Ok(())
+        Ok(busy)
     }
 
     /// At a close whose sync failed (a background error): hands what was
@@ -908,6 +955,9 @@ impl CommitPipeline {
                 .wal_bytes
                 .fetch_add(wal.log.len() - before, Ordering::Relaxed);
         }
+        // A parked WAL thread has bytes to write out (unsynced), or a
+        // spare WAL to make again (after a rotation).
+        self.wake_flusher();
         // Each phase starts when the one before ended (one clock read per
         // phase).
         let mut t = t;
@@ -1320,6 +1370,7 @@ impl CommitPipeline {
                 if db.opts.wal_flush_interval.is_zero() {
                     self.write_out(db, false)
                 } else {
+                    self.wake_flusher();
                     Ok(())
                 }
             });

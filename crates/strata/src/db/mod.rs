@@ -1141,6 +1141,7 @@ impl Db {
             let _st = self.inner.state.lock();
             self.inner.bg_cv.notify_all();
         }
+        self.inner.commit.unpark_flusher();
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }

@@ -327,6 +327,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             .name("strata-wal".into())
             .spawn(move || wal_flush_loop(bg))
             .map_err(|e| Error::io("spawning the WAL flusher thread", e))?;
+        inner.commit.set_flusher(t.thread().clone());
         threads.push(t);
     }
     Ok(Db {
@@ -339,16 +340,31 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
 /// `wal_flush_interval`, so a process crash loses at most that window of
 /// writes made without `sync`; also syncs a WAL retired by a rotation and
 /// creates the next WAL ahead of need (see `commit`), keeping both off the
-/// foreground writes.
+/// foreground writes. After [`FLUSHER_IDLE_ROUNDS`] intervals with nothing
+/// to do it parks until a write frames bytes for it (`commit`'s
+/// `wake_flusher`), so an idle database, or one loaded only by ingestion,
+/// does not wake it a thousand times a second.
 fn wal_flush_loop(db: Arc<DbInner>) {
+    let mut idle = 0;
     while !db.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
         std::thread::sleep(db.opts.wal_flush_interval);
-        if let Err(e) = db.commit.flush_wal(&db) {
-            db.set_bg_error(e);
-            return;
+        match db.commit.flush_wal(&db) {
+            Err(e) => {
+                db.set_bg_error(e);
+                return;
+            }
+            Ok(true) => idle = 0,
+            Ok(false) => idle += 1,
+        }
+        if idle >= FLUSHER_IDLE_ROUNDS {
+            db.commit.park_flusher(&db);
+            idle = 0;
         }
     }
 }
+
+/// Intervals with nothing to write after which the WAL thread parks.
+const FLUSHER_IDLE_ROUNDS: u32 = 16;
 
 /// Marks the number of every WAL, table and MANIFEST in `names` as used,
 /// so no file allocated from `versions` overwrites one (`repair` too, whose

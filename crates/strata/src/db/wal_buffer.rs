@@ -108,4 +108,9 @@ impl Wal {
     pub fn take_pending(&mut self) -> Vec<u8> {
         std::mem::take(&mut *self.pending.lock())
     }
+
+    /// Whether framed bytes wait to be taken.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.lock().is_empty()
+    }
 }
