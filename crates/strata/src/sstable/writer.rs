@@ -454,13 +454,16 @@ impl SstWriter {
             c if self.skip.should_try() => c,
             _ => CompressionType::None,
         };
-        let (h, stored) = self.write_block_as(block.finish(), compression)?;
-        if compression != CompressionType::None {
-            self.skip.record(stored != CompressionType::None);
-        }
+        let written = self.write_block_as(block.finish(), compression);
+        // Put the builder back even if the write failed, so the writer
+        // keeps a usable block and the last key added.
         block.swap_last_key(&mut self.last_key);
         block.reset();
         self.data_block = block;
+        let (h, stored) = written?;
+        if compression != CompressionType::None {
+            self.skip.record(stored != CompressionType::None);
+        }
         self.pending = Some(h);
         self.num_data_blocks += 1;
         Ok(())
@@ -824,6 +827,29 @@ mod tests {
                 assert_eq!(follows(a, b, shared, true), user, "{a:?} {b:?}");
             }
         }
+    }
+
+    /// A block whose write fails leaves the writer with its builder and
+    /// the last key added: a key not after it is still refused.
+    #[test]
+    fn a_failed_block_write_keeps_the_last_key() {
+        use crate::vfs::fault::{Fault, Op};
+        let vfs = crate::vfs::FaultVfs::new();
+        let opts = SstOptions {
+            block_size: 1,
+            ..SstOptions::for_ingestion()
+        };
+        let mut w = SstWriter::create_in(&vfs, Path::new("/t.sst"), opts).unwrap();
+        w.put(b"a", b"1").unwrap();
+        w.put(b"b", b"2").unwrap();
+        vfs.inject(Fault::eio(Op::Write, 1));
+        // Cutting the block holding "b" fails.
+        assert!(w.put(b"c", b"3").is_err());
+        vfs.clear_fault();
+        let e = w.put(b"b", b"2").unwrap_err();
+        assert!(e.to_string().contains("strictly increasing"), "{e}");
+        w.put(b"c", b"3").unwrap();
+        w.put(b"d", b"4").unwrap();
     }
 
     /// A writer takes keys in order and refuses one that is not greater
