@@ -150,15 +150,47 @@ pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
 /// Internal-key separator between `start` and `limit` for an index block: a
 /// shortened user key stamped with the maximal trailer, or `start` unchanged.
 pub fn internal_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    internal_separator_into(start, limit, &mut out);
+    out
+}
+
+/// [`internal_separator`] appended to `out`, without a vector of its own
+/// and with the common prefix found eight bytes at a time: a table writer
+/// takes one per data block, and the two allocations and the byte loop
+/// were about 700 instructions a block on W1's keys.
+///
+/// The result is [`shortest_separator`]'s key, kept only when it is
+/// shorter than `start`'s user key (it then ends one byte above `start`
+/// at its last position, so it is greater than `start` and below `limit`).
+pub fn internal_separator_into(start: &[u8], limit: &[u8], out: &mut Vec<u8>) {
     let su = user_key(start);
     let lu = user_key(limit);
-    let sep = shortest_separator(su, lu);
-    if sep.len() < su.len() && su < sep.as_slice() {
-        let mut out = sep;
-        out.extend_from_slice(&pack_trailer(MAX_SEQUENCE, KIND_FOR_SEEK).to_le_bytes());
-        out
+    let min_len = su.len().min(lu.len());
+    let diff = crate::sstable::block_builder::shared_len(su, lu);
+    // The last byte of the separator (`start[..=cut]`, that byte bumped).
+    let cut = if diff >= min_len || su[diff] >= lu[diff] {
+        // One is a prefix of the other, or they are out of order: nothing
+        // shorter lies between them.
+        None
+    } else if diff + 1 < lu.len() || su[diff] + 1 < lu[diff] {
+        // Bumping the differing byte keeps the result below `limit` (and
+        // cannot overflow: it is below `limit`'s byte).
+        Some(diff)
     } else {
-        start.to_vec()
+        // Bumping it would reach `limit`; bump the first later byte of
+        // `start` that can be bumped instead.
+        (diff + 1..su.len()).find(|&i| su[i] < 0xff)
+    };
+    match cut {
+        Some(i) if i + 1 < su.len() => {
+            out.extend_from_slice(&su[..=i]);
+            if let Some(b) = out.last_mut() {
+                *b += 1;
+            }
+            out.extend_from_slice(&pack_trailer(MAX_SEQUENCE, KIND_FOR_SEEK).to_le_bytes());
+        }
+        _ => out.extend_from_slice(start),
     }
 }
 
@@ -209,5 +241,57 @@ mod tests {
             assert!(sep.len() <= s.len().max(1));
         }
         assert_eq!(shortest_separator(b"abcdef", b"abzzzz"), b"abd");
+    }
+
+    /// The appending separator equals the one built from
+    /// `shortest_separator` (the definition), for keys that share
+    /// prefixes of every length around the eight-byte steps, differ by one
+    /// or by 0xff bytes, are prefixes of each other, or are out of order;
+    /// and it appends, leaving what `out` held.
+    #[test]
+    fn internal_separator_into_matches_the_definition() {
+        let reference = |start: &[u8], limit: &[u8]| -> Vec<u8> {
+            let su = user_key(start);
+            let sep = shortest_separator(su, user_key(limit));
+            if sep.len() < su.len() && su < sep.as_slice() {
+                let mut out = sep;
+                out.extend_from_slice(&pack_trailer(MAX_SEQUENCE, KIND_FOR_SEEK).to_le_bytes());
+                out
+            } else {
+                start.to_vec()
+            }
+        };
+        let mut users: Vec<Vec<u8>> = vec![vec![], b"a".to_vec(), b"b".to_vec()];
+        for len in [1usize, 7, 8, 9, 16, 17, 25] {
+            for tail in [
+                &[][..],
+                b"\x00",
+                b"\x01",
+                b"\xff",
+                b"\xff\xff",
+                b"\x02\xff\x05",
+            ] {
+                for fill in [b'a', b'b', 0xfe, 0xff] {
+                    let mut k = vec![fill; len];
+                    k.extend_from_slice(tail);
+                    users.push(k.clone());
+                    k[len - 1] = k[len - 1].wrapping_add(1);
+                    users.push(k);
+                }
+            }
+        }
+        let keys: Vec<Vec<u8>> = users
+            .iter()
+            .map(|u| make_internal_key(u, 7, ValueKind::Value))
+            .collect();
+        for s in &keys {
+            for l in &keys {
+                let mut got = b"held".to_vec();
+                internal_separator_into(s, l, &mut got);
+                assert_eq!(&got[..4], b"held");
+                assert_eq!(got[4..], reference(s, l), "{s:?} {l:?}");
+                assert_eq!(internal_separator(s, l), reference(s, l));
+            }
+        }
     }
 }

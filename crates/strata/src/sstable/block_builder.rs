@@ -35,6 +35,20 @@ impl BlockBuilder {
         }
     }
 
+    /// A builder that holds no memory (and allocates none), to stand in
+    /// for a builder taken out for a moment; `reset` makes it usable.
+    pub fn placeholder() -> BlockBuilder {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: Vec::new(),
+            counter: 0,
+            restart_interval: 1,
+            last_key: Vec::new(),
+            entries: 0,
+            value_delta: false,
+        }
+    }
+
     /// A builder for index blocks with delta-encoded block-handle values.
     pub fn new_value_delta(restart_interval: usize) -> BlockBuilder {
         let mut b = BlockBuilder::new(restart_interval);
@@ -81,22 +95,47 @@ impl BlockBuilder {
 
     /// Adds an entry; keys must arrive in the block's order.
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
-        self.add_impl(key, value, None);
+        let shared = shared_len(&self.last_key, key);
+        self.add_impl(key, value, None, shared);
+    }
+
+    /// [`add`](Self::add) for a caller that has already measured the
+    /// prefix `key` shares with the key added before it (a table writer
+    /// does, to check the order): `shared` must be
+    /// `shared_len(previous key, key)` whenever this block holds an entry
+    /// (it is not used for a block's first entry or at a restart).
+    pub fn add_with_shared(&mut self, key: &[u8], value: &[u8], shared: usize) {
+        debug_assert!(
+            self.entries == 0 || shared == shared_len(&self.last_key, key),
+            "shared prefix {shared} given for the wrong key"
+        );
+        self.add_impl(key, value, None, shared);
+    }
+
+    /// Moves the last key added into `dst` (whose old contents this
+    /// builder takes and drops at `reset`): for a table writer that needs
+    /// the key after the block is finished, without copying it.
+    pub fn swap_last_key(&mut self, dst: &mut Vec<u8>) {
+        std::mem::swap(&mut self.last_key, dst);
     }
 
     /// Adds an index entry: `full` is the encoded handle, `delta` the encoded
     /// size delta used when this entry is not a restart point.
     pub fn add_handle(&mut self, key: &[u8], full: &[u8], delta: &[u8]) {
-        self.add_impl(key, full, Some(delta));
+        let shared = shared_len(&self.last_key, key);
+        self.add_impl(key, full, Some(delta), shared);
     }
 
-    fn add_impl(&mut self, key: &[u8], value: &[u8], delta: Option<&[u8]>) {
-        let mut shared = 0;
-        if self.counter < self.restart_interval {
-            shared = shared_len(&self.last_key, key);
-        } else {
+    /// `shared`: the prefix `key` shares with the last key (whatever it
+    /// is, 0 is stored for a block's first entry and at a restart).
+    fn add_impl(&mut self, key: &[u8], value: &[u8], delta: Option<&[u8]>, shared: usize) {
+        let mut shared = shared.min(key.len());
+        if self.entries == 0 {
+            shared = 0;
+        } else if self.counter >= self.restart_interval {
             self.restarts.push(self.buf.len() as u32);
             self.counter = 0;
+            shared = 0;
         }
         let unshared = key.len() - shared;
         put_varint32(&mut self.buf, shared as u32);
@@ -133,7 +172,7 @@ impl BlockBuilder {
 /// byte of the little-endian XOR). Every entry of every block is
 /// compared with the one before: a byte loop over keys sharing 20-odd
 /// bytes was about a tenth of an import's SST writing.
-fn shared_len(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn shared_len(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut at = 0;

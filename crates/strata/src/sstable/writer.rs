@@ -9,7 +9,7 @@
 //! synced the file, so a crash mid-write leaves a file with no valid footer,
 //! which readers reject as corrupt.
 
-use super::block_builder::BlockBuilder;
+use super::block_builder::{shared_len, BlockBuilder};
 use super::compression::{self, CompressionType};
 use super::filter::{BloomFilterBuilder, BUILTIN_BLOOM_META_NAME};
 use super::format::{BlockHandle, Footer, BLOCK_TRAILER_SIZE, FORMAT_VERSION};
@@ -149,11 +149,18 @@ pub struct SstWriter {
     /// Handle of the last flushed data block, waiting for the next block's
     /// first key to choose its index separator.
     pending: Option<BlockHandle>,
-    index_entries: Vec<(Vec<u8>, BlockHandle)>,
+    /// The index: each data block's handle and the end of its separator
+    /// key in `index_keys` (the keys back to back: one allocation for the
+    /// table, not one per block).
+    index_entries: Vec<(usize, BlockHandle)>,
+    index_keys: Vec<u8>,
     /// A user key spans two blocks, so index keys must keep their sequence
     /// numbers.
     index_needs_seq: bool,
     first_key: Vec<u8>,
+    /// The last key of the last finished data block; while the open block
+    /// holds entries, the last key added is that block's (see
+    /// [`prev_key`](Self::prev_key)), so no key is copied per entry.
     last_key: Vec<u8>,
     has_entries: bool,
     filter: Option<BloomFilterBuilder>,
@@ -198,6 +205,7 @@ impl SstWriter {
             offset: 0,
             pending: None,
             index_entries: Vec::new(),
+            index_keys: Vec::new(),
             index_needs_seq: false,
             first_key: Vec::new(),
             last_key: Vec::new(),
@@ -281,7 +289,7 @@ impl SstWriter {
         let mut k = std::mem::take(&mut self.scratch);
         k.clear();
         key::append_internal_key(&mut k, user_key, seq, kind as u8);
-        let r = self.add(&k, value);
+        let r = self.add_parsed(&k, user_key, seq, kind, value);
         self.scratch = k;
         r
     }
@@ -297,29 +305,51 @@ impl SstWriter {
         let kind = p.value_kind().ok_or_else(|| {
             Error::invalid(format!("{}: unknown value kind {:#x}", self.name, p.kind))
         })?;
+        self.add_parsed(ikey, p.user_key, p.seq, kind, value)
+    }
+
+    /// The key added last (valid once there are entries).
+    fn prev_key(&self) -> &[u8] {
+        if self.data_block.is_empty() {
+            &self.last_key
+        } else {
+            self.data_block.last_key()
+        }
+    }
+
+    /// [`add`](Self::add) of `ikey`, already split into `user_key`, `seq`
+    /// and `kind`.
+    fn add_parsed(
+        &mut self,
+        ikey: &[u8],
+        user_key: &[u8],
+        seq: u64,
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<()> {
         if kind == ValueKind::RangeDeletion {
             return Err(Error::invalid(
                 "range tombstones are added with add_range_tombstone",
             ));
         }
+        // The order check and the block's prefix compression both need
+        // the prefix this key shares with the one before: measured once,
+        // it decides the order too (the first differing byte, or which
+        // user key is a prefix of the other), so no key is compared twice.
+        let mut shared = 0;
         if self.has_entries {
-            // For ingestion user keys strictly increase, which implies the
-            // internal order (user key first): one comparison, not two.
-            let bad = if self.opts.external {
-                key::user_key(&self.last_key) >= p.user_key
-            } else {
-                compare_internal(&self.last_key, ikey) != Ordering::Less
-            };
-            if bad {
+            let prev = self.prev_key();
+            shared = shared_len(prev, ikey);
+            if !follows(prev, ikey, shared, self.opts.external) {
                 return Err(Error::invalid(format!(
                     "{}: key {} added after {}; keys must be strictly increasing",
                     self.name,
-                    hex::escape(p.user_key),
-                    hex::escape(key::user_key(&self.last_key))
+                    hex::escape(user_key),
+                    hex::escape(key::user_key(prev))
                 )));
             }
         }
-        if self.opts.external && p.seq != 0 {
+        if self.opts.external && seq != 0 {
             return Err(Error::invalid(
                 "files for ingestion hold sequence number 0 only",
             ));
@@ -328,15 +358,15 @@ impl SstWriter {
             self.flush_data_block()?;
         }
         if let Some(h) = self.pending.take() {
-            if key::user_key(&self.last_key) == p.user_key {
+            if key::user_key(&self.last_key) == user_key {
                 self.index_needs_seq = true;
             }
-            let sep = key::internal_separator(&self.last_key, ikey);
-            self.index_entries.push((sep, h));
+            key::internal_separator_into(&self.last_key, ikey, &mut self.index_keys);
+            self.index_entries.push((self.index_keys.len(), h));
         }
         if let Some(f) = self.filter.as_mut() {
             if let Some(px) = &self.opts.prefix_extractor {
-                if let Some(prefix) = px.prefix(p.user_key) {
+                if let Some(prefix) = px.prefix(user_key) {
                     if !self.has_last_prefix || self.last_prefix != prefix {
                         f.add_key(prefix);
                         self.last_prefix.clear();
@@ -346,15 +376,13 @@ impl SstWriter {
                 }
             }
             if self.opts.whole_key_filtering {
-                f.add_key(p.user_key);
+                f.add_key(user_key);
             }
         }
-        self.data_block.add(ikey, value);
+        self.data_block.add_with_shared(ikey, value, shared);
         if !self.has_entries {
             self.first_key = ikey.to_vec();
         }
-        self.last_key.clear();
-        self.last_key.extend_from_slice(ikey);
         self.has_entries = true;
         self.num_entries += 1;
         self.raw_key_size += ikey.len() as u64;
@@ -364,8 +392,8 @@ impl SstWriter {
             ValueKind::Merge => self.num_merges += 1,
             _ => {}
         }
-        self.smallest_seq = self.smallest_seq.min(p.seq);
-        self.largest_seq = self.largest_seq.max(p.seq);
+        self.smallest_seq = self.smallest_seq.min(seq);
+        self.largest_seq = self.largest_seq.max(seq);
         Ok(())
     }
 
@@ -414,7 +442,9 @@ impl SstWriter {
         if self.data_block.is_empty() {
             return Ok(());
         }
-        let mut block = std::mem::replace(&mut self.data_block, BlockBuilder::new(1));
+        // The placeholder allocates nothing (a fresh builder per block
+        // was an allocation and a free per 4 KiB).
+        let mut block = std::mem::replace(&mut self.data_block, BlockBuilder::placeholder());
         // Data that has not been worth compressing for a while is stored
         // raw untried, except for a probe now and then
         // (`compression::AdaptiveSkip`). The stored bytes of a block that
@@ -424,12 +454,16 @@ impl SstWriter {
             c if self.skip.should_try() => c,
             _ => CompressionType::None,
         };
-        let (h, stored) = self.write_block_as(block.finish(), compression)?;
+        let written = self.write_block_as(block.finish(), compression);
+        // Put the builder back even if the write failed, so the writer
+        // keeps a usable block and the last key added.
+        block.swap_last_key(&mut self.last_key);
+        block.reset();
+        self.data_block = block;
+        let (h, stored) = written?;
         if compression != CompressionType::None {
             self.skip.record(stored != CompressionType::None);
         }
-        block.reset();
-        self.data_block = block;
         self.pending = Some(h);
         self.num_data_blocks += 1;
         Ok(())
@@ -487,7 +521,8 @@ impl SstWriter {
         self.flush_data_block()?;
         if let Some(h) = self.pending.take() {
             // The last block's index key is its last key, unshortened.
-            self.index_entries.push((self.last_key.clone(), h));
+            self.index_keys.extend_from_slice(&self.last_key);
+            self.index_entries.push((self.index_keys.len(), h));
         }
         let data_size = self.offset;
 
@@ -508,7 +543,10 @@ impl SstWriter {
         let mut prev: Option<BlockHandle> = None;
         let mut full = Vec::new();
         let mut delta = Vec::new();
-        for (k, h) in &self.index_entries {
+        let mut start = 0;
+        for &(end, ref h) in &self.index_entries {
+            let k = &self.index_keys[start..end];
+            start = end;
             let k: &[u8] = if self.index_needs_seq {
                 k
             } else {
@@ -734,5 +772,113 @@ impl SstWriter {
             p.u64(LARGEST_SEQNO, self.largest_seq);
         }
         p
+    }
+}
+
+/// Whether `ikey` may follow `prev` in a table, given the length of the
+/// prefix they share (`shared_len(prev, ikey)`): internal keys strictly
+/// increasing, and for ingestion (`external`) user keys strictly
+/// increasing. Both keys hold at least their 8-byte trailer.
+fn follows(prev: &[u8], ikey: &[u8], shared: usize, external: bool) -> bool {
+    let (pu, ku) = (prev.len() - 8, ikey.len() - 8);
+    if shared < pu.min(ku) {
+        // The user keys differ first at `shared`.
+        return ikey[shared] > prev[shared];
+    }
+    // One user key is a prefix of the other.
+    match pu.cmp(&ku) {
+        Ordering::Less => true,
+        Ordering::Greater => false,
+        // Equal user keys: for ingestion never; otherwise the newer
+        // (larger) trailer comes first.
+        Ordering::Equal => !external && key::trailer(ikey) < key::trailer(prev),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may unwrap
+    use super::*;
+
+    /// `follows` agrees with the definitions (internal-key order; for
+    /// ingestion, user-key order) for keys that differ inside their user
+    /// keys, are prefixes of each other, are equal with other trailers,
+    /// and whose trailer bytes equal the other key's next user-key byte.
+    #[test]
+    fn follows_is_the_key_order() {
+        let users: [&[u8]; 8] = [b"", b"a", b"ab", b"abc", b"abd", b"b", b"a\x00", b"\x01"];
+        let mut keys = Vec::new();
+        for u in users {
+            for (seq, kind) in [
+                (0, ValueKind::Value),
+                (0, ValueKind::Deletion),
+                (9, ValueKind::Value),
+                (0x6362, ValueKind::Value),
+            ] {
+                keys.push(make_internal_key(u, seq, kind));
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                let shared = shared_len(a, b);
+                let internal = compare_internal(a, b) == Ordering::Less;
+                let user = key::user_key(a) < key::user_key(b);
+                assert_eq!(follows(a, b, shared, false), internal, "{a:?} {b:?}");
+                assert_eq!(follows(a, b, shared, true), user, "{a:?} {b:?}");
+            }
+        }
+    }
+
+    /// A block whose write fails leaves the writer with its builder and
+    /// the last key added: a key not after it is still refused.
+    #[test]
+    fn a_failed_block_write_keeps_the_last_key() {
+        use crate::vfs::fault::{Fault, Op};
+        let vfs = crate::vfs::FaultVfs::new();
+        let opts = SstOptions {
+            block_size: 1,
+            ..SstOptions::for_ingestion()
+        };
+        let mut w = SstWriter::create_in(&vfs, Path::new("/t.sst"), opts).unwrap();
+        w.put(b"a", b"1").unwrap();
+        w.put(b"b", b"2").unwrap();
+        vfs.inject(Fault::eio(Op::Write, 1));
+        // Cutting the block holding "b" fails.
+        assert!(w.put(b"c", b"3").is_err());
+        vfs.clear_fault();
+        let e = w.put(b"b", b"2").unwrap_err();
+        assert!(e.to_string().contains("strictly increasing"), "{e}");
+        w.put(b"c", b"3").unwrap();
+        w.put(b"d", b"4").unwrap();
+    }
+
+    /// A writer takes keys in order and refuses one that is not greater
+    /// than the key before it, in the open block and just after a block
+    /// was cut (a 1-byte block size cuts one after every key).
+    #[test]
+    fn keys_out_of_order_are_refused_in_and_across_blocks() {
+        for block_size in [4096, 1] {
+            for external in [true, false] {
+                let opts = SstOptions {
+                    block_size,
+                    external,
+                    ..SstOptions::default()
+                };
+                let vfs = crate::vfs::MemVfs::new();
+                let mut w = SstWriter::create_in(&vfs, Path::new("/t.sst"), opts).unwrap();
+                w.add_entry(b"ab", 0, ValueKind::Value, b"1").unwrap();
+                w.add_entry(b"abc", 0, ValueKind::Value, b"2").unwrap();
+                for (k, seq) in [(&b"ab"[..], 0), (b"abc", 0), (b"abb", 0), (b"a", 0)] {
+                    let e = w.add_entry(k, seq, ValueKind::Value, b"x").unwrap_err();
+                    assert!(e.to_string().contains("strictly increasing"), "{e}");
+                }
+                // An older version of the last key: internal order only.
+                let r = w.add_entry(b"abc", 0, ValueKind::Deletion, b"");
+                assert_eq!(r.is_ok(), !external, "external {external}");
+                w.add_entry(b"abd", 0, ValueKind::Value, b"3").unwrap();
+                let info = w.finish().unwrap();
+                assert_eq!(info.num_entries, if external { 3 } else { 4 });
+            }
+        }
     }
 }
