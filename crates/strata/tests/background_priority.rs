@@ -63,8 +63,11 @@ fn check(delta: Option<u8>, compactions: usize) {
     let t = loop {
         let t = threads();
         let v = lowered(&t);
-        if (v.len() == compactions + 1 && v.iter().all(|&n| n == want)) || Instant::now() > deadline
-        {
+        // A new thread reads its parent's name until it sets its own, so
+        // the WAL thread is waited for too (a fresh-clone run read the
+        // threads before "strata-wal" had named itself).
+        let lowered_all = v.len() == compactions + 1 && v.iter().all(|&n| n == want);
+        if (lowered_all && t.contains_key("strata-wal")) || Instant::now() > deadline {
             break t;
         }
         std::thread::sleep(Duration::from_millis(5));
