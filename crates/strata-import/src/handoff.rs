@@ -39,6 +39,7 @@ use crate::error::{Error, Result};
 use crate::parse::Src;
 use crate::pool::BatchPool;
 use crate::sink::{Output, RollingSink, SstFile};
+use crate::sort::prefetch;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
@@ -117,7 +118,15 @@ impl<'s> Batch<'s> {
     /// Writes the entries to `sink`.
     fn write(&self, sink: &mut RollingSink) -> Result<()> {
         let mut copies = self.copies.slots().iter();
-        for item in &self.items {
+        for (i, item) in self.items.iter().enumerate() {
+            // Lent entries lie in the merge's runs, one stream per run:
+            // their lines are asked for a few entries ahead.
+            if let Some(Item::Lent(key, value)) = self.items.get(i + LEND_AHEAD) {
+                prefetch(*key);
+                for line in value.chunks(64) {
+                    prefetch(line);
+                }
+            }
             match item {
                 Item::Lent(key, value) => sink.put(key, value)?,
                 Item::Copied => {
@@ -135,6 +144,9 @@ impl<'s> Batch<'s> {
         Ok(())
     }
 }
+
+/// How many entries ahead the writer asks for a lent entry's bytes.
+const LEND_AHEAD: usize = 4;
 
 /// Bytes a lent entry takes in a batch (counted in its fill).
 const ITEM: usize = std::mem::size_of::<Item<'static>>();

@@ -875,7 +875,7 @@ pub const MEM_RUN_AT: usize = 16 << 20;
 /// Asks the CPU to start loading the cache line where `p` starts (a
 /// hint; nothing is read).
 #[inline]
-fn prefetch<T: ?Sized>(p: &T) {
+pub(crate) fn prefetch<T: ?Sized>(p: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch instruction only hints the cache: it reads
     // nothing the program sees and never faults (and `p` is a live
