@@ -611,6 +611,67 @@ impl IndexSorter {
         self.merge_ranges(cuts, eaches)
     }
 
+    /// The sources of one merge (or of one key range of it): what was
+    /// streamed, from `bounds.0` until `bounds.1` (`None`: unbounded);
+    /// every spilled run; the in-memory runs, run `i` from byte
+    /// `runs[i].0` to `runs[i].1`; the last buffer's `order`. Returns
+    /// them with the prefix length all keys of each share.
+    fn sources(
+        &self,
+        streamed: Option<&(Vec<SstFile>, PathBuf)>,
+        runs: &[(usize, usize)],
+        order: Vec<Pair>,
+        buf_shared: usize,
+        bounds: (Option<Vec<u8>>, Option<Vec<u8>>),
+    ) -> Result<(Vec<Source>, Vec<usize>)> {
+        let mut sources = Vec::new();
+        let mut shared = Vec::new();
+        if let Some((files, src)) = streamed {
+            let f = File::open(src).map_err(|e| Error::io(src, e))?;
+            sources.push(Source::Sst {
+                files: files
+                    .iter()
+                    .map(|f| f.path.clone())
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+                reader: None,
+                src: BufReader::new(f),
+                src_path: src.clone(),
+                group: SrcGroup::default(),
+                cur: empty_entry(),
+                from: bounds.0,
+                until: bounds.1,
+            });
+            shared.push(self.streamed_shared);
+        }
+        let read_buffer = self.run_read_buffer(self.runs.len());
+        for (i, path) in self.runs.iter().enumerate() {
+            let f = File::open(path).map_err(|e| Error::io(path, e))?;
+            sources.push(Source::Run {
+                r: BufReader::with_capacity(read_buffer, f),
+                path: path.clone(),
+                cur: empty_entry(),
+                spare: Vec::new(),
+            });
+            shared.push(self.runs_shared.get(i).copied().unwrap_or(0));
+        }
+        for (run, &(next, end)) in runs.iter().enumerate() {
+            sources.push(Source::MemRun {
+                run,
+                cur: Span::default(),
+                next,
+                end,
+            });
+            shared.push(self.mem_runs_shared.get(run).copied().unwrap_or(0));
+        }
+        sources.push(Source::Mem {
+            order: order.into_iter(),
+            cur: (0, 0),
+        });
+        shared.push(buf_shared);
+        Ok((sources, shared))
+    }
+
     /// The merge of a sorter out of order whose equal keys are an error,
     /// cut at `cuts` (increasing; none: one range, which may read spilled
     /// runs) into ranges merged at once, range `r` with `eaches[r]`. Each
@@ -663,56 +724,23 @@ impl IndexSorter {
             .min(self.writer_cap.saturating_add(self.merge_memory) / ranges)
             .max(1);
         let handoff = crate::handoff::HANDOFF_MEMORY / ranges;
-        let read_buffer = self.run_read_buffer(self.runs.len());
         // Each range's sources, sink and callback, before any thread runs.
         let mut jobs = Vec::with_capacity(ranges);
         for ((r, order), each) in orders.into_iter().enumerate().zip(eaches) {
-            let mut sources = Vec::new();
-            let mut shared = Vec::new();
-            if let Some((files, src)) = &streamed {
-                let f = File::open(src).map_err(|e| Error::io(src, e))?;
-                sources.push(Source::Sst {
-                    files: files
-                        .iter()
-                        .map(|f| f.path.clone())
-                        .collect::<Vec<_>>()
-                        .into_iter(),
-                    reader: None,
-                    src: BufReader::new(f),
-                    src_path: src.clone(),
-                    group: SrcGroup::default(),
-                    cur: empty_entry(),
-                    from: r.checked_sub(1).map(|c| cuts[c].clone()),
-                    until: cuts.get(r).cloned(),
-                });
-                shared.push(self.streamed_shared);
-            }
             // Spilled runs only in a merge of one range (checked above).
-            for (path, &run_shared) in self.runs.iter().zip(&self.runs_shared) {
-                let f = File::open(path).map_err(|e| Error::io(path, e))?;
-                sources.push(Source::Run {
-                    r: BufReader::with_capacity(read_buffer, f),
-                    path: path.clone(),
-                    cur: empty_entry(),
-                    spare: Vec::new(),
-                });
-                shared.push(run_shared);
-            }
-            shared.resize(sources.len(), 0);
-            for (run, at) in run_at.iter().enumerate() {
-                sources.push(Source::MemRun {
-                    run,
-                    cur: Span::default(),
-                    next: at[r],
-                    end: at[r + 1],
-                });
-                shared.push(self.mem_runs_shared.get(run).copied().unwrap_or(0));
-            }
-            sources.push(Source::Mem {
-                order: order.into_iter(),
-                cur: (0, 0),
-            });
-            shared.push(buf_shared);
+            let (sources, shared) = self.sources(
+                streamed.as_ref(),
+                &run_at
+                    .iter()
+                    .map(|at| (at[r], at[r + 1]))
+                    .collect::<Vec<_>>(),
+                order,
+                buf_shared,
+                (
+                    r.checked_sub(1).map(|c| cuts[c].clone()),
+                    cuts.get(r).cloned(),
+                ),
+            )?;
             let name = if ranges == 1 {
                 format!("{}-out", self.name)
             } else {
@@ -780,57 +808,17 @@ impl IndexSorter {
         // and the room kept for building one is free.
         let mem_runs = self.mem_run_at != usize::MAX;
         let order = sort_checked(&buf, self.keep_dups, mem_runs)?;
-        let mut sources: Vec<Source> = Vec::new();
-        // Per source: a prefix length all its keys share.
-        let mut shared: Vec<usize> = Vec::new();
-        let mut streamed_files = Vec::new();
-        if let Some((files, src)) = self.streamed_run.take() {
-            let f = File::open(&src).map_err(|e| Error::io(&src, e))?;
-            streamed_files = files.iter().map(|f| f.path.clone()).collect();
-            sources.push(Source::Sst {
-                files: streamed_files.clone().into_iter(),
-                reader: None,
-                src: BufReader::new(f),
-                src_path: src,
-                group: SrcGroup::default(),
-                cur: empty_entry(),
-                from: None,
-                until: None,
-            });
-            shared.push(self.streamed_shared);
-        }
-        let read_buffer = self.run_read_buffer(self.runs.len());
-        for r in &self.runs {
-            let f = File::open(r).map_err(|e| Error::io(r, e))?;
-            sources.push(Source::Run {
-                r: BufReader::with_capacity(read_buffer, f),
-                path: r.clone(),
-                cur: empty_entry(),
-                spare: Vec::new(),
-            });
-        }
-        shared.extend(self.runs_shared.iter().copied());
-        shared.resize(sources.len(), 0);
         // What in-memory sources' entries borrow from: fixed for the whole
         // merge, so an entry is handed on where it lies, never copied out.
         let st = Stable {
             runs: std::mem::take(&mut self.mem_runs),
             bufs: buf,
         };
-        for (run, bytes) in st.runs.iter().enumerate() {
-            sources.push(Source::MemRun {
-                run,
-                cur: Span::default(),
-                next: 0,
-                end: bytes.len(),
-            });
-            shared.push(self.mem_runs_shared.get(run).copied().unwrap_or(0));
-        }
-        sources.push(Source::Mem {
-            order: order.into_iter(),
-            cur: (0, 0),
-        });
-        shared.push(common_prefix(&st.bufs));
+        let streamed = self.streamed_run.take();
+        let whole: Vec<(usize, usize)> = st.runs.iter().map(|r| (0, r.len())).collect();
+        let buf_shared = common_prefix(&st.bufs);
+        let (mut sources, shared) =
+            self.sources(streamed.as_ref(), &whole, order, buf_shared, (None, None))?;
         if !self.keep_dups {
             merge_unique(&mut sources, &st, &shared, &mut Copying(out), &mut each)?;
         } else {
@@ -856,7 +844,10 @@ impl IndexSorter {
         }
         drop(sources);
         drop(st);
-        for p in streamed_files.iter().chain(self.runs.iter()) {
+        let streamed = streamed
+            .iter()
+            .flat_map(|(files, _)| files.iter().map(|f| &f.path));
+        for p in streamed.chain(self.runs.iter()) {
             let _ = std::fs::remove_file(p);
         }
         Ok(())
