@@ -5,7 +5,8 @@
 //!
 //! Kept from the real code, in its order: writers queue under the queue
 //! lock `q`; the writer at the front leads; a queued writer first watches
-//! its `state` and `turn` (yielding; `SPIN_ROUNDS` is 1 here, 64 there),
+//! its `state` and `turn` (yielding; `SPIN_ROUNDS` is 1 here, there
+//! `BUSY_SPINS` rounds on the CPU and then 64 yields: the same watching),
 //! then sleeps on its own condition variable with `q`; the leader takes
 //! the jobs of the writers queued behind it as one group, assigns the
 //! group a contiguous range of sequence numbers under `q`, releases `q`

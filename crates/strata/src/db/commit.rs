@@ -23,6 +23,17 @@
 //!   (RocksDB's parallel memtable writes); with `concurrent_memtable_writes`
 //!   off the leader inserts every batch with `add`.
 //!
+//! **Insert hints.** A writer that finds another caller in `commit`
+//! (`writers_in`) looks up where its one-entry batch's key goes in the
+//! active memtable before it queues (`hint_for`, `MemTable::insert_hint`);
+//! if it then leads a group of one, it inserts from there
+//! (`MemTable::add_hinted`), walking on past whatever was linked since.
+//! The skiplist search, most of a random key's insert, so runs beside
+//! the slot holder rather than inside the slot, which is what lets
+//! several writers outrun one on two cores (with the watching in
+//! `BUSY_SPINS`). A hint made in a memtable that has rotated since is
+//! ignored. A lone writer makes none.
+//!
 //! Invariants:
 //! - Sequence numbers are assigned under the queue lock, in queue order, and
 //!   never reused: `last_seq` only grows. Every number assigned is
@@ -83,6 +94,7 @@ use super::write_wait::WaitCause;
 use super::{filenames, DbInner};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
+use crate::memtable::skiplist::InsertHint;
 use crate::memtable::MemTable;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
@@ -139,6 +151,10 @@ struct Writer {
     /// with `INSERT` (and taken by the writer, so no cycle of `Arc`s
     /// remains).
     group: Mutex<Option<(Arc<Group>, usize)>>,
+    /// Where the batch's one entry goes in the memtable, found before the
+    /// writer queued (`hint_for`), for its insert if it leads a group of
+    /// one.
+    hint: Option<InsertHint>,
 }
 
 /// A queued writer whose group has not reached it.
@@ -202,8 +218,23 @@ enum Led {
 /// issue 12).
 const PARALLEL_MIN_ENTRIES: u64 = 2;
 
+/// Rounds a queued writer watches for its turn or its group's end without
+/// leaving the CPU (`spin_loop`; 512 rounds took 15 µs on the benchmark
+/// machine) before it starts yielding. With several writers the slot is
+/// held about a microsecond per group (the skiplist search is done before
+/// queueing, `hint_for`), so the writer ahead, running on the other core,
+/// is usually done within the busy rounds; yielding at once cost a
+/// context switch per Put (a third of the CPU of 4 writers on 2 cores
+/// went to `sched_yield` and the switches). Measured on the 2-core
+/// machine (docs/benchmarks.md, issue 12), 4 writers' puts/s against one
+/// writer's with 0 / 100 / 500 / 2,000 / 10,000 busy rounds: 0.98x /
+/// 1.34x / 1.39x / 1.39x / 1.24x. Longer watches lose when the writer
+/// ahead was preempted: only yielding or sleeping gives it the CPU back.
+const BUSY_SPINS: u32 = 512;
+
 /// Rounds a queued writer watches for its group to finish (yielding the
-/// CPU between looks) before it sleeps on its condition variable.
+/// CPU between looks) after `BUSY_SPINS` and before it sleeps on its
+/// condition variable.
 const SPIN_ROUNDS: u32 = 64;
 
 /// How long a queued writer watches for its turn (yielding between
@@ -312,6 +343,27 @@ pub(crate) struct CommitPipeline {
     /// does) until a write leaves bytes for it (`wake_flusher`).
     flusher: std::sync::OnceLock<std::thread::Thread>,
     flusher_parked: AtomicBool,
+    /// Callers inside `commit` (queued, leading or about to queue): a
+    /// writer that finds another there looks up its entry's place in the
+    /// memtable before it queues (`hint_for`).
+    writers_in: AtomicUsize,
+}
+
+/// Counts a caller in `CommitPipeline::writers_in` for as long as it lives.
+struct WriterIn<'a>(&'a AtomicUsize);
+
+impl<'a> WriterIn<'a> {
+    /// Counts the caller in; returns whether another caller was in.
+    fn enter(n: &'a AtomicUsize) -> (WriterIn<'a>, bool) {
+        let others = n.fetch_add(1, Ordering::Relaxed) > 0;
+        (WriterIn(n), others)
+    }
+}
+
+impl Drop for WriterIn<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl CommitPipeline {
@@ -333,6 +385,7 @@ impl CommitPipeline {
             publish_sleepers: AtomicUsize::new(0),
             flusher: std::sync::OnceLock::new(),
             flusher_parked: AtomicBool::new(false),
+            writers_in: AtomicUsize::new(0),
         }
     }
 
@@ -552,8 +605,34 @@ impl CommitPipeline {
         }
     }
 
+    /// The memtable position of a one-entry batch's key, looked up before
+    /// the writer queues when another caller is in `commit` (`others`;
+    /// nothing is looked up by a lone writer, which would only search
+    /// twice). The search is most of a random key's insert (cache misses
+    /// down the skiplist: 54% of a single-thread put's samples), so with
+    /// several writers it runs beside the slot holder's work instead of
+    /// inside the slot, and the insert in the slot only walks from the
+    /// hint past what was linked since (`SkipList::insert_hinted`).
+    fn hint_for(&self, db: &DbInner, b: &WriteBatch, others: bool) -> Option<InsertHint> {
+        if b.count() != 1 || !others {
+            return None;
+        }
+        let key = match b.iter().next()?.ok()? {
+            BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+            BatchOp::DeleteRange(..) => return None,
+        };
+        // The memtable may rotate before this writer leads: the hint then
+        // names another memtable and is ignored (`SkipList::insert_hinted`).
+        Some(db.super_version().mem.insert_hint(key))
+    }
+
     pub fn commit(&self, db: &DbInner, job: Job, sync: bool) -> Result<()> {
         let is_ingest = matches!(job, Job::Ingest(_));
+        let (_in, others) = WriterIn::enter(&self.writers_in);
+        let hint = match &job {
+            Job::Batch(b) => self.hint_for(db, b, others),
+            _ => None,
+        };
         let w = Arc::new(Writer {
             job: Mutex::new(Some(job)),
             sync,
@@ -563,6 +642,7 @@ impl CommitPipeline {
             slowest: Mutex::new(None),
             turn: AtomicBool::new(false),
             group: Mutex::new(None),
+            hint,
         });
         // When this writer started waiting: the clock is read only once a
         // wait begins (a lone writer reads it three times per commit, all
@@ -601,8 +681,9 @@ impl CommitPipeline {
             let since = *enqueued.get_or_insert_with(Instant::now);
             if !spun {
                 // A group usually finishes within microseconds: watch for
-                // it (yielding the CPU to its leader) before paying for a
-                // sleep and a wake-up.
+                // it, first on the CPU (its leader is likely running on
+                // the other core: `BUSY_SPINS`), then yielding the CPU to
+                // it, before paying for a sleep and a wake-up.
                 spun = true;
                 drop(q);
                 for round in 0.. {
@@ -617,13 +698,17 @@ impl CommitPipeline {
                     // slot, no disk I/O) it keeps watching up to
                     // `INGEST_SPIN`: a sleep there cost a wake-up on top
                     // of the wait (see `INGEST_SPIN`).
-                    if round >= SPIN_ROUNDS
+                    if round >= BUSY_SPINS + SPIN_ROUNDS
                         && !(self.slot_ingesting.load(Ordering::Relaxed)
                             && since.elapsed() < INGEST_SPIN)
                     {
                         break;
                     }
-                    std::thread::yield_now();
+                    if round < BUSY_SPINS {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
                 }
                 q = self.q.lock();
                 continue;
@@ -759,12 +844,16 @@ impl CommitPipeline {
     /// Waits until `w`'s group is done and takes its result.
     fn wait_done(&self, w: &Writer) -> Result<()> {
         // Another member is still inserting: it finishes within
-        // microseconds, so watch for it before sleeping.
-        for _ in 0..SPIN_ROUNDS {
+        // microseconds, so watch for it (as `commit` does) before sleeping.
+        for round in 0..BUSY_SPINS + SPIN_ROUNDS {
             if w.state.load(Ordering::Acquire) == DONE {
                 return w.result.lock().take().unwrap_or(Ok(()));
             }
-            std::thread::yield_now();
+            if round < BUSY_SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
         let mut q = self.q.lock();
         while w.state.load(Ordering::Acquire) != DONE {
@@ -874,8 +963,13 @@ impl CommitPipeline {
             if parallel {
                 return Ok(Some(mem));
             }
-            for b in batches.iter() {
-                apply(&mem, b)?;
+            match (&w.hint, &batches[..]) {
+                (Some(h), [b]) => apply_hinted(&mem, b, h)?,
+                _ => {
+                    for b in batches.iter() {
+                        apply(&mem, b)?;
+                    }
+                }
             }
             drop(mem);
             phases.add(db, WaitCause::MemtableInsert, t.elapsed());
@@ -1387,24 +1481,35 @@ impl CommitPipeline {
 /// Inserts a batch (its sequence number already set) into a memtable; one
 /// writer at a time (`MemTable::add`).
 pub(crate) fn apply(mem: &MemTable, b: &WriteBatch) -> Result<()> {
-    apply_with(mem, b, false)
+    apply_with(mem, b, None, false)
+}
+
+/// As `apply`, starting the insert from a hint (`hint_for`) found for the
+/// batch's one entry.
+fn apply_hinted(mem: &MemTable, b: &WriteBatch, hint: &InsertHint) -> Result<()> {
+    apply_with(mem, b, Some(hint), false)
 }
 
 /// As `apply`, alongside other threads inserting into the same memtable
 /// (`MemTable::add_concurrent`): a parallel group's members.
 fn apply_concurrently(mem: &MemTable, b: &WriteBatch) -> Result<()> {
-    apply_with(mem, b, true)
+    apply_with(mem, b, None, true)
 }
 
-fn apply_with(mem: &MemTable, b: &WriteBatch, concurrent: bool) -> Result<()> {
+fn apply_with(
+    mem: &MemTable,
+    b: &WriteBatch,
+    hint: Option<&InsertHint>,
+    concurrent: bool,
+) -> Result<()> {
     #[cfg(test)]
     tests::slow_insert_hook(b);
-    let add = |seq, kind, k: &[u8], v: &[u8]| {
-        if concurrent {
-            mem.add_concurrent(seq, kind, k, v)
-        } else {
-            mem.add(seq, kind, k, v)
-        }
+    let add = |seq, kind, k: &[u8], v: &[u8]| match hint {
+        _ if concurrent => mem.add_concurrent(seq, kind, k, v),
+        // A range tombstone goes to the other list: `add_hinted` sees the
+        // hint is not for it and inserts as `add` does.
+        Some(h) => mem.add_hinted(seq, kind, k, v, h),
+        None => mem.add(seq, kind, k, v),
     };
     for (seq, op) in (b.sequence()..).zip(b.iter()) {
         let op = op?;

@@ -8,8 +8,10 @@
 //!
 //! Concurrency: readers (`get`, iterators, the accessors) take no locks and
 //! may run at any time. `add` expects one writer at a time (a commit group
-//! inserted by its leader alone); `add_concurrent` may be called from many
-//! threads at once (the members of a parallel commit group). The arena
+//! inserted by its leader alone), and so does `add_hinted`, which starts
+//! from a position `insert_hint` found earlier (a writer's search done
+//! before it queued, beside other writers); `add_concurrent` may be called
+//! from many threads at once (the members of a parallel commit group). The arena
 //! serialises allocations under its own lock and its figures are atomics,
 //! so `approximate_memory_usage` and the entry counts stay exact under
 //! concurrent adds (`add_concurrent` counts with atomic adds; `add`, alone
@@ -25,7 +27,7 @@ pub mod arena;
 pub mod skiplist;
 
 use self::arena::Arena;
-use self::skiplist::SkipList;
+use self::skiplist::{InsertHint, SkipList};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, pack_trailer, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
@@ -33,6 +35,15 @@ use crate::sstable::{Found, RangeTombstone};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+
+/// How `add_inner` inserts: as the only writer, the only writer with a
+/// hint, or beside other writers.
+#[derive(Clone, Copy)]
+enum Insert<'a> {
+    Alone,
+    Hinted(&'a InsertHint),
+    Concurrent,
+}
 
 pub struct MemTable {
     id: u64,
@@ -88,13 +99,39 @@ impl MemTable {
     pub fn add(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) -> bool {
         #[cfg(debug_assertions)]
         let _guard = WriterGuard::enter(&self.writing);
-        self.add_inner(seq, kind, user_key, value, false)
+        self.add_inner(seq, kind, user_key, value, Insert::Alone)
     }
 
     /// As `add`, but safe to call from many threads at once (each link is
     /// made with a CAS). Slightly slower than `add` for a single writer.
     pub fn add_concurrent(&self, seq: u64, kind: ValueKind, user_key: &[u8], value: &[u8]) -> bool {
-        self.add_inner(seq, kind, user_key, value, true)
+        self.add_inner(seq, kind, user_key, value, Insert::Concurrent)
+    }
+
+    /// Where a point entry for `user_key` will go, found now so that a
+    /// later [`MemTable::add_hinted`] of it starts there (see
+    /// [`SkipList::hint`]). Read-only: any thread, at any time.
+    pub fn insert_hint(&self, user_key: &[u8]) -> InsertHint {
+        // The first internal key of `user_key`: every entry for it sorts
+        // at or after this one, whatever its sequence number.
+        let trailer = pack_trailer(MAX_SEQUENCE, KIND_FOR_SEEK);
+        with_internal_key(user_key, trailer, |k| self.points.hint(k))
+    }
+
+    /// As `add` (one writer at a time), starting from `hint`, which must
+    /// come from `insert_hint` for the same user key (a hint from another
+    /// memtable, or for another list, is ignored).
+    pub fn add_hinted(
+        &self,
+        seq: u64,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+        hint: &InsertHint,
+    ) -> bool {
+        #[cfg(debug_assertions)]
+        let _guard = WriterGuard::enter(&self.writing);
+        self.add_inner(seq, kind, user_key, value, Insert::Hinted(hint))
     }
 
     /// Adds a tombstone deleting user keys in `[start, end)` at `seq`.
@@ -108,20 +145,19 @@ impl MemTable {
         kind: ValueKind,
         user_key: &[u8],
         value: &[u8],
-        concurrent: bool,
+        how: Insert<'_>,
     ) -> bool {
         assert!(seq <= MAX_SEQUENCE, "sequence number {seq} out of range");
         let list = match kind {
             ValueKind::RangeDeletion => &self.range_dels,
             _ => &self.points,
         };
-        let added = with_internal_key(user_key, pack_trailer(seq, kind as u8), |ikey| {
-            if concurrent {
-                list.insert_concurrently(ikey, value)
-            } else {
-                list.insert(ikey, value)
-            }
+        let added = with_internal_key(user_key, pack_trailer(seq, kind as u8), |ikey| match how {
+            Insert::Alone => list.insert(ikey, value),
+            Insert::Hinted(h) => list.insert_hinted(ikey, value, h),
+            Insert::Concurrent => list.insert_concurrently(ikey, value),
         });
+        let concurrent = matches!(how, Insert::Concurrent);
         if !added {
             return false;
         }

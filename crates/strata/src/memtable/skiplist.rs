@@ -22,6 +22,12 @@
 //! level is linked with a CAS, and a failed CAS re-searches that level from
 //! the node found before). Calling `insert` concurrently with another insert
 //! is memory-safe but may lose or misplace entries.
+//! [`SkipList::insert_hinted`] is `insert` starting each level from an
+//! [`InsertHint`], a search for the key (or an earlier one) made earlier,
+//! possibly on another thread while other inserts ran: its nodes are
+//! still in the list and still before the key, so each level walks on
+//! from them. A hint holds the list's arena and address; one from another
+//! list, or made for a later key, is ignored.
 //!
 //! Invariants: every level is sorted; a node linked at level `i` is already
 //! linked at every level below `i` (links are made bottom-up), and has a
@@ -192,6 +198,26 @@ impl Splice {
         }
     }
 }
+
+/// A position found ahead of an insert ([`SkipList::hint`]): the list's
+/// height then and, for each level below it, the node (or the head) the
+/// search passed last before the key. It holds the list's arena, so its
+/// pointers stay valid however long it is kept, and the list's address,
+/// checked (with the arena) before it is used.
+pub struct InsertHint {
+    arena: Arc<Arena>,
+    list: *const SkipList,
+    height: usize,
+    prev: [*mut u8; MAX_HEIGHT],
+}
+
+// SAFETY: the pointers are only compared, or followed by `insert_hinted`
+// on the list they came from after checking it is that list; the nodes
+// they address are in the arena the hint keeps alive and are only read
+// (their links through atomics), so the hint may move between threads.
+unsafe impl Send for InsertHint {}
+// SAFETY: a shared hint is only read.
+unsafe impl Sync for InsertHint {}
 
 // SAFETY: the raw pointers inside (`head` and the links) address arena
 // memory owned, through the `Arc<Arena>`, by the list. Shared mutation goes
@@ -366,8 +392,81 @@ impl SkipList {
         for i in (0..valid_from).rev() {
             (prev[i], next[i]) = self.find_splice_for_level(key, prev[i + 1], i);
         }
+        self.link_alone(key, value, max, valid_from, &mut prev, &next)
+    }
+
+    /// Where an entry with key `key` (or any key after it and before the
+    /// next key in the list) belongs: the node before it at every level.
+    /// Read-only, so it may run alongside any insert; a writer waiting for
+    /// its turn makes its hint then, so that its own insert
+    /// ([`SkipList::insert_hinted`]) walks from there instead of searching
+    /// from the head, and the search's cache misses are paid before the
+    /// writer holds the commit slot rather than inside it.
+    pub fn hint(&self, key: &[u8]) -> InsertHint {
+        let mut prev = [self.head; MAX_HEIGHT];
+        let height = self.max_height.load(Relaxed);
+        self.find_greater_or_equal(key, Some(&mut prev));
+        InsertHint {
+            arena: Arc::clone(&self.arena),
+            list: self,
+            height,
+            prev: prev.map(Node::as_ptr),
+        }
+    }
+
+    /// As [`SkipList::insert`] (one writer at a time), starting each
+    /// level's search at the hint's node for that level; the hint must
+    /// have been made for a key <= `key` (one made for a later key, or by
+    /// another list, is ignored and the insert searches as `insert` does).
+    /// A stale hint is still a good start: its nodes are still in the list
+    /// (nothing is removed) and still before `key`, so each level walks on
+    /// past whatever was linked since, usually nothing.
+    pub fn insert_hinted(&self, key: &[u8], value: &[u8], hint: &InsertHint) -> bool {
+        if !ptr::eq(hint.list, self) || !Arc::ptr_eq(&hint.arena, &self.arena) {
+            return self.insert(key, value);
+        }
+        assert!(key.len() >= 8, "skiplist keys are internal keys");
+        // SAFETY (of the `Node`s made here): the hint was made by this list
+        // (same address and same arena, which the hint keeps alive, so the
+        // address cannot have been reused by another list), and each
+        // pointer is the head or a node reached at its level, so it
+        // addresses a published node whose tower is taller than the level.
+        let start = |i: usize| Node(NonNull::new(hint.prev[i]).unwrap_or(self.head.0));
+        // The search descends, so each level's node is at or before the
+        // one below it: checking level 0's is checking them all.
+        let p0 = start(0);
+        if p0 != self.head && !compare_internal(p0.key(), key).is_lt() {
+            return self.insert(key, value);
+        }
+        let max = self.max_height.load(Relaxed);
+        let mut prev = [self.head; MAX_HEIGHT + 1];
+        let mut next = [None; MAX_HEIGHT + 1];
+        for i in (0..max).rev() {
+            let from = if i < hint.height {
+                start(i)
+            } else {
+                prev[i + 1]
+            };
+            (prev[i], next[i]) = self.find_splice_for_level(key, from, i);
+        }
+        self.link_alone(key, value, max, max, &mut prev, &next)
+    }
+
+    /// The end of a single-writer insert, once `prev` and `next` bracket
+    /// `key` at every level below `max`: links a new node unless `key` is
+    /// there already, and caches the splice (levels at and above
+    /// `valid_from` are in the cache already).
+    fn link_alone(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        max: usize,
+        valid_from: usize,
+        prev: &mut [Node; MAX_HEIGHT + 1],
+        next: &[Option<Node>; MAX_HEIGHT + 1],
+    ) -> bool {
         if next[0].is_some_and(|n| compare_internal(n.key(), key).is_eq()) {
-            self.store_splice(&prev, &next, max, valid_from);
+            self.store_splice(prev, next, max, valid_from);
             return false;
         }
         let height = self.random_height();
@@ -390,7 +489,7 @@ impl SkipList {
         for p in prev.iter_mut().take(height) {
             *p = node;
         }
-        self.store_splice(&prev, &next, max.max(height), valid_from.max(height));
+        self.store_splice(prev, next, max.max(height), valid_from.max(height));
         // A load and a store, not a locked add: only this writer runs.
         self.len.store(self.len.load(Relaxed) + 1, Relaxed);
         true
@@ -759,6 +858,80 @@ mod tests {
         }
         let want: Vec<Vec<u8>> = model.iter().map(|k| k.0.clone()).collect();
         assert_eq!(collect(&list), want);
+    }
+
+    /// Hinted inserts against a model. Hints are made for a user key's
+    /// first internal key and kept for a while (up to 200 other inserts,
+    /// plain, hinted or concurrent, land meanwhile, some right next to the
+    /// hinted key), so most are stale when used. Some hints come from
+    /// another list, or were made for a later key than the one inserted:
+    /// those must be ignored. After every round both lists hold exactly
+    /// their models' keys, in order, with intact levels.
+    #[test]
+    fn hinted_inserts_follow_the_model_with_stale_and_wrong_hints() {
+        let mut rng = StdRng::seed_from_u64(13);
+        let arena = Arc::new(Arena::with_chunk_size(4096));
+        let list = SkipList::new(Arc::clone(&arena));
+        // Another list on the same arena, as a memtable's range tombstones.
+        let other = SkipList::new(Arc::clone(&arena));
+        let (mut model, mut other_model) = (BTreeSet::new(), BTreeSet::new());
+        let (rounds, space) = if cfg!(miri) { (4, 300) } else { (60, 20_000) };
+        // (user key number, hint, how the hint was made)
+        let mut pending: Vec<(u64, InsertHint, u8)> = Vec::new();
+        for _ in 0..rounds {
+            for _ in 0..rng.gen_range(1..200) {
+                let i = rng.gen_range(0..space);
+                let seq = rng.gen_range(0..4);
+                let k = ikey(i, seq);
+                match rng.gen_range(0..10) {
+                    // Make a hint, kept for later: 0 for this list, 1 from
+                    // the other list, 2 for a later key than `i`.
+                    0..=2 => {
+                        let how = rng.gen_range(0..3);
+                        let hint = match how {
+                            0 => list.hint(&ikey(i, 1000)),
+                            1 => other.hint(&ikey(i, 1000)),
+                            _ => list.hint(&ikey(i + rng.gen_range(1..50), 1000)),
+                        };
+                        pending.push((i, hint, how));
+                    }
+                    // Use a kept hint.
+                    3..=5 if !pending.is_empty() => {
+                        let (i, hint, how) = pending.swap_remove(rng.gen_range(0..pending.len()));
+                        let k = ikey(i, seq);
+                        let fresh = model.insert(IKey(k.clone()));
+                        assert_eq!(list.insert_hinted(&k, &k[..3], &hint), fresh, "hint {how}");
+                    }
+                    // A neighbour of the hinted keys, so hints go stale at
+                    // their own levels.
+                    6 if !pending.is_empty() => {
+                        let j = pending[rng.gen_range(0..pending.len())].0;
+                        let k = ikey(j, seq);
+                        let fresh = model.insert(IKey(k.clone()));
+                        assert_eq!(list.insert(&k, &k[..3]), fresh);
+                    }
+                    7 => {
+                        let fresh = model.insert(IKey(k.clone()));
+                        assert_eq!(list.insert_concurrently(&k, &k[..3]), fresh);
+                    }
+                    8 => {
+                        let fresh = other_model.insert(IKey(k.clone()));
+                        assert_eq!(other.insert(&k, &k[..3]), fresh);
+                    }
+                    _ => {
+                        let fresh = model.insert(IKey(k.clone()));
+                        assert_eq!(list.insert(&k, &k[..3]), fresh);
+                    }
+                }
+            }
+            list.check_invariants().unwrap();
+            other.check_invariants().unwrap();
+            assert_eq!(list.len(), model.len());
+        }
+        let want: Vec<Vec<u8>> = model.iter().map(|k| k.0.clone()).collect();
+        assert_eq!(collect(&list), want);
+        let want: Vec<Vec<u8>> = other_model.iter().map(|k| k.0.clone()).collect();
+        assert_eq!(collect(&other), want);
     }
 
     /// Several writers insert at once (overlapping key sets, so duplicates
