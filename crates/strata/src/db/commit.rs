@@ -23,8 +23,8 @@
 //!   (RocksDB's parallel memtable writes); with `concurrent_memtable_writes`
 //!   off the leader inserts every batch with `add`.
 //!
-//! **Insert hints.** A writer that finds another caller in `commit`
-//! (`writers_in`) looks up where its one-entry batch's key goes in the
+//! **Insert hints.** A writer that finds another batch writer in
+//! `commit` (`writers_in`) looks up where its one-entry batch's key goes in the
 //! active memtable before it queues (`hint_for`, `MemTable::insert_hint`);
 //! if it then leads a group of one, it inserts from there
 //! (`MemTable::add_hinted`), walking on past whatever was linked since.
@@ -153,8 +153,9 @@ struct Writer {
     group: Mutex<Option<(Arc<Group>, usize)>>,
     /// Where the batch's one entry goes in the memtable, found before the
     /// writer queued (`hint_for`), for its insert if it leads a group of
-    /// one.
-    hint: Option<InsertHint>,
+    /// one. Boxed: most writers have none, and the hint is a cache line
+    /// and a half that a lone writer's `Writer` need not carry.
+    hint: Option<Box<InsertHint>>,
 }
 
 /// A queued writer whose group has not reached it.
@@ -230,6 +231,8 @@ const PARALLEL_MIN_ENTRIES: u64 = 2;
 /// writer's with 0 / 100 / 500 / 2,000 / 10,000 busy rounds: 0.98x /
 /// 1.34x / 1.39x / 1.39x / 1.24x. Longer watches lose when the writer
 /// ahead was preempted: only yielding or sleeping gives it the CPU back.
+/// Only batch writers watch so, and not while an ingestion holds the
+/// slot (tens of microseconds): there they yield, as before.
 const BUSY_SPINS: u32 = 512;
 
 /// Rounds a queued writer watches for its group to finish (yielding the
@@ -343,9 +346,9 @@ pub(crate) struct CommitPipeline {
     /// does) until a write leaves bytes for it (`wake_flusher`).
     flusher: std::sync::OnceLock<std::thread::Thread>,
     flusher_parked: AtomicBool,
-    /// Callers inside `commit` (queued, leading or about to queue): a
-    /// writer that finds another there looks up its entry's place in the
-    /// memtable before it queues (`hint_for`).
+    /// Batch writers inside `commit` (queued, leading or about to queue):
+    /// a writer that finds another there looks up its entry's place in
+    /// the memtable before it queues (`hint_for`).
     writers_in: AtomicUsize,
 }
 
@@ -606,14 +609,14 @@ impl CommitPipeline {
     }
 
     /// The memtable position of a one-entry batch's key, looked up before
-    /// the writer queues when another caller is in `commit` (`others`;
+    /// the writer queues when another batch writer is in `commit` (`others`;
     /// nothing is looked up by a lone writer, which would only search
     /// twice). The search is most of a random key's insert (cache misses
     /// down the skiplist: 54% of a single-thread put's samples), so with
     /// several writers it runs beside the slot holder's work instead of
     /// inside the slot, and the insert in the slot only walks from the
     /// hint past what was linked since (`SkipList::insert_hinted`).
-    fn hint_for(&self, db: &DbInner, b: &WriteBatch, others: bool) -> Option<InsertHint> {
+    fn hint_for(&self, db: &DbInner, b: &WriteBatch, others: bool) -> Option<Box<InsertHint>> {
         if b.count() != 1 || !others {
             return None;
         }
@@ -623,15 +626,22 @@ impl CommitPipeline {
         };
         // The memtable may rotate before this writer leads: the hint then
         // names another memtable and is ignored (`SkipList::insert_hinted`).
-        Some(db.super_version().mem.insert_hint(key))
+        Some(Box::new(db.super_version().mem.insert_hint(key)))
     }
 
     pub fn commit(&self, db: &DbInner, job: Job, sync: bool) -> Result<()> {
         let is_ingest = matches!(job, Job::Ingest(_));
-        let (_in, others) = WriterIn::enter(&self.writers_in);
-        let hint = match &job {
-            Job::Batch(b) => self.hint_for(db, b, others),
-            _ => None,
+        // Only batches count and watch on the CPU: an ingestion or a
+        // rotation ahead holds the slot for tens of microseconds, not one,
+        // and a Put beside an ingester alone gains nothing from a hint
+        // (W4, where hints and busy watching there made the Put tail
+        // longer: docs/benchmarks.md, issue 12, session 27).
+        let (_in, hint, busy) = match &job {
+            Job::Batch(b) => {
+                let (guard, others) = WriterIn::enter(&self.writers_in);
+                (Some(guard), self.hint_for(db, b, others), BUSY_SPINS)
+            }
+            _ => (None, None, 0),
         };
         let w = Arc::new(Writer {
             job: Mutex::new(Some(job)),
@@ -698,13 +708,12 @@ impl CommitPipeline {
                     // slot, no disk I/O) it keeps watching up to
                     // `INGEST_SPIN`: a sleep there cost a wake-up on top
                     // of the wait (see `INGEST_SPIN`).
-                    if round >= BUSY_SPINS + SPIN_ROUNDS
-                        && !(self.slot_ingesting.load(Ordering::Relaxed)
-                            && since.elapsed() < INGEST_SPIN)
+                    let ingesting = self.slot_ingesting.load(Ordering::Relaxed);
+                    if round >= busy + SPIN_ROUNDS && !(ingesting && since.elapsed() < INGEST_SPIN)
                     {
                         break;
                     }
-                    if round < BUSY_SPINS {
+                    if round < busy && !ingesting {
                         std::hint::spin_loop();
                     } else {
                         std::thread::yield_now();
