@@ -225,7 +225,7 @@ const PARALLEL_MIN_ENTRIES: u64 = 2;
 /// held about a microsecond per group (the skiplist search is done before
 /// queueing, `hint_for`), so the writer ahead, running on the other core,
 /// is usually done within the busy rounds; yielding at once cost a
-/// context switch per Put (a third of the CPU of 4 writers on 2 cores
+/// context switch per Put (a quarter of the CPU of 4 writers on 2 cores
 /// went to `sched_yield` and the switches). Measured on the 2-core
 /// machine (docs/benchmarks.md, issue 12), 4 writers' puts/s against one
 /// writer's with 0 / 100 / 500 / 2,000 / 10,000 busy rounds: 0.98x /
