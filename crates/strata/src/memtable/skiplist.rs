@@ -203,7 +203,9 @@ impl Splice {
 /// height then and, for each level below it, the node (or the head) the
 /// search passed last before the key. It holds the list's arena, so its
 /// pointers stay valid however long it is kept, and the list's address,
-/// checked (with the arena) before it is used.
+/// checked (with the arena) before it is used. Holding the arena also
+/// keeps a flushed memtable's memory until the hint is dropped: the
+/// commit pipeline keeps a hint only while its writer is in `commit`.
 pub struct InsertHint {
     arena: Arc<Arena>,
     list: *const SkipList,
