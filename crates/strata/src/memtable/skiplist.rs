@@ -102,6 +102,16 @@ impl Node {
         NonNull::new(self.link(level).load(Acquire)).map(Node)
     }
 
+    /// Starts loading into the cache the node that follows this one at
+    /// `level` (its header and the start of its key), without waiting.
+    /// A search spends almost all its time waiting for each next node's
+    /// header (one cache miss per node visited); asking for the node after
+    /// it while this one is compared overlaps two of those waits
+    /// (RocksDB's `FindSpliceForLevel` does the same). Only reads the link.
+    fn prefetch_next(self, level: usize) {
+        prefetch(self.link(level).load(Relaxed));
+    }
+
     fn as_ptr(self) -> *mut u8 {
         self.0.as_ptr()
     }
@@ -129,6 +139,21 @@ impl Node {
         // SAFETY: as for `key`; the value follows the key.
         unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(HEADER + klen), vlen) }
     }
+}
+
+/// A hint to the CPU to start loading the cache line at `p`. A prefetch
+/// never faults, so any address (null included) is allowed; on targets
+/// without a stable prefetch it does nothing.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` only hints the cache; it reads nothing
+    // architecturally and cannot fault, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Builds an unpublished node with all links null.
@@ -309,7 +334,15 @@ impl SkipList {
         loop {
             let next = x.next(level);
             let ahead = match next {
-                Some(n) if next != known_ge => compare_internal(n.key(), target).is_lt(),
+                Some(n) if next != known_ge => {
+                    // As in `find_splice_for_level`: fetch where the search
+                    // may go after `n` while `n` is compared.
+                    n.prefetch_next(level);
+                    if level > 0 {
+                        n.prefetch_next(level - 1);
+                    }
+                    compare_internal(n.key(), target).is_lt()
+                }
                 _ => false,
             };
             if let (true, Some(n)) = (ahead, next) {
@@ -370,6 +403,18 @@ impl SkipList {
         let mut x = before;
         loop {
             let next = x.next(level);
+            if let Some(n) = next {
+                // While `n` is compared, fetch where the search may go
+                // next if the search moves on to `n`: the node after it on
+                // this level, and the one after it on the level below
+                // (where the search goes down if that next node at this
+                // level is past the key). Either fetch may be wasted;
+                // neither delays anything.
+                n.prefetch_next(level);
+                if level > 0 {
+                    n.prefetch_next(level - 1);
+                }
+            }
             match next {
                 Some(n) if compare_internal(n.key(), key).is_lt() => x = n,
                 _ => return (x, next),
