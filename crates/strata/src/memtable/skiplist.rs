@@ -102,14 +102,21 @@ impl Node {
         NonNull::new(self.link(level).load(Acquire)).map(Node)
     }
 
-    /// Starts loading into the cache the node that follows this one at
-    /// `level` (its header and the start of its key), without waiting.
-    /// A search spends almost all its time waiting for each next node's
-    /// header (one cache miss per node visited); asking for the node after
-    /// it while this one is compared overlaps two of those waits
-    /// (RocksDB's `FindSpliceForLevel` does the same). Only reads the link.
-    fn prefetch_next(self, level: usize) {
+    /// Starts loading into the cache where a search at `level` may go if
+    /// it moves on to this node: the node after it on `level`, and the
+    /// node after it on the level below (where the search goes down if
+    /// that next node is past the key). Called while this node's key is
+    /// compared: a search spends almost all its time waiting for each next
+    /// node's header (one cache miss per node visited), and this overlaps
+    /// the next wait with the comparison (RocksDB's `FindSpliceForLevel`
+    /// does the same). Either fetch may be wasted; neither delays anything.
+    /// Only reads links; the caller guarantees the node has a tower taller
+    /// than `level`.
+    fn prefetch_onward(self, level: usize) {
         prefetch(self.link(level).load(Relaxed));
+        if level > 0 {
+            prefetch(self.link(level - 1).load(Relaxed));
+        }
     }
 
     fn as_ptr(self) -> *mut u8 {
@@ -335,12 +342,7 @@ impl SkipList {
             let next = x.next(level);
             let ahead = match next {
                 Some(n) if next != known_ge => {
-                    // As in `find_splice_for_level`: fetch where the search
-                    // may go after `n` while `n` is compared.
-                    n.prefetch_next(level);
-                    if level > 0 {
-                        n.prefetch_next(level - 1);
-                    }
+                    n.prefetch_onward(level);
                     compare_internal(n.key(), target).is_lt()
                 }
                 _ => false,
@@ -404,16 +406,7 @@ impl SkipList {
         loop {
             let next = x.next(level);
             if let Some(n) = next {
-                // While `n` is compared, fetch where the search may go
-                // next if the search moves on to `n`: the node after it on
-                // this level, and the one after it on the level below
-                // (where the search goes down if that next node at this
-                // level is past the key). Either fetch may be wasted;
-                // neither delays anything.
-                n.prefetch_next(level);
-                if level > 0 {
-                    n.prefetch_next(level - 1);
-                }
+                n.prefetch_onward(level);
             }
             match next {
                 Some(n) if compare_internal(n.key(), key).is_lt() => x = n,
