@@ -22,9 +22,12 @@
 //! - `lbase lo-hi:size ...` (or nothing): the Lbase files, whose sizes
 //!   `pick-base` counts against its `max` for the range it would cover
 //!   (inclusive bounds, like the L0 files').
-//! - `pick-base max=N [mark]`, `pick-intra min=N max=N [mark]`: prints the
-//!   pick or `none`; `mark` then marks the pick's files compacting (and, for
-//!   `pick-base`, its key range as a running Lbase compaction).
+//! - `pick-base max=N [mark]`, `pick-intra min=N max=N [unflushed=N]
+//!   [mark]`: prints the pick or `none` (`unflushed` is the earliest
+//!   sequence number still in memory: no intra-L0 pick takes a file whose
+//!   largest is that or more; default none); `mark` then marks the pick's
+//!   files compacting (and, for `pick-base`, its key range as a running
+//!   Lbase compaction).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -260,8 +263,12 @@ fn run(st: &mut State, cmd: &str, input: &[&str]) -> Result<String, String> {
             out
         }
         "pick-intra" => {
-            let p =
-                st.s.pick_intra_l0_compaction(arg(args, "min")? as usize, arg(args, "max")?);
+            let unflushed = arg(args, "unflushed").unwrap_or(u64::MAX);
+            let p = st.s.pick_intra_l0_compaction(
+                arg(args, "min")? as usize,
+                arg(args, "max")?,
+                unflushed,
+            );
             let out = fmt_pick(&p);
             if args.contains(&"mark") {
                 mark(st, &p, false);

@@ -166,6 +166,7 @@ fn check_pick(
     compacting: &HashSet<u64>,
     base: bool,
     min_files: usize,
+    unflushed: u64,
 ) {
     let picked: HashSet<u64> = p.files.iter().map(|f| f.number).collect();
     assert_eq!(picked.len(), p.files.len(), "a file picked twice");
@@ -175,14 +176,26 @@ fn check_pick(
             "picked compacting {}",
             f.number
         );
+        assert!(
+            base || f.largest_seq < unflushed,
+            "intra pick takes {} (seq {}) at or past the earliest unflushed {unflushed}",
+            f.number,
+            f.largest_seq
+        );
     }
     for f in &p.files {
         for g in files {
             if picked.contains(&g.number) || !overlap(&span(f), &span(g)) {
                 continue;
             }
-            // Base: no older overlapping file left behind; intra: no newer.
-            let left_behind_wrong_side = if base { older(g, f) } else { older(f, g) };
+            // Base: no older overlapping file left behind; intra: no newer
+            // one it could take (one at or past the earliest unflushed
+            // sequence number is newer than all it takes).
+            let left_behind_wrong_side = if base {
+                older(g, f)
+            } else {
+                older(f, g) && g.largest_seq < unflushed
+            };
             assert!(
                 !left_behind_wrong_side,
                 "{} pick takes {} but leaves {}",
@@ -236,6 +249,12 @@ fn run_seed(seed: u64) -> (usize, usize) {
         let base = rng.gen_bool(0.6);
         let max_bytes = rng.gen_range(1..=800);
         let min_files = rng.gen_range(0..=4);
+        // The earliest sequence number in memory, for intra-L0 picks.
+        let unflushed = if base || rng.gen_bool(0.4) {
+            u64::MAX
+        } else {
+            rng.gen_range(1..=max_seq + 1)
+        };
         let pick = if base {
             let b = busy.clone();
             let overlaps = move |lo: &[u8], hi: &[u8]| {
@@ -266,10 +285,10 @@ fn run_seed(seed: u64) -> (usize, usize) {
             }
             p
         } else {
-            s.pick_intra_l0_compaction(min_files, max_bytes)
+            s.pick_intra_l0_compaction(min_files, max_bytes, unflushed)
         };
         let Some(p) = pick else { continue };
-        check_pick(&files, &p, &compacting, base, min_files);
+        check_pick(&files, &p, &compacting, base, min_files, unflushed);
         if base {
             picks.0 += 1;
         } else {
@@ -346,7 +365,7 @@ fn large_l0_timing() {
     let base = s.pick_base_compaction(256 << 20, &|_, _| false, &|_, _| 0);
     let pick_base = t.elapsed();
     let t = Instant::now();
-    let intra = s.pick_intra_l0_compaction(4, 256 << 20);
+    let intra = s.pick_intra_l0_compaction(4, 256 << 20, u64::MAX);
     let pick_intra = t.elapsed();
     println!(
         "1000 L0 files: build {build:?} ({} sublevels, read-amp {}, {} split keys), \

@@ -379,12 +379,16 @@ fn build(
     })
 }
 
-/// Picks the most urgent compaction, or `None`.
+/// Picks the most urgent compaction, or `None`. `earliest_unflushed` is the
+/// smallest sequence number still held in memory (or the next one to be
+/// assigned): an intra-L0 compaction takes no file at or above it
+/// ([`L0Sublevels::pick_intra_l0_compaction`] says why).
 pub fn pick(
     v: &Version,
     sub: &L0Sublevels,
     running: &Running,
     o: &CompactionOptions,
+    earliest_unflushed: u64,
 ) -> Option<Compaction> {
     let t = level_targets(v, o);
     let s = scores(v, sub, &t, running, o);
@@ -392,7 +396,7 @@ pub fn pick(
     order.sort_by(|a, b| s[*b].total_cmp(&s[*a]));
     for l in order {
         let c = if l == 0 {
-            pick_l0(v, sub, &t, running, o, s[0])
+            pick_l0(v, sub, &t, running, o, s[0], earliest_unflushed)
         } else {
             pick_level(v, l, running, s[l])
         };
@@ -410,6 +414,7 @@ fn pick_l0(
     running: &Running,
     o: &CompactionOptions,
     score: f64,
+    earliest_unflushed: u64,
 ) -> Option<Compaction> {
     let base = t.base_level;
     if o.l0_sublevels {
@@ -444,7 +449,11 @@ fn pick_l0(
         }
         // L0 -> Lbase is blocked; merge a stack of L0 files instead, so
         // reads do not pay for the depth meanwhile.
-        let p = sub.pick_intra_l0_compaction(o.intra_l0_min_files, o.max_compaction_bytes)?;
+        let p = sub.pick_intra_l0_compaction(
+            o.intra_l0_min_files,
+            o.max_compaction_bytes,
+            earliest_unflushed,
+        )?;
         return build(v, Reason::IntraL0, 0, 0, p.files, running, score);
     }
     // Classic: the oldest idle L0 file and everything overlapping it,

@@ -77,7 +77,23 @@ fn pick(db: &DbInner, st: &MutexGuard<'_, DbState>) -> Option<Compaction> {
     let v = st.versions.current();
     let mut sub = L0Sublevels::new(v.files(0), db.opts.compaction.flush_split_bytes);
     sub.set_compacting(&st.running.files);
-    picker::pick(&v, &sub, &st.running, &db.opts.compaction)
+    let unflushed = earliest_unflushed_seq(db, st);
+    picker::pick(&v, &sub, &st.running, &db.opts.compaction, unflushed)
+}
+
+/// The smallest sequence number held in memory (the memtable and the
+/// immutable queue), or the next one to be assigned if memory holds none:
+/// every file made from memory from now on holds only sequence numbers at
+/// or above it. The visible sequence number is loaded first: a write it
+/// covers has reached its memtable, so a memtable that looks empty after
+/// the load holds nothing at or below it.
+fn earliest_unflushed_seq(db: &DbInner, st: &DbState) -> u64 {
+    let next = db.visible_seq.load(Ordering::Acquire).saturating_add(1);
+    st.imm
+        .iter()
+        .filter_map(|e| e.first_seq())
+        .chain(st.mem.first_seq())
+        .fold(next, u64::min)
 }
 
 /// Whether every input of `c` is still in the current version at its level
@@ -385,5 +401,49 @@ pub(crate) fn wait_for_compactions(db: &DbInner) -> Result<()> {
         db.bg_cv.notify_all();
         db.flush_done_cv
             .wait_for(&mut st, Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::earliest_unflushed_seq;
+    use crate::db::ingest::IngestOptions;
+    use crate::db::{Db, Options};
+    use crate::sstable::{SstOptions, SstWriter};
+
+    /// The bound an intra-L0 pick respects is the oldest sequence number in
+    /// memory, not the newest in the tree: an ingestion placed beside a
+    /// memtable it does not overlap is newer than what the memtable holds,
+    /// and it is the memtable's flush that must not end up below a
+    /// compaction output.
+    #[test]
+    fn the_earliest_unflushed_sequence_number_is_the_oldest_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let next = |db: &Db| earliest_unflushed_seq(&db.inner, &db.inner.state.lock());
+        assert_eq!(next(&db), db.latest_sequence() + 1, "nothing in memory");
+
+        db.put("m", "1").unwrap();
+        let in_memory = db.latest_sequence();
+        let sst = dir.path().join("a.sst");
+        let mut w = SstWriter::create(&sst, SstOptions::for_ingestion()).unwrap();
+        w.put(b"a", b"2").unwrap();
+        w.finish().unwrap();
+        let opts = IngestOptions {
+            small_file_bytes: 0,
+            ..IngestOptions::default()
+        };
+        db.ingest(&[sst], &opts).unwrap();
+        let ingested = db.latest_sequence();
+        assert!(ingested > in_memory);
+        assert!(
+            db.files().iter().any(|(_, f)| f.largest_seq == ingested),
+            "the ingestion went straight into the tree"
+        );
+        db.put("n", "3").unwrap();
+        assert_eq!(next(&db), in_memory, "the memtable's first write");
+
+        db.flush().unwrap();
+        assert_eq!(next(&db), db.latest_sequence() + 1, "flushed");
     }
 }

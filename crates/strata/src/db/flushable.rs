@@ -25,6 +25,8 @@ pub trait Flushable: Send + Sync {
     /// this; once the entry is in the tree the MANIFEST's flushed sequence
     /// moves up to it.
     fn last_seq(&self) -> u64;
+    /// The smallest sequence number in this entry, if it holds any.
+    fn first_seq(&self) -> Option<u64>;
     /// Newest point entry for `user_key` at `snapshot` (tombstones not applied).
     fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>>;
     fn range_tombstones(&self) -> Vec<RangeTombstone>;
@@ -60,6 +62,9 @@ impl Flushable for ImmutableMemTable {
     }
     fn last_seq(&self) -> u64 {
         self.last_seq
+    }
+    fn first_seq(&self) -> Option<u64> {
+        self.mem.first_seq()
     }
     fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
         Ok(self.mem.get(user_key, snapshot))

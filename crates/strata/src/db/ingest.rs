@@ -1435,6 +1435,9 @@ impl Flushable for IngestedFlushable {
     fn last_seq(&self) -> u64 {
         self.seq
     }
+    fn first_seq(&self) -> Option<u64> {
+        Some(self.seq)
+    }
     fn get(&self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
         if snapshot < self.seq {
             return Ok(None);

@@ -24,7 +24,9 @@
 //!   moved to Lbase);
 //! - an intra-L0 pick contains, with every file, every newer file that
 //!   overlaps it (the output takes the inputs' largest sequence number, so a
-//!   newer file left behind would end up below older data);
+//!   newer file left behind would end up below older data), except files
+//!   at or above the earliest sequence number still in memory, which it
+//!   never takes (see [`L0Sublevels::pick_intra_l0_compaction`]);
 //! - neither includes a file marked compacting; a pick whose closure would
 //!   need one is abandoned.
 
@@ -380,12 +382,39 @@ impl L0Sublevels {
     /// Other files of the sublevels from the lowest one descended to upward
     /// that lie within the chosen key range are then added while the total
     /// stays within `max_bytes`.
-    pub fn pick_intra_l0_compaction(&self, min_files: usize, max_bytes: u64) -> Option<L0Pick> {
+    ///
+    /// Files whose largest sequence number is `earliest_unflushed` or more
+    /// are left out as if absent, `earliest_unflushed` being the smallest
+    /// sequence number still in memory (memtables and queued ingestions), or
+    /// the next one to be assigned when memory holds nothing. The output
+    /// takes its inputs' largest sequence number, and L0 is read newest
+    /// first by that number; a memtable flushed later gets a smaller one
+    /// than an input written after it (an ingestion placed beside an
+    /// unflushed memtable it does not overlap), so the flushed file would
+    /// sort below the output while holding data newer than the output's
+    /// other inputs: a point read would then find an entry the memtable's
+    /// deletion or range tombstone had removed (Pebble's
+    /// `earliestUnflushedSeqNum` rule). Leaving such files out is safe: they
+    /// are newer than every file taken, so the output still sorts below them.
+    pub fn pick_intra_l0_compaction(
+        &self,
+        min_files: usize,
+        max_bytes: u64,
+        earliest_unflushed: u64,
+    ) -> Option<L0Pick> {
         let min_files = min_files.max(2);
         // Intervals covered by the same files give the same candidate.
         let mut tried: HashSet<Vec<usize>> = HashSet::new();
         for iv in self.intervals_by_depth(min_files) {
-            let stack = self.stack(iv);
+            let mut stack = self.stack(iv);
+            // Files too new to take are the newest of all, so they sit at
+            // the top of every stack they are in.
+            while stack
+                .last()
+                .is_some_and(|&f| self.files[f].meta.largest_seq >= earliest_unflushed)
+            {
+                stack.pop();
+            }
             match stack.last() {
                 Some(&top) if !self.files[top].compacting => {}
                 _ => continue,
@@ -394,6 +423,7 @@ impl L0Sublevels {
                 continue;
             }
             let mut c = Candidate::new(self.files.len());
+            c.seq_limit = earliest_unflushed;
             let mut best: Option<Candidate> = None;
             for &f in stack.iter().rev() {
                 if self.files[f].compacting {
@@ -502,7 +532,9 @@ impl L0Sublevels {
     /// Adds file `f` and closes the candidate over overlap in one direction:
     /// walking `levels` away from `f`'s sublevel, every file overlapping `f`
     /// or a file added on its behalf. Files picked before are already closed
-    /// and widen nothing. False if a needed file is compacting (the
+    /// and widen nothing, and files at or past the candidate's `seq_limit`
+    /// are passed over (only an intra-L0 pick sets one, and such files are
+    /// newer than all it takes). False if a needed file is compacting (the
     /// candidate is then unusable).
     fn add_closed(&self, c: &mut Candidate, f: usize, levels: impl Iterator<Item = usize>) -> bool {
         self.add(c, f);
@@ -518,7 +550,7 @@ impl L0Sublevels {
                 if file.first > level_hi {
                     break;
                 }
-                if c.picked[g] {
+                if c.picked[g] || file.meta.largest_seq >= c.seq_limit {
                     continue;
                 }
                 if file.compacting {
@@ -558,7 +590,9 @@ impl L0Sublevels {
                 if file.first > hi {
                     break;
                 }
-                if c.picked[f] {
+                // A file past the limit is newer than every candidate, so
+                // leaving it out constrains nothing added later.
+                if c.picked[f] || file.meta.largest_seq >= c.seq_limit {
                     continue;
                 }
                 let fits = file.first >= lo
@@ -607,6 +641,9 @@ struct Candidate {
     last: usize,
     /// Files taken from the seed interval's stack.
     seed_depth: usize,
+    /// Files whose largest sequence number is this or more are not taken
+    /// (`u64::MAX`: no limit).
+    seq_limit: u64,
 }
 
 impl Candidate {
@@ -618,6 +655,7 @@ impl Candidate {
             first: usize::MAX,
             last: 0,
             seed_depth: 0,
+            seq_limit: u64::MAX,
         }
     }
 }
