@@ -24,8 +24,11 @@
 //!
 //! Replaced: a record is its sequence number; a WAL file is the records
 //! written to it and how many are synced (one lock for the disk, one for
-//! each file as in the engine). Left out: the spare WAL the thread
-//! creates ahead of need (it only moves a file creation), a second
+//! each file as in the engine). Left out: the spare WAL and memtable the
+//! thread makes ahead of need (they only move a file creation and an
+//! allocation), the flush thread's wake-up the thread makes after its
+//! write-out for a rotation (a flush waits for the retired WAL through
+//! `sync_retired` whoever wakes it, and polls besides), a second
 //! rotation while one WAL is still retired (then the leader writes out and
 //! syncs itself, under the slot: nothing runs beside it that this model
 //! would add), errors (`commit.rs`'s background error is in `stall.rs`),

@@ -65,10 +65,12 @@
 //!   under `io`): by the WAL thread every `wal_flush_interval`, by a synced
 //!   write, or by the leader itself when the interval is zero. No write
 //!   system call or fsync happens under the WAL lock.
-//! - A rotation neither creates a file nor syncs one when the WAL thread
-//!   runs (`wal_flush_interval` > 0): the thread creates the next WAL ahead
-//!   of need (`spare`), and the old WAL is retired unsynced (`retired`)
-//!   and written out and synced by the thread. No byte of the new WAL is
+//! - A rotation neither creates a file nor syncs one, allocates no
+//!   memtable and wakes no background thread when the WAL thread runs
+//!   (`wal_flush_interval` > 0): the thread creates the next WAL and its
+//!   memtable ahead of need (`spare`), and the old WAL is retired unsynced
+//!   (`retired`) and written out and synced by the thread, which then
+//!   wakes the flush thread (`bg_wake_pending`). No byte of the new WAL is
 //!   written before that sync (`retired_pending`), so a later WAL never
 //!   reaches the disk ahead of an earlier one; a synced write, a flush of
 //!   the retired memtable and `close` sync the retired WAL first.
@@ -327,9 +329,15 @@ pub(crate) struct CommitPipeline {
     /// Whether `retired` holds a WAL; set under `wal` by the rotation,
     /// cleared once it is synced (readable without waiting for that sync).
     retired_pending: AtomicBool,
-    /// A WAL file created ahead of the next rotation by the WAL thread:
-    /// `(file number, WAL)`.
-    spare: Mutex<Option<(u64, Wal)>>,
+    /// A WAL file and its memtable made ahead of the next rotation by the
+    /// WAL thread: `(file number, WAL, memtable)`. The memtable's arena
+    /// has its first chunk, so a rotation allocates nothing.
+    spare: Mutex<Option<(u64, Wal, Arc<MemTable>)>>,
+    /// A rotation left waking the flush and compaction threads to the WAL
+    /// thread, which does it after its next write-out (a wake-up is a
+    /// system call that, on this 2-core VM, now and then held the
+    /// rotating writer for over a millisecond).
+    bg_wake_pending: AtomicBool,
     /// Whether an ingestion holds the commit slot (queued writers watch
     /// for their turn longer: `INGEST_SPIN`).
     slot_ingesting: AtomicBool,
@@ -382,6 +390,7 @@ impl CommitPipeline {
             retired: Mutex::new(None),
             retired_pending: AtomicBool::new(false),
             spare: Mutex::new(None),
+            bg_wake_pending: AtomicBool::new(false),
             slot_ingesting: AtomicBool::new(false),
             publish_lock: Mutex::new(()),
             publish_cv: Condvar::new(),
@@ -419,7 +428,9 @@ impl CommitPipeline {
     /// unless framed bytes or a retired WAL already wait for it.
     pub fn park_flusher(&self, db: &DbInner) {
         self.flusher_parked.store(true, Ordering::SeqCst);
-        let idle = !self.retired_pending.load(Ordering::SeqCst) && !self.wal.lock().has_pending();
+        let idle = !self.retired_pending.load(Ordering::SeqCst)
+            && !self.bg_wake_pending.load(Ordering::SeqCst)
+            && !self.wal.lock().has_pending();
         if idle && !db.shutting_down.load(Ordering::SeqCst) {
             std::thread::park();
         }
@@ -566,17 +577,25 @@ impl CommitPipeline {
     }
 
     /// The WAL thread's round, every `wal_flush_interval`: writes out (and
-    /// syncs a retired WAL first), then creates the next WAL ahead of need.
-    /// Returns whether it had anything to do (bytes or a retired WAL to
-    /// write, a spare WAL to create).
+    /// syncs a retired WAL first), wakes the background threads if a
+    /// rotation asked it to, then creates the next WAL and its memtable
+    /// ahead of need. Returns whether it had anything to do (bytes or a
+    /// retired WAL to write, a spare to create).
     pub fn flush_wal(&self, db: &DbInner) -> Result<bool> {
         let busy = self.retired_pending.load(Ordering::Acquire) || self.wal.lock().has_pending();
-        self.write_out(db, false)?;
+        let written = self.write_out(db, false);
+        // Even after a failed write-out: the threads then see the error
+        // (they would also wake on their own within 200 ms).
+        if self.bg_wake_pending.swap(false, Ordering::SeqCst) {
+            db.bg_cv.notify_all();
+        }
+        written?;
         if self.spare.lock().is_none() {
             let number = db.new_file_number();
             let path = filenames::wal(&db.dir, number);
             let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
-            *self.spare.lock() = Some((number, wal));
+            let mem = Arc::new(MemTable::new(number));
+            *self.spare.lock() = Some((number, wal, mem));
             return Ok(true);
         }
         Ok(busy)
@@ -602,7 +621,7 @@ impl CommitPipeline {
 
     /// Removes the spare WAL (at close): it holds nothing.
     pub fn discard_spare(&self, db: &DbInner) {
-        if let Some((number, wal)) = self.spare.lock().take() {
+        if let Some((number, wal, _)) = self.spare.lock().take() {
             drop(wal);
             let _ = db.vfs.remove(&filenames::wal(&db.dir, number));
         }
@@ -1226,22 +1245,23 @@ impl CommitPipeline {
         if db.super_version().mem.is_empty() {
             return Ok(());
         }
-        // The WAL thread made the next WAL ahead of need; without it (no
-        // thread, or it has not caught up) the file is created here.
+        // The WAL thread made the next WAL and memtable ahead of need;
+        // without it (no thread, or it has not caught up) both are made
+        // here.
         // WAL numbers must grow in the order WALs are used (recovery
         // replays them in number order): a spare numbered before a WAL that
         // a rotation created itself meanwhile is of no use.
         let active = self.wal.lock().number;
         let spare = self.spare.lock().take();
         let spare = match spare {
-            Some((n, w)) if n < active => {
+            Some((n, w, _)) if n < active => {
                 drop(w);
                 let _ = db.vfs.remove(&filenames::wal(&db.dir, n));
                 None
             }
             s => s,
         };
-        let (number, next) = match spare {
+        let (number, next, mem) = match spare {
             Some(s) => s,
             None => {
                 let number = db.new_file_number();
@@ -1249,6 +1269,7 @@ impl CommitPipeline {
                 (
                     number,
                     Wal::new(number, db.vfs.create(&path)?, path.display().to_string()),
+                    Arc::new(MemTable::new(number)),
                 )
             }
         };
@@ -1273,11 +1294,21 @@ impl CommitPipeline {
         }
         let mut st = db.state.lock();
         let (sealed, sealed_wal) = (st.mem.id(), st.mem_wal);
-        st.seal_memtable(Arc::new(MemTable::new(number)), number, last_seq);
+        st.seal_memtable(mem, number, last_seq);
         db.install_super_version(&st);
         drop(st);
         db.memtable_rotated(sealed, sealed_wal, reason);
-        db.bg_cv.notify_all();
+        if background {
+            // The WAL thread syncs the retired WAL within an interval and
+            // wakes the flush thread then (it would sync that WAL first
+            // anyway); a parked WAL thread is unparked, which is rare (it
+            // parks only after idle intervals).
+            // (SeqCst, against `park_flusher`'s store and load.)
+            self.bg_wake_pending.store(true, Ordering::SeqCst);
+            self.wake_flusher();
+        } else {
+            db.bg_cv.notify_all();
+        }
         Ok(())
     }
 }
@@ -1656,6 +1687,55 @@ mod tests {
             db.get("slow-insert").unwrap().is_some(),
             "a write inserted into a memtable the rotation had already sealed was lost"
         );
+    }
+
+    /// With the WAL thread running, a rotation installs the memtable the
+    /// thread made ahead of need with the spare WAL (allocating nothing
+    /// itself), and leaves waking the flush thread to the WAL thread,
+    /// which clears the request on its next round. (Making the memtable
+    /// in the rotation fails the first check; a WAL thread that never
+    /// takes the request, the second.)
+    #[test]
+    fn a_rotation_takes_the_spare_memtable_and_leaves_the_wake_up_to_the_wal_thread() {
+        let vfs: Arc<dyn crate::vfs::Vfs> = Arc::new(crate::vfs::MemVfs::new());
+        let opts = crate::Options {
+            vfs: Some(vfs),
+            ..crate::Options::default()
+        };
+        let db = crate::Db::open("/db", opts).unwrap();
+        let commit = &db.inner.commit;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for round in 0..3 {
+            db.put(format!("k{round}"), "v").unwrap();
+            let (number, spare) = loop {
+                // A reference, not an address: a memtable made in the
+                // rotation could reuse a dropped spare's address.
+                if let Some((n, _, m)) = commit.spare.lock().as_ref() {
+                    break (*n, Arc::clone(m));
+                }
+                assert!(Instant::now() < deadline, "the WAL thread made no spare");
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            db.flush().unwrap();
+            let mem = Arc::clone(&db.inner.super_version().mem);
+            assert_eq!(mem.id(), number, "round {round}: the spare WAL's number");
+            assert!(
+                Arc::ptr_eq(&mem, &spare),
+                "round {round}: the rotation made its own memtable"
+            );
+            while commit.bg_wake_pending.load(Ordering::SeqCst) {
+                assert!(
+                    Instant::now() < deadline,
+                    "the WAL thread never took the wake-up"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(
+                db.get(format!("k{round}")).unwrap().as_deref(),
+                Some(&b"v"[..])
+            );
+        }
+        db.close().unwrap();
     }
 
     #[test]

@@ -81,7 +81,10 @@ pub struct Options {
     /// write, and a process crash may lose the last millisecond of unsynced
     /// writes (Pebble's behaviour). Either way a machine crash or power cut
     /// may lose unsynced writes; writes with [`WriteOptions::sync`] are
-    /// durable when they return.
+    /// durable when they return. With a nonzero interval the WAL thread
+    /// also prepares the next WAL and memtable and, after a memtable
+    /// rotation, syncs the old WAL and starts its flush, all within one
+    /// interval, so keep it short.
     pub wal_flush_interval: Duration,
     /// A foreground write that waits this long or longer on one cause (a
     /// memtable rotation, the WAL, a stop, the commit queue) is logged as a
