@@ -379,16 +379,24 @@ fn build(
     })
 }
 
-/// Picks the most urgent compaction, or `None`. `earliest_unflushed` is the
-/// smallest sequence number still held in memory (or the next one to be
-/// assigned): an intra-L0 compaction takes no file at or above it
-/// ([`L0Sublevels::pick_intra_l0_compaction`] says why).
+/// What an intra-L0 pick must know about memory (see [`pick_intra_l0`]).
+pub struct Unflushed<'a> {
+    /// The smallest sequence number held in memory, or the next one to be
+    /// assigned when memory holds nothing.
+    pub earliest: u64,
+    /// The smallest sequence number of the memory entries (memtable,
+    /// queued flushables) holding data in the user-key range `[lo, hi]`,
+    /// or `u64::MAX` if none does.
+    pub earliest_in: &'a dyn Fn(&[u8], &[u8]) -> u64,
+}
+
+/// Picks the most urgent compaction, or `None`.
 pub fn pick(
     v: &Version,
     sub: &L0Sublevels,
     running: &Running,
     o: &CompactionOptions,
-    earliest_unflushed: u64,
+    unflushed: &Unflushed<'_>,
 ) -> Option<Compaction> {
     let t = level_targets(v, o);
     let s = scores(v, sub, &t, running, o);
@@ -396,7 +404,7 @@ pub fn pick(
     order.sort_by(|a, b| s[*b].total_cmp(&s[*a]));
     for l in order {
         let c = if l == 0 {
-            pick_l0(v, sub, &t, running, o, s[0], earliest_unflushed)
+            pick_l0(v, sub, &t, running, o, s[0], unflushed)
         } else {
             pick_level(v, l, running, s[l])
         };
@@ -414,7 +422,7 @@ fn pick_l0(
     running: &Running,
     o: &CompactionOptions,
     score: f64,
-    earliest_unflushed: u64,
+    unflushed: &Unflushed<'_>,
 ) -> Option<Compaction> {
     let base = t.base_level;
     if o.l0_sublevels {
@@ -449,11 +457,7 @@ fn pick_l0(
         }
         // L0 -> Lbase is blocked; merge a stack of L0 files instead, so
         // reads do not pay for the depth meanwhile.
-        let p = sub.pick_intra_l0_compaction(
-            o.intra_l0_min_files,
-            o.max_compaction_bytes,
-            earliest_unflushed,
-        )?;
+        let p = pick_intra_l0(sub, o, unflushed)?;
         return build(v, Reason::IntraL0, 0, 0, p.files, running, score);
     }
     // Classic: the oldest idle L0 file and everything overlapping it,
@@ -486,6 +490,34 @@ fn pick_l0(
         }
     }
     build(v, Reason::L0ToBase, 0, base, chosen, running, score)
+}
+
+/// An intra-L0 pick that cannot put an output above newer data still in
+/// memory. The output takes its inputs' largest sequence number, and a
+/// memtable flushed later sorts below it if its own largest is smaller
+/// ([`L0Sublevels::pick_intra_l0_compaction`]). That matters only where
+/// memory holds data in the output's key range: data written there after
+/// the pick is newer than every input (an ingestion is placed in the tree
+/// only once every smaller sequence number is in memory), so its flush
+/// sorts above the output, as it must. So the pick is first made without
+/// a limit and kept if every input is older than the memory entries
+/// overlapping its range (W4's ingestions beside a memtable of other keys:
+/// without this, none of them could be merged while the memtable filled,
+/// and L0's depth slowed the writes, Put p99 33-56 -> 144-171 µs); else it
+/// is made again leaving out every file at or past the earliest sequence
+/// number in memory (Pebble's rule).
+fn pick_intra_l0(
+    sub: &L0Sublevels,
+    o: &CompactionOptions,
+    unflushed: &Unflushed<'_>,
+) -> Option<crate::version::L0Pick> {
+    let (min, max) = (o.intra_l0_min_files, o.max_compaction_bytes);
+    let p = sub.pick_intra_l0_compaction(min, max, u64::MAX)?;
+    let newest = p.files.iter().map(|f| f.largest_seq).max().unwrap_or(0);
+    if newest < (unflushed.earliest_in)(&p.smallest, &p.largest) {
+        return Some(p);
+    }
+    sub.pick_intra_l0_compaction(min, max, unflushed.earliest)
 }
 
 /// The most an L0 -> Lbase compaction picked from sublevels should read,

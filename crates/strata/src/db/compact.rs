@@ -77,8 +77,26 @@ fn pick(db: &DbInner, st: &MutexGuard<'_, DbState>) -> Option<Compaction> {
     let v = st.versions.current();
     let mut sub = L0Sublevels::new(v.files(0), db.opts.compaction.flush_split_bytes);
     sub.set_compacting(&st.running.files);
-    let unflushed = earliest_unflushed_seq(db, st);
-    picker::pick(&v, &sub, &st.running, &db.opts.compaction, unflushed)
+    let unflushed = picker::Unflushed {
+        earliest: earliest_unflushed_seq(db, st),
+        earliest_in: &|lo, hi| earliest_unflushed_in(st, lo, hi),
+    };
+    picker::pick(&v, &sub, &st.running, &db.opts.compaction, &unflushed)
+}
+
+/// The smallest sequence number of the memory entries holding data in
+/// `[lo, hi]`, or `u64::MAX`. Called under the state lock, after every
+/// write older than any file in the version has reached its memtable.
+fn earliest_unflushed_in(st: &DbState, lo: &[u8], hi: &[u8]) -> u64 {
+    let mem = Some(&st.mem)
+        .filter(|m| m.overlaps(lo, hi))
+        .and_then(|m| m.first_seq());
+    st.imm
+        .iter()
+        .filter(|e| e.overlaps(lo, hi))
+        .filter_map(|e| e.first_seq())
+        .chain(mem)
+        .fold(u64::MAX, u64::min)
 }
 
 /// The smallest sequence number held in memory (the memtable and the
