@@ -35,13 +35,16 @@ use support::{file_ingestion, ingestible_sst, CreateGate, GatedVfs};
 #[path = "support/gated_vfs.rs"]
 mod support;
 
-/// MemVfs, except that a background job (a thread named `strata-...`)
+/// MemVfs, except that a background job (a thread named `strata-...`, or
+/// only the compaction threads with `GateVfs::holding("strata-compact-")`)
 /// creating a `.sst` file waits while the gate is shut. Ingestions copy
 /// their files in from the caller's thread and pass.
 type GateVfs = GatedVfs<Gate>;
 
 /// The gate's state and policy.
 struct Gate {
+    /// Threads whose name starts with this are held.
+    held_threads: &'static str,
     shut: Mutex<bool>,
     cv: Condvar,
     /// Table creations waiting at the gate.
@@ -50,7 +53,12 @@ struct Gate {
 
 impl GateVfs {
     fn new() -> Arc<GateVfs> {
+        GateVfs::holding("strata-")
+    }
+    /// A gate that holds only the threads named `held_threads...`.
+    fn holding(held_threads: &'static str) -> Arc<GateVfs> {
         Arc::new(GatedVfs::with_gate(Gate {
+            held_threads,
             shut: Mutex::new(false),
             cv: Condvar::new(),
             waiting: AtomicUsize::new(0),
@@ -73,13 +81,24 @@ impl Gate {
         }
         panic!("no flush or compaction reached the gate");
     }
+    /// Whether `n` jobs are held at the gate within `limit`.
+    fn held_within(&self, n: usize, limit: Duration) -> bool {
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if self.waiting.load(Ordering::SeqCst) >= n {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        false
+    }
 }
 
 impl CreateGate for Gate {
     fn before_create(&self, path: &Path) {
         let background = std::thread::current()
             .name()
-            .is_some_and(|n| n.starts_with("strata-"));
+            .is_some_and(|n| n.starts_with(self.held_threads));
         if background && path.extension().is_some_and(|e| e == "sst") {
             self.waiting.fetch_add(1, Ordering::SeqCst);
             let mut shut = self.shut.lock().unwrap();
@@ -304,52 +323,12 @@ fn touching_a_boundary_is_not_overlapping() {
     assert_eq!(db.get(b"a").unwrap(), Some(b"ingested a".to_vec()));
 }
 
-/// Holds table creations by compaction threads while shut; flushes pass.
-struct CompactionGate {
-    shut: Mutex<bool>,
-    cv: Condvar,
-    waiting: AtomicUsize,
-}
-
-impl CompactionGate {
-    fn set_shut(&self, shut: bool) {
-        *self.shut.lock().unwrap() = shut;
-        self.cv.notify_all();
-    }
-    /// Whether `n` compactions are held at the gate within `limit`.
-    fn held_within(&self, n: usize, limit: Duration) -> bool {
-        let start = std::time::Instant::now();
-        while start.elapsed() < limit {
-            if self.waiting.load(Ordering::SeqCst) >= n {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        false
-    }
-}
-
-struct OpenOnDrop<'a>(&'a CompactionGate);
+/// Opens a gate when dropped.
+struct OpenOnDrop<'a>(&'a Gate);
 
 impl Drop for OpenOnDrop<'_> {
     fn drop(&mut self) {
         self.0.set_shut(false);
-    }
-}
-
-impl CreateGate for CompactionGate {
-    fn before_create(&self, path: &Path) {
-        let compaction = std::thread::current()
-            .name()
-            .is_some_and(|n| n.starts_with("strata-compact-"));
-        if compaction && path.extension().is_some_and(|e| e == "sst") {
-            self.waiting.fetch_add(1, Ordering::SeqCst);
-            let mut shut = self.shut.lock().unwrap();
-            while *shut {
-                shut = self.cv.wait(shut).unwrap();
-            }
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-        }
     }
 }
 
@@ -361,11 +340,9 @@ impl CreateGate for CompactionGate {
 /// intra-L0 compaction. Returns whether one was picked (it reaches the gate
 /// within milliseconds), then lets everything finish and checks the reads.
 fn intra_l0_beside_a_memtable(deleted: &str) -> bool {
-    let vfs = Arc::new(GatedVfs::with_gate(CompactionGate {
-        shut: Mutex::new(true),
-        cv: Condvar::new(),
-        waiting: AtomicUsize::new(0),
-    }));
+    // Compactions are held; flushes pass.
+    let vfs = GateVfs::holding("strata-compact-");
+    vfs.set_shut(true);
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(
         "/db",
