@@ -79,24 +79,9 @@ fn pick(db: &DbInner, st: &MutexGuard<'_, DbState>) -> Option<Compaction> {
     sub.set_compacting(&st.running.files);
     let unflushed = picker::Unflushed {
         earliest: earliest_unflushed_seq(db, st),
-        earliest_in: &|lo, hi| earliest_unflushed_in(st, lo, hi),
+        earliest_in: &|lo, hi| first_seq_in_memory(st, Some((lo, hi))),
     };
     picker::pick(&v, &sub, &st.running, &db.opts.compaction, &unflushed)
-}
-
-/// The smallest sequence number of the memory entries holding data in
-/// `[lo, hi]`, or `u64::MAX`. Called under the state lock, after every
-/// write older than any file in the version has reached its memtable.
-fn earliest_unflushed_in(st: &DbState, lo: &[u8], hi: &[u8]) -> u64 {
-    let mem = Some(&st.mem)
-        .filter(|m| m.overlaps(lo, hi))
-        .and_then(|m| m.first_seq());
-    st.imm
-        .iter()
-        .filter(|e| e.overlaps(lo, hi))
-        .filter_map(|e| e.first_seq())
-        .chain(mem)
-        .fold(u64::MAX, u64::min)
 }
 
 /// The smallest sequence number held in memory (the memtable and the
@@ -107,11 +92,23 @@ fn earliest_unflushed_in(st: &DbState, lo: &[u8], hi: &[u8]) -> u64 {
 /// the load holds nothing at or below it.
 fn earliest_unflushed_seq(db: &DbInner, st: &DbState) -> u64 {
     let next = db.visible_seq.load(Ordering::Acquire).saturating_add(1);
+    next.min(first_seq_in_memory(st, None))
+}
+
+/// The smallest sequence number of the memory entries holding data in
+/// `range` (all of them for `None`), or `u64::MAX`. Called under the state
+/// lock, after every write older than any file in the version has reached
+/// its memtable.
+fn first_seq_in_memory(st: &DbState, range: Option<(&[u8], &[u8])>) -> u64 {
+    let mem = Some(&st.mem)
+        .filter(|m| range.is_none_or(|(lo, hi)| m.overlaps(lo, hi)))
+        .and_then(|m| m.first_seq());
     st.imm
         .iter()
+        .filter(|e| range.is_none_or(|(lo, hi)| e.overlaps(lo, hi)))
         .filter_map(|e| e.first_seq())
-        .chain(st.mem.first_seq())
-        .fold(next, u64::min)
+        .chain(mem)
+        .fold(u64::MAX, u64::min)
 }
 
 /// Whether every input of `c` is still in the current version at its level
