@@ -503,7 +503,7 @@ fn pick_l0(
 /// a limit and kept if every input is older than the memory entries
 /// overlapping its range (W4's ingestions beside a memtable of other keys:
 /// without this, none of them could be merged while the memtable filled,
-/// and L0's depth slowed the writes, Put p99 33-56 -> 144-171 µs); else it
+/// and L0's depth slowed the writes, Put p99 32-56 -> 144-171 µs); else it
 /// is made again leaving out every file at or past the earliest sequence
 /// number in memory (Pebble's rule).
 fn pick_intra_l0(
