@@ -228,5 +228,32 @@ class Toolchains(unittest.TestCase):
             run.Path.exists = exists
 
 
+class Steal(unittest.TestCase):
+    def test_steal_is_the_stolen_share_of_all_ticks_between_readings(self):
+        self.assertEqual(run.steal_pct((1000, 40), (3000, 240)), 10.0)
+        self.assertEqual(run.steal_pct((1000, 40), (3000, 40)), 0.0)
+
+    def test_a_missing_or_unchanged_reading_gives_none(self):
+        self.assertIsNone(run.steal_pct(None, (3000, 40)))
+        self.assertIsNone(run.steal_pct((3000, 40), None))
+        self.assertIsNone(run.steal_pct((3000, 40), (3000, 40)))
+
+    def test_this_machine_reports_steal_within_its_total(self):
+        t = run.cpu_ticks()
+        if t is None:
+            self.skipTest("no /proc/stat")
+        self.assertGreater(t[0], 0)
+        self.assertLessEqual(t[1], t[0])
+
+    def test_the_header_states_steal_when_measured(self):
+        runs = [line("strata", "w3", "overlap", **W3)]
+        meta = {"date": "d", "cpu": "c", "cores": 2, "memory_gib": 1, "kernel": "k", "loadavg_start": 1.0,
+                "loadavg_end": 1.0, "commit": "x", "results": "r", "host_steal_pct": 9.87}
+        md = lambda: run.render_markdown(meta, runs, run.medians(runs), {})
+        self.assertIn("stolen by the host 9.9%", md())
+        del meta["host_steal_pct"]
+        self.assertNotIn("stolen", md())
+
+
 if __name__ == "__main__":
     unittest.main()

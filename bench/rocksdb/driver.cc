@@ -11,7 +11,9 @@
 // Options are the workloads' common ones: 64 MiB write buffer, 256 MiB LRU
 // block cache, Snappy, max_background_jobs = cores, WAL on with
 // WriteOptions::sync = false (each write is handed to the OS, never fsynced
-// per write). Ingestion uses IngestExternalFile with move_files = true.
+// per write). Ingestion uses IngestExternalFile with move_files = true and the
+// default verify_checksums_before_ingest = false: the file's footer, properties
+// and first and last keys are read, not every block ("ingest_check": "bounds").
 //
 // Build: bench/rocksdb/build.sh
 
@@ -162,6 +164,7 @@ void Emit(const Args& a, const std::string& variant, const std::string& figures)
             << "},\"options\":{\"memtable_mib\":64,\"cache_mib\":256,\"compression\":\"snappy\","
                "\"background_jobs\":"
             << Cores()
+            << ",\"ingest_check\":\"bounds\""
             << "},\"durability\":{\"wal\":true,\"sync_per_write\":false,\"note\":\"WriteOptions::"
                "sync=false: every write is handed to the OS (write system call) before it returns, "
                "never fsynced per write\"}}\n";

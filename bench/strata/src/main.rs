@@ -57,11 +57,33 @@ struct Args {
     rounds: usize,
     seconds: f64,
     max_seconds: f64,
+    ingest_check: IngestCheck,
+}
+
+/// How much of each file Strata's ingestion checks (`--ingest-check`).
+#[derive(Clone, Copy, PartialEq)]
+enum IngestCheck {
+    /// The properties and the first and last key (checksummed blocks), as
+    /// RocksDB's and Pebble's ingestion check by default: the driver's
+    /// files were written by Strata's `SstWriter` for ingestion in this
+    /// process, which is what `IngestOptions::trust_own_files` is for.
+    Bounds,
+    /// Strata's default: every block's checksum and every key.
+    Full,
+}
+
+impl IngestCheck {
+    fn name(self) -> &'static str {
+        match self {
+            IngestCheck::Bounds => "bounds",
+            IngestCheck::Full => "full",
+        }
+    }
 }
 
 const USAGE: &str =
     "usage: strata-bench w1|w2|w3|w4|w5|micro INPUT DBDIR [--variant V] [--batch-rows N] \
-                     [--rounds N] [--seconds S] [--max-seconds S]";
+                     [--rounds N] [--seconds S] [--max-seconds S] [--ingest-check bounds|full]";
 
 fn parse() -> Result<Args> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -77,6 +99,7 @@ fn parse() -> Result<Args> {
         rounds: 50,
         seconds: 30.0,
         max_seconds: 120.0,
+        ingest_check: IngestCheck::Bounds,
     };
     let mut rest = argv[3..].iter();
     while let Some(opt) = rest.next() {
@@ -90,10 +113,29 @@ fn parse() -> Result<Args> {
             "--rounds" => a.rounds = v.parse().with_context(|| num(opt))?,
             "--seconds" => a.seconds = v.parse().with_context(|| num(opt))?,
             "--max-seconds" => a.max_seconds = v.parse().with_context(|| num(opt))?,
+            "--ingest-check" => {
+                a.ingest_check = match v.as_str() {
+                    "bounds" => IngestCheck::Bounds,
+                    "full" => IngestCheck::Full,
+                    _ => bail!("option --ingest-check: {v:?} is neither bounds nor full"),
+                }
+            }
             _ => bail!("unknown option {opt}\n{USAGE}"),
         }
     }
     Ok(a)
+}
+
+/// The options of every ingestion the driver makes (`--ingest-check`).
+fn ingest_options(a: &Args) -> IngestOptions {
+    match a.ingest_check {
+        IngestCheck::Bounds => IngestOptions {
+            trust_own_files: true,
+            verify_checksums: false,
+            ..IngestOptions::default()
+        },
+        IngestCheck::Full => IngestOptions::default(),
+    }
 }
 
 fn cores() -> usize {
@@ -193,7 +235,7 @@ fn emit(a: &Args, variant: &str, figures: Value) {
         "variant": variant,
         "figures": figures,
         "options": {"memtable_mib": 64, "cache_mib": 256, "compression": "snappy",
-                    "background_jobs": cores()},
+                    "background_jobs": cores(), "ingest_check": a.ingest_check.name()},
         "durability": {"wal": true, "sync_per_write": false,
             "note": "WriteOptions::default (no sync); unsynced writes wait up to 1 ms \
                      (wal_flush_interval) in Strata's WAL buffer before the write system call"},
@@ -664,7 +706,7 @@ fn w1(a: &Args) -> Result<()> {
             w.put(k, v)?;
         }
         w.finish()?;
-        db.ingest(&[&path], &IngestOptions::default())?;
+        db.ingest(&[&path], &ingest_options(a))?;
         buf.clear();
         *ssts += 1;
         Ok(())
@@ -760,7 +802,7 @@ fn w3(a: &Args) -> Result<()> {
         let path = scratch.join(format!("{r}.sst"));
         write_sst(&path, &keys)?;
         let t = Instant::now();
-        db.ingest(&[&path], &IngestOptions::default())?;
+        db.ingest(&[&path], &ingest_options(a))?;
         lat.push(t.elapsed().as_secs_f64() * 1e3);
         if trace {
             eprintln!("w3 round {r}: ingest {:.3} ms", lat[lat.len() - 1]);
@@ -792,6 +834,7 @@ fn w4(a: &Args) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let ingester = {
         let (db, stop, scratch) = (Arc::clone(&db), Arc::clone(&stop), scratch.clone());
+        let opts = ingest_options(a);
         std::thread::spawn(move || -> Result<Vec<f64>> {
             let mut rng = StdRng::seed_from_u64(9);
             let mut lat = Vec::new();
@@ -811,7 +854,7 @@ fn w4(a: &Args) -> Result<()> {
                 let path = scratch.join(format!("ingest-{round}.sst"));
                 write_sst(&path, &keys)?;
                 let t = Instant::now();
-                db.ingest(&[&path], &IngestOptions::default())?;
+                db.ingest(&[&path], &opts)?;
                 lat.push(t.elapsed().as_nanos() as f64 / 1e3);
                 round += 1;
                 std::thread::sleep(Duration::from_millis(200).saturating_sub(t0.elapsed()));

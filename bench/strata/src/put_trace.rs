@@ -9,7 +9,14 @@
 //! per cause). The difference says, per Put: was it preempted (an
 //! involuntary switch), did it block (a voluntary one: a lock or a
 //! condition variable), did it fault pages in, did it move to another CPU,
-//! and which of the commit's phases took the time. `report` prints the
+//! and which of the commit's phases took the time. It also reads the
+//! thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): the Put's latency less
+//! that is its time off the CPU. With the kernel's paravirtual steal
+//! accounting (`CONFIG_PARAVIRT_TIME_ACCOUNTING`, on in this VM's kernel),
+//! time the hypervisor ran something else on the virtual CPU is not the
+//! thread's CPU time, so a slow Put off the CPU without a context switch
+//! was stolen by the host: no guest task ran instead, and nothing in
+//! the engine could have shortened it. `report` prints the
 //! slowest 0.01% (the Puts at and above p99.99) one per line, and a
 //! summary of the slowest 0.1%, on stderr. The reads cost about a
 //! microsecond per Put, outside what is timed.
@@ -24,6 +31,8 @@ pub struct Sample {
     minflt: i64,
     majflt: i64,
     cpu: i32,
+    /// The thread's CPU time, ns (a difference: the Put's time on a CPU).
+    cpu_ns: u64,
     /// Nanoseconds per wait cause.
     waits: [u64; 9],
     /// The Put's latency (a difference only).
@@ -35,12 +44,14 @@ pub struct Sample {
 impl Sample {
     /// The thread's figures now.
     pub fn now() -> Sample {
-        // SAFETY: `getrusage` fills the zeroed struct it is given;
-        // `sched_getcpu` takes no arguments.
-        let (ru, cpu) = unsafe {
+        // SAFETY: `getrusage` and `clock_gettime` fill the zeroed structs
+        // they are given; `sched_getcpu` takes no arguments.
+        let (ru, cpu, ts) = unsafe {
             let mut ru: libc::rusage = std::mem::zeroed();
             libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
-            (ru, libc::sched_getcpu())
+            let mut ts: libc::timespec = std::mem::zeroed();
+            libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+            (ru, libc::sched_getcpu(), ts)
         };
         Sample {
             nivcsw: ru.ru_nivcsw,
@@ -48,6 +59,7 @@ impl Sample {
             minflt: ru.ru_minflt,
             majflt: ru.ru_majflt,
             cpu,
+            cpu_ns: ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
             waits: strata::thread_write_waits().map(|(_, n)| n),
             took: Duration::ZERO,
             migrated: false,
@@ -62,6 +74,7 @@ impl Sample {
             minflt: self.minflt - before.minflt,
             majflt: self.majflt - before.majflt,
             cpu: self.cpu,
+            cpu_ns: self.cpu_ns.saturating_sub(before.cpu_ns),
             waits: std::array::from_fn(|i| self.waits[i].wrapping_sub(before.waits[i])),
             took,
             migrated: self.cpu != before.cpu,
@@ -71,6 +84,19 @@ impl Sample {
 
 fn micros(ns: u64) -> f64 {
     ns as f64 / 1e3
+}
+
+impl Sample {
+    /// A Put's time off the CPU: its latency less its CPU time.
+    fn off_cpu_ns(&self) -> u64 {
+        (self.took.as_nanos() as u64).saturating_sub(self.cpu_ns)
+    }
+
+    /// Off the CPU for at least half its latency with no context switch:
+    /// the virtual CPU was not running (stolen by the host).
+    fn stolen(&self) -> bool {
+        self.nivcsw == 0 && self.nvcsw == 0 && 2 * self.off_cpu_ns() >= self.took.as_nanos() as u64
+    }
 }
 
 /// Prints the slowest 0.01% of `puts` one by one and a summary of the
@@ -83,7 +109,7 @@ pub fn report(mut puts: Vec<Sample>) {
     puts.sort_by_key(|p| std::cmp::Reverse(p.took));
     let top = puts.len().div_ceil(10_000);
     eprintln!(
-        "put trace: the slowest {top} of {} Puts (µs; ivcsw/vcsw: involuntary/voluntary switches, flt: minor faults, mig: moved CPU; phases > 0.5 µs)",
+        "put trace: the slowest {top} of {} Puts (µs; off: time off the CPU; ivcsw/vcsw: involuntary/voluntary switches, flt: minor faults, mig: moved CPU; phases > 0.5 µs)",
         puts.len()
     );
     for p in &puts[..top] {
@@ -97,8 +123,10 @@ pub fn report(mut puts: Vec<Sample>) {
         let counted: u64 = p.waits.iter().sum();
         let other = (p.took.as_nanos() as u64).saturating_sub(counted);
         eprintln!(
-            "  {:>8.1}  cpu {} ivcsw {} vcsw {} flt {}{} mig {}  [{}] other {:.1}",
+            "  {:>8.1}  off {:.1}{} cpu {} ivcsw {} vcsw {} flt {}{} mig {}  [{}] other {:.1}",
             p.took.as_nanos() as f64 / 1e3,
+            micros(p.off_cpu_ns()),
+            if p.stolen() { " (stolen)" } else { "" },
             p.cpu,
             p.nivcsw,
             p.nvcsw,
@@ -116,9 +144,17 @@ pub fn report(mut puts: Vec<Sample>) {
     let band = &puts[..puts.len().div_ceil(1_000)];
     let with = |f: &dyn Fn(&Sample) -> bool| band.iter().filter(|p| f(p)).count();
     eprintln!(
-        "put trace: slowest 0.1% ({} Puts, from {:.1} µs): preempted {}, blocked {}, faulted {}, migrated {}",
+        "put trace: slowest 0.1% ({} Puts, from {:.1} µs): stolen by the host {} (their time off the CPU {:.0}% of their latency), preempted {}, blocked {}, faulted {}, migrated {}",
         band.len(),
         band.last().map_or(0.0, |p| p.took.as_nanos() as f64 / 1e3),
+        with(&|p| p.stolen()),
+        {
+            let stolen = band.iter().filter(|p| p.stolen());
+            let (off, took) = stolen.fold((0u64, 0u64), |(o, t), p| {
+                (o + p.off_cpu_ns(), t + p.took.as_nanos() as u64)
+            });
+            100.0 * off as f64 / took.max(1) as f64
+        },
         with(&|p| p.nivcsw > 0),
         with(&|p| p.nvcsw > 0),
         with(&|p| p.minflt > 0),
