@@ -1276,3 +1276,72 @@ fn trusted_own_files_are_checked_by_their_bounds() {
     assert!(e.to_string().contains("appears twice"), "{e}");
     untouched(&db3);
 }
+
+/// `Metrics` splits ingestions' time into their phases: with every fsync
+/// taking 50 ms, an ingestion of one file pays one directory fsync (in its
+/// preparation) and one MANIFEST fsync (after its commit), each counted
+/// where it happened, and the phases add up to no more than the calls'
+/// total. A file small enough to become a write batch adds to the total
+/// only.
+#[test]
+fn ingest_metrics_split_the_calls_into_their_phases() {
+    use std::sync::Arc;
+    use strata::vfs::{FaultVfs, Vfs};
+    let fs = FaultVfs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let db = Db::open(
+        "/db",
+        Options {
+            vfs: Some(Arc::clone(&vfs)),
+            ..opts()
+        },
+    )
+    .unwrap();
+    let sst = |name: &str, keys: &[&[u8]]| {
+        vfs.create_dir_all(Path::new("/in")).unwrap();
+        let p = Path::new("/in").join(name);
+        let mut w = SstWriter::create_in(vfs.as_ref(), &p, SstOptions::for_ingestion()).unwrap();
+        for k in keys {
+            w.put(k, b"v").unwrap();
+        }
+        w.finish().unwrap();
+        p
+    };
+    let a = sst("a.sst", &[b"a1", b"a2"]);
+    let b = sst("b.sst", &[b"b1"]);
+    let before = db.metrics();
+    assert_eq!(before.ingest_prepare_micros, 0);
+    fs.set_sync_latency(std::time::Duration::from_millis(50));
+    db.ingest(&[&a], &files_opts()).unwrap();
+    let m = db.metrics();
+    // One fsync takes 50 ms and two 100: the margins leave a loaded
+    // machine 50 ms of slack.
+    let one = |us: u64| (50_000..100_000).contains(&us);
+    assert_eq!(m.ingests, 1);
+    assert!(one(m.ingest_dir_sync_micros), "one directory fsync: {m:?}");
+    assert!(m.ingest_prepare_micros >= m.ingest_dir_sync_micros);
+    assert!(one(m.ingest_prepare_micros), "{m:?}");
+    assert!(
+        one(m.ingest_manifest_sync_micros),
+        "one MANIFEST fsync: {m:?}"
+    );
+    assert!(
+        m.ingest_commit_micros < 50_000,
+        "the commit syncs nothing: {m:?}"
+    );
+    let phases = m.ingest_prepare_micros + m.ingest_commit_micros + m.ingest_manifest_sync_micros;
+    assert!(phases <= m.ingest_micros, "{m:?}");
+    // A batch-sized ingestion: its synced write is not a phase of a file
+    // ingestion.
+    db.ingest(&[&b], &IngestOptions::default()).unwrap();
+    let n = db.metrics();
+    assert_eq!(n.ingests_as_batch, 1);
+    assert!(n.ingest_micros >= m.ingest_micros + 50_000, "{n:?}");
+    assert_eq!(
+        (n.ingest_prepare_micros, n.ingest_dir_sync_micros),
+        (m.ingest_prepare_micros, m.ingest_dir_sync_micros)
+    );
+    assert_eq!(n.ingest_manifest_sync_micros, m.ingest_manifest_sync_micros);
+    assert_eq!(n.ingest_commit_micros, m.ingest_commit_micros);
+    assert_eq!(db.get(b"b1").unwrap(), Some(b"v".to_vec()));
+}

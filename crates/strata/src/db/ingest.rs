@@ -1084,8 +1084,7 @@ fn link_and_check(
         check_disjoint(paths, &walked)?;
         walked
     } else {
-        let (walked, synced) =
-            walk_beside(&tables, paths, Check::of(opts), || vfs.sync_dir(&db.dir));
+        let (walked, synced) = walk_beside(&tables, paths, Check::of(opts), || sync_dir_timed(db));
         // A bad file's error first: it says what to fix.
         let walked = walked?;
         check_disjoint(paths, &walked)?;
@@ -1127,9 +1126,20 @@ fn link_and_check(
         // a MANIFEST record naming them (the record may reach the disk any
         // time after, synced or not), or a crash could leave a record
         // naming a file whose directory entry was lost.
-        vfs.sync_dir(&db.dir)?;
+        sync_dir_timed(db)?;
     }
     Ok(Prepare::Files(out, tables, linked))
+}
+
+/// The database directory's fsync of an ingestion, its time counted in
+/// `Metrics::ingest_dir_sync_micros`.
+pub(crate) fn sync_dir_timed(db: &DbInner) -> Result<()> {
+    let t = std::time::Instant::now();
+    let r = db.vfs.sync_dir(&db.dir);
+    db.stats
+        .ingest_dir_sync_micros
+        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+    r
 }
 
 /// Writes the range-tombstone file of an excise of `[a, b)` (synced; the

@@ -139,6 +139,12 @@ pub(crate) struct Stats {
     pub ingests_as_batch: AtomicU64,
     pub bytes_ingested: AtomicU64,
     pub ingest_micros: AtomicU64,
+    /// The phases of ingestions that entered the tree as files
+    /// (`Metrics::ingest_prepare_micros` and the three after it).
+    pub ingest_prepare_micros: AtomicU64,
+    pub ingest_dir_sync_micros: AtomicU64,
+    pub ingest_commit_micros: AtomicU64,
+    pub ingest_manifest_sync_micros: AtomicU64,
     /// Excises that cut the tree, and those left to a range-tombstone file.
     pub excises: AtomicU64,
     pub excise_fallbacks: AtomicU64,
@@ -253,6 +259,21 @@ pub struct Metrics {
     pub ingests_as_batch: u64,
     /// Total time spent in `ingest` calls, in microseconds.
     pub ingest_micros: u64,
+    /// Of the ingestions that entered the tree as files, the time spent
+    /// preparing them, in microseconds: opening, linking (or copying) and
+    /// checking the files, with the directory fsync running beside the
+    /// check (the call pays the longer of the two).
+    pub ingest_prepare_micros: u64,
+    /// The directory fsyncs alone (within the preparation), microseconds.
+    pub ingest_dir_sync_micros: u64,
+    /// The commit, in microseconds: waiting for the commit slot behind
+    /// the writes queued before it, placing the files, writing the MANIFEST
+    /// record (unsynced) and the WAL marker.
+    pub ingest_commit_micros: u64,
+    /// The MANIFEST fsync after the commit, in microseconds. What remains
+    /// of `ingest_micros` besides these phases is the small-file batches'
+    /// time and the removal of the callers' links.
+    pub ingest_manifest_sync_micros: u64,
     /// Ingest-and-excise calls whose range was cut out of the tree with
     /// virtual files, and those left to a range-tombstone file (an older
     /// snapshot needed the data).
@@ -669,7 +690,10 @@ impl Db {
         start: std::time::Instant,
         linked: &mut Vec<PathBuf>,
     ) -> Result<ingest::IngestResult> {
-        match ingest::prepare(&self.inner, paths, opts)? {
+        let prepared = ingest::prepare(&self.inner, paths, opts)?;
+        // Counted once, at the first commit (a retry adds its own below).
+        let mut prepare_micros = Some(start.elapsed().as_micros() as u64);
+        match prepared {
             ingest::Prepare::Batch(b) => {
                 self.write(b, &WriteOptions { sync: true })?;
                 let st = &self.inner.stats;
@@ -686,6 +710,10 @@ impl Db {
                 })
             }
             ingest::Prepare::Files(mut files, _tables, links) => loop {
+                let st = &self.inner.stats;
+                if let Some(us) = prepare_micros.take() {
+                    st.ingest_prepare_micros.fetch_add(us, Ordering::Relaxed);
+                }
                 linked.clone_from(&links);
                 let slot = Arc::new(Mutex::new(None));
                 let job = commit::IngestJob {
@@ -694,9 +722,12 @@ impl Db {
                     allow_overlap: opts.allow_overlap_with_memtable,
                     result: Arc::clone(&slot),
                 };
+                let committing = std::time::Instant::now();
                 self.inner
                     .commit
                     .commit(&self.inner, Job::Ingest(job), false)?;
+                st.ingest_commit_micros
+                    .fetch_add(committing.elapsed().as_micros() as u64, Ordering::Relaxed);
                 // The ingestion's event line, staged in the commit slot: the
                 // slot holder wrote it on leaving, unless a stalled leader
                 // ran this ingestion ahead of itself (and is still in the
@@ -712,9 +743,11 @@ impl Db {
                         let Some((a, b)) = &opts.excise else {
                             return Err(Error::internal("tombstone asked for without an excise"));
                         };
+                        let again = std::time::Instant::now();
                         files = back;
                         files.insert(0, ingest::write_excise_tombstone(&self.inner, a, b)?);
-                        self.inner.vfs.sync_dir(&self.inner.dir)?;
+                        ingest::sync_dir_timed(&self.inner)?;
+                        prepare_micros = Some(again.elapsed().as_micros() as u64);
                         self.inner
                             .stats
                             .excise_retries
@@ -735,7 +768,10 @@ impl Db {
                 // the disk, so the writes queued behind it could go on; the
                 // ingestion is durable, and may be reported, once it is
                 // synced.
+                let syncing = std::time::Instant::now();
                 let synced = self.inner.manifest.sync();
+                st.ingest_manifest_sync_micros
+                    .fetch_add(syncing.elapsed().as_micros() as u64, Ordering::Relaxed);
                 if let Err(e) = synced {
                     self.inner.set_bg_error(e.clone());
                     return Err(e);
@@ -1100,6 +1136,10 @@ impl Db {
             ingests_flushable: ld(&st.ingests_flushable),
             ingests_as_batch: ld(&st.ingests_as_batch),
             ingest_micros: ld(&st.ingest_micros),
+            ingest_prepare_micros: ld(&st.ingest_prepare_micros),
+            ingest_dir_sync_micros: ld(&st.ingest_dir_sync_micros),
+            ingest_commit_micros: ld(&st.ingest_commit_micros),
+            ingest_manifest_sync_micros: ld(&st.ingest_manifest_sync_micros),
             excises: ld(&st.excises),
             excise_fallbacks: ld(&st.excise_fallbacks),
             excise_retries: ld(&st.excise_retries),

@@ -171,8 +171,8 @@ struct State {
     image: Option<FaultVfs>,
     dead: bool,
     locks: BTreeSet<PathBuf>,
-    /// How long a file sync takes (so concurrent writers queue up behind
-    /// it and group commits form, as on a real disk).
+    /// How long a file or directory sync takes (so concurrent writers
+    /// queue up behind it and group commits form, as on a real disk).
     sync_latency: std::time::Duration,
 }
 
@@ -343,7 +343,7 @@ impl FaultVfs {
         st.cut_keep = Some(seed);
     }
 
-    /// Makes every file sync take `d` (default zero).
+    /// Makes every file and directory sync take `d` (default zero).
     pub fn set_sync_latency(&self, d: std::time::Duration) {
         self.st.lock().sync_latency = d;
     }
@@ -653,6 +653,16 @@ impl Vfs for FaultVfs {
         let mut st = self.st.lock();
         if let Verdict::Fail(kind, _) = st.check(Op::SyncDir, dir) {
             return Err(io_err(dir, kind, "fsync of directory"));
+        }
+        let latency = st.sync_latency;
+        if !latency.is_zero() {
+            drop(st);
+            std::thread::sleep(latency);
+            st = self.st.lock();
+            if st.dead {
+                // The power was cut before the sync completed.
+                return Err(io_err(dir, FaultKind::Eio, "fsync of directory"));
+            }
         }
         let st = &mut *st;
         st.durable.retain(|p, _| p.parent() != Some(dir));
