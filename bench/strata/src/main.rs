@@ -138,6 +138,27 @@ fn ingest_options(a: &Args) -> IngestOptions {
     }
 }
 
+/// Where the database's file ingestions spent their time on average
+/// (`Metrics::ingest_*_micros`), on stderr: the runner keeps only the JSON
+/// line on stdout.
+fn print_ingest_phases(db: &Db) {
+    let m = db.metrics();
+    let files = m.ingests.saturating_sub(m.ingests_as_batch);
+    if files == 0 {
+        return;
+    }
+    let mean = |us: u64| us as f64 / files as f64;
+    let phases = m.ingest_prepare_micros + m.ingest_commit_micros + m.ingest_manifest_sync_micros;
+    eprintln!(
+        "ingest phases, mean µs over {files} file ingestions: prepare {:.0} (of which the directory fsync {:.0}), commit {:.0}, MANIFEST fsync {:.0}, rest {:.0}",
+        mean(m.ingest_prepare_micros),
+        mean(m.ingest_dir_sync_micros),
+        mean(m.ingest_commit_micros),
+        mean(m.ingest_manifest_sync_micros),
+        mean(m.ingest_micros.saturating_sub(phases)),
+    );
+}
+
 fn cores() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
@@ -808,6 +829,7 @@ fn w3(a: &Args) -> Result<()> {
             eprintln!("w3 round {r}: ingest {:.3} ms", lat[lat.len() - 1]);
         }
     }
+    print_ingest_phases(&db);
     db.close()?;
     let _ = std::fs::remove_dir_all(&scratch);
     lat.sort_by(f64::total_cmp);
@@ -911,6 +933,7 @@ fn w4(a: &Args) -> Result<()> {
             w.cause, w.count, w.max_micros, w.histogram
         );
     }
+    print_ingest_phases(&db);
     if let Some(tr) = trace {
         put_trace::report(tr);
     }

@@ -73,7 +73,9 @@
 //!   wakes the flush thread (`bg_wake_pending`). No byte of the new WAL is
 //!   written before that sync (`retired_pending`), so a later WAL never
 //!   reaches the disk ahead of an earlier one; a synced write, a flush of
-//!   the retired memtable and `close` sync the retired WAL first.
+//!   the retired memtable and `close` sync the retired WAL first. An
+//!   ingestion that queues behind the memtable (keeping its WAL) likewise
+//!   takes a memtable the thread made ahead of need (`spare_mem`).
 //! - Every wait of a foreground write is timed and counted by cause
 //!   (`write_wait`); followers count theirs under their leader's slowest
 //!   phase when it explains at least half of the wait.
@@ -333,6 +335,11 @@ pub(crate) struct CommitPipeline {
     /// WAL thread: `(file number, WAL, memtable)`. The memtable's arena
     /// has its first chunk, so a rotation allocates nothing.
     spare: Mutex<Option<(u64, Wal, Arc<MemTable>)>>,
+    /// A memtable made ahead of need by the WAL thread for an ingestion
+    /// that queues behind the active memtable (which keeps its WAL, so
+    /// needs no spare WAL): its arena's first chunk was taken off the
+    /// commit slot (making it there held the slot 30-200 µs, W3 overlap).
+    spare_mem: Mutex<Option<Arc<MemTable>>>,
     /// A rotation left waking the flush and compaction threads to the WAL
     /// thread, which does it after its next write-out (a wake-up is a
     /// system call that, on this 2-core VM, now and then held the
@@ -390,6 +397,7 @@ impl CommitPipeline {
             retired: Mutex::new(None),
             retired_pending: AtomicBool::new(false),
             spare: Mutex::new(None),
+            spare_mem: Mutex::new(None),
             bg_wake_pending: AtomicBool::new(false),
             slot_ingesting: AtomicBool::new(false),
             publish_lock: Mutex::new(()),
@@ -598,7 +606,19 @@ impl CommitPipeline {
             *self.spare.lock() = Some((number, wal, mem));
             return Ok(true);
         }
+        if self.spare_mem.lock().is_none() {
+            let mem = Arc::new(MemTable::new(db.new_file_number()));
+            *self.spare_mem.lock() = Some(mem);
+            return Ok(true);
+        }
         Ok(busy)
+    }
+
+    /// The memtable that replaces the active one when an ingestion queues
+    /// behind it: the WAL thread's spare if it made one, else a new one.
+    fn take_spare_memtable(&self, db: &DbInner) -> Arc<MemTable> {
+        let spare = self.spare_mem.lock().take();
+        spare.unwrap_or_else(|| Arc::new(MemTable::new(db.new_file_number())))
     }
 
     /// At a close whose sync failed (a background error): hands what was
@@ -1422,6 +1442,8 @@ impl CommitPipeline {
                 // Opened before taking the state lock: reads through the
                 // flushable need the tables, at this sequence number.
                 let tables = ingest::queued_tables(db, &job.files, seq)?;
+                // Taken before the state lock: making a memtable allocates.
+                let fresh = self.take_spare_memtable(db);
                 let mut st = db.state.lock();
                 // The memtable holds older data that the files must shadow:
                 // it goes into the queue first, then the files. Both keep
@@ -1431,10 +1453,12 @@ impl CommitPipeline {
                 // no WAL sync) is needed here.
                 let wal_number = st.mem_wal;
                 if !st.mem.is_empty() {
-                    let fresh = Arc::new(MemTable::new(db.new_file_number()));
                     let sealed = st.mem.id();
                     st.seal_memtable(fresh, wal_number, seq - 1);
                     db.memtable_rotated(sealed, wal_number, "ingest");
+                } else {
+                    // Unused (only the queue overlapped): kept for the next.
+                    *self.spare_mem.lock() = Some(fresh);
                 }
                 let edit = crate::version::VersionEdit {
                     queued_files: job.files.iter().map(|f| f.meta(seq)).collect(),
@@ -1734,6 +1758,59 @@ mod tests {
                 db.get(format!("k{round}")).unwrap().as_deref(),
                 Some(&b"v"[..])
             );
+        }
+        db.close().unwrap();
+    }
+
+    /// An ingestion that queues behind an overlapping memtable installs
+    /// the memtable the WAL thread made ahead of need (`spare_mem`), so the
+    /// commit slot allocates none; the thread makes the next. (Making the
+    /// memtable in the commit fails the check.)
+    #[test]
+    fn a_queued_ingestion_takes_the_spare_memtable() {
+        let vfs: Arc<dyn crate::vfs::Vfs> = Arc::new(crate::vfs::MemVfs::new());
+        let opts = crate::Options {
+            vfs: Some(Arc::clone(&vfs)),
+            ..crate::Options::default()
+        };
+        let db = crate::Db::open("/db", opts).unwrap();
+        let commit = &db.inner.commit;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        vfs.create_dir_all(std::path::Path::new("/in")).unwrap();
+        for round in 0..3 {
+            let key = format!("k{round}");
+            db.put(&key, "memtable").unwrap();
+            let spare = loop {
+                if let Some(m) = commit.spare_mem.lock().as_ref() {
+                    break Arc::clone(m);
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the WAL thread made no spare memtable"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            let path = std::path::PathBuf::from(format!("/in/{round}.sst"));
+            let mut w = crate::sstable::SstWriter::create_in(
+                vfs.as_ref(),
+                &path,
+                crate::sstable::SstOptions::for_ingestion(),
+            )
+            .unwrap();
+            w.put(key.as_bytes(), b"ingested").unwrap();
+            w.finish().unwrap();
+            let o = crate::IngestOptions {
+                small_file_bytes: 0,
+                ..crate::IngestOptions::default()
+            };
+            let r = db.ingest(&[&path], &o).unwrap();
+            assert!(r.flushable, "round {round}: the file overlaps the memtable");
+            let mem = Arc::clone(&db.inner.super_version().mem);
+            assert!(
+                Arc::ptr_eq(&mem, &spare),
+                "round {round}: the ingestion made its own memtable"
+            );
+            assert_eq!(db.get(&key).unwrap().as_deref(), Some(&b"ingested"[..]));
         }
         db.close().unwrap();
     }
