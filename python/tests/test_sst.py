@@ -38,6 +38,21 @@ def test_sst_writer_and_ingest(db, tmp_path):
     assert db[b"z1"] == b"1"
     m = db.metrics()
     assert m["ingests"] >= 1
+    # The phases of file ingestions (both above were small enough to be
+    # applied as batches, so none has any) are part of the total.
+    phases = ("ingest_prepare_micros", "ingest_commit_micros", "ingest_manifest_sync_micros")
+    assert m["ingests_as_batch"] == m["ingests"]
+    assert all(m[k] == 0 for k in phases + ("ingest_dir_sync_micros",))
+    p3 = tmp_path / "c.sst"
+    with strata.SstWriter(p3) as w:
+        for k, v in kvs(5000, prefix=b"m"):  # over the 32 KiB batch limit
+            w.put(k, v)
+    db.ingest(p3)
+    m = db.metrics()
+    assert m["ingests"] - m["ingests_as_batch"] == 1
+    assert m["ingest_dir_sync_micros"] <= m["ingest_prepare_micros"]
+    assert m["ingest_prepare_micros"] > 0  # opening and reading the file
+    assert sum(m[k] for k in phases) <= m["ingest_micros"]
 
 
 def test_sst_writer_errors(tmp_path):
