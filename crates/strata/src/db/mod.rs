@@ -691,12 +691,14 @@ impl Db {
         linked: &mut Vec<PathBuf>,
     ) -> Result<ingest::IngestResult> {
         let prepared = ingest::prepare(&self.inner, paths, opts)?;
-        // Counted once, at the first commit (a retry adds its own below).
-        let mut prepare_micros = Some(start.elapsed().as_micros() as u64);
+        let st = &self.inner.stats;
+        if matches!(prepared, ingest::Prepare::Files(..)) {
+            st.ingest_prepare_micros
+                .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
         match prepared {
             ingest::Prepare::Batch(b) => {
                 self.write(b, &WriteOptions { sync: true })?;
-                let st = &self.inner.stats;
                 st.ingests.fetch_add(1, Ordering::Relaxed);
                 st.ingests_as_batch.fetch_add(1, Ordering::Relaxed);
                 st.ingest_micros
@@ -710,10 +712,6 @@ impl Db {
                 })
             }
             ingest::Prepare::Files(mut files, _tables, links) => loop {
-                let st = &self.inner.stats;
-                if let Some(us) = prepare_micros.take() {
-                    st.ingest_prepare_micros.fetch_add(us, Ordering::Relaxed);
-                }
                 linked.clone_from(&links);
                 let slot = Arc::new(Mutex::new(None));
                 let job = commit::IngestJob {
@@ -747,11 +745,9 @@ impl Db {
                         files = back;
                         files.insert(0, ingest::write_excise_tombstone(&self.inner, a, b)?);
                         ingest::sync_dir_timed(&self.inner)?;
-                        prepare_micros = Some(again.elapsed().as_micros() as u64);
-                        self.inner
-                            .stats
-                            .excise_retries
-                            .fetch_add(1, Ordering::Relaxed);
+                        st.ingest_prepare_micros
+                            .fetch_add(again.elapsed().as_micros() as u64, Ordering::Relaxed);
+                        st.excise_retries.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
                     None => return Err(Error::internal("ingestion produced no result")),
@@ -787,9 +783,7 @@ impl Db {
                 if !r.flushable && r.levels.contains(&Some(0)) {
                     self.inner.bg_cv.notify_all();
                 }
-                self.inner
-                    .stats
-                    .ingest_micros
+                st.ingest_micros
                     .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
                 return Ok(r);
             },

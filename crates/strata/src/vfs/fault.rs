@@ -34,7 +34,7 @@
 
 use super::{FileSync, RandomAccessFile, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -484,21 +484,34 @@ fn sync_inode(state: &Mutex<State>, ino: &Ino, path: &Path) -> Result<()> {
         return Err(io_err(path, kind, "fsync"));
     }
     let len = ino.lock().data.len();
-    let latency = st.sync_latency;
-    if !latency.is_zero() {
-        drop(st);
-        std::thread::sleep(latency);
-        st = state.lock();
-        if st.dead {
-            // The power was cut before the sync completed.
-            return Err(io_err(path, FaultKind::Eio, "fsync"));
-        }
-    }
+    let st = sync_latency(state, st, path, "fsync")?;
     let mut i = ino.lock();
     i.synced = i.synced.max(len);
     drop(i);
     drop(st);
     Ok(())
+}
+
+/// The modelled disk time of a sync (`FaultVfs::set_sync_latency`), with
+/// the state unlocked meanwhile: fails if the power was cut before it
+/// completed, else hands the state back locked.
+fn sync_latency<'a>(
+    state: &'a Mutex<State>,
+    st: MutexGuard<'a, State>,
+    path: &Path,
+    what: &str,
+) -> Result<MutexGuard<'a, State>> {
+    let latency = st.sync_latency;
+    if latency.is_zero() {
+        return Ok(st);
+    }
+    drop(st);
+    std::thread::sleep(latency);
+    let st = state.lock();
+    if st.dead {
+        return Err(io_err(path, FaultKind::Eio, what));
+    }
+    Ok(st)
 }
 
 struct FaultRandom {
@@ -654,16 +667,7 @@ impl Vfs for FaultVfs {
         if let Verdict::Fail(kind, _) = st.check(Op::SyncDir, dir) {
             return Err(io_err(dir, kind, "fsync of directory"));
         }
-        let latency = st.sync_latency;
-        if !latency.is_zero() {
-            drop(st);
-            std::thread::sleep(latency);
-            st = self.st.lock();
-            if st.dead {
-                // The power was cut before the sync completed.
-                return Err(io_err(dir, FaultKind::Eio, "fsync of directory"));
-            }
-        }
+        let mut st = sync_latency(&self.st, st, dir, "fsync of directory")?;
         let st = &mut *st;
         st.durable.retain(|p, _| p.parent() != Some(dir));
         for (p, ino) in &st.live {
