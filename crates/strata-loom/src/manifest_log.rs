@@ -20,6 +20,12 @@
 //!   `set_current`: CURRENT replaced and the directory synced; `switch_to`;
 //!   the old MANIFEST removed).
 //!
+//! Left out: the space reservation (`WritableFile::preallocate`, under
+//! `io` in `sync`, and in `switch_to` and `write_new_manifest`). It changes
+//! no lock, no counter and no record's place, only whether an fsync needs
+//! a journal commit; its crash behaviour (zeros after the last record) is
+//! `FaultVfs`'s and `wal::tail`'s to test.
+//!
 //! The disk follows Linux's rules for a failed fsync ("fsyncgate"): the
 //! pages whose write-back failed are marked clean, so their bytes never
 //! reach the disk, and the error is reported once per open file

@@ -270,7 +270,7 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
         queued.retain(|&s, _| s > ingested_seq);
     }
     if let Some(t) = reader.dropped_tail() {
-        tail_finding(r, &mname, t, "");
+        tail_finding(r, vfs, &mpath, t, "", true);
     }
     let (Some(last_sequence), Some(next_file)) = (last_sequence, next_file) else {
         r.problem(&mname, 0, "no last sequence or next file number recorded");
@@ -285,26 +285,41 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
     })
 }
 
-/// A damaged last record. An interrupted append leaves a record cut short
-/// (or zeros): a warning, since recovery drops it and nothing acknowledged
-/// as synced was in it. A complete record whose checksum or type is wrong
-/// is not what a crash leaves in an append-only file: a problem (recovery
-/// would drop it too, and with it whatever it recorded).
-fn tail_finding(r: &mut CheckReport, name: &str, t: DroppedTail, what: &str) {
+/// A damaged last record, judged as recovery judges it
+/// ([`crate::wal::tail::judge`]). What an interrupted append leaves (a
+/// record cut short, or zeros) is a warning, since recovery drops it and
+/// nothing acknowledged as synced was in it; only zeros after the last
+/// whole record, in a log whose writer reserves space ahead (the
+/// MANIFEST), are no finding at all: that is how such a log ends after a
+/// crash. A complete record whose checksum, type or length is wrong is not
+/// what a crash leaves in an append-only file: a problem (recovery refuses
+/// the database).
+fn tail_finding(
+    r: &mut CheckReport,
+    vfs: &dyn Vfs,
+    path: &Path,
+    t: DroppedTail,
+    what: &str,
+    reserves: bool,
+) {
+    let name = path.display().to_string();
     let msg = format!(
         "damaged last record{what} ({} bytes): {:?}",
         t.bytes, t.damage
     );
-    match t.damage {
-        Damage::TruncatedHeader
-        | Damage::TruncatedPayload
-        | Damage::ZeroFilled
-        | Damage::IncompleteRecord => r.warn(
-            name,
+    let file = match vfs.open_random(path) {
+        Ok(f) => f,
+        Err(e) => return r.error(&name, e),
+    };
+    match crate::wal::tail::judge(file.as_ref(), &t) {
+        Ok(None) if reserves && t.damage == Damage::ZeroFilled => {}
+        Ok(None) => r.warn(
+            &name,
             t.offset,
             format!("{msg}; a torn write, recovery drops it"),
         ),
-        _ => r.problem(name, t.offset, msg),
+        Ok(Some(why)) => r.problem(&name, t.offset, format!("{msg}: {why}")),
+        Err(e) => r.error(&name, e),
     }
 }
 
@@ -655,7 +670,7 @@ fn check_wals(
             }
         }
         if let Some(t) = reader.dropped_tail() {
-            tail_finding(r, &name, t, " of the newest WAL");
+            tail_finding(r, vfs, &path, t, " of the newest WAL", false);
         }
     }
 }

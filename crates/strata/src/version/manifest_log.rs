@@ -102,7 +102,21 @@ struct Io {
     file: Option<Box<dyn WritableFile>>,
     /// Bytes (counted like `framed`) handed to the file so far.
     written: u64,
+    /// How far the file's space is reserved ([`WritableFile::preallocate`]),
+    /// in the file's own offsets.
+    reserved: u64,
 }
+
+/// How far ahead of its content the MANIFEST's space is reserved. A write
+/// into reserved space changes neither the file's size nor its
+/// allocation, so the fsync that makes an edit durable (a flush's, a
+/// compaction's, an ingestion's, which its caller waits for) writes the
+/// record's block and flushes the disk's cache without a journal commit:
+/// RocksDB's `manifest_preallocation_size` (4 MiB) for the same reason.
+/// One extension costs one journal commit per this many bytes of records
+/// (thousands of edits). A MANIFEST is rewritten past 8 MiB, so at most a
+/// few extensions happen per file.
+pub const MANIFEST_RESERVE: u64 = 1 << 20;
 
 /// The MANIFEST as its writers share it (see the module docs).
 pub struct ManifestLog {
@@ -142,6 +156,7 @@ impl ManifestLog {
             io: Mutex::new(Io {
                 file: None,
                 written: 0,
+                reserved: 0,
             }),
             fsync_serial: Mutex::new(()),
             poisoned: Mutex::new(None),
@@ -226,6 +241,13 @@ impl ManifestLog {
             let Some(file) = io.file.as_mut() else {
                 return Err(Error::internal("no MANIFEST open"));
             };
+            let end = file.len() + bytes.len() as u64;
+            if end > io.reserved {
+                // Best effort, like the reservation itself: a failure here
+                // (the disk full) reappears in the append if it matters.
+                io.reserved = end + MANIFEST_RESERVE;
+                let _ = file.preallocate(io.reserved);
+            }
             let written = if bytes.is_empty() {
                 Ok(())
             } else {
@@ -269,8 +291,14 @@ impl ManifestLog {
     /// record framed so far redundant. Records still pending are written to
     /// the old file first (unsynced: the new file supersedes them). Called
     /// with the state lock held, so nothing is framed meanwhile.
-    pub fn switch_to(&self, file: Box<dyn WritableFile>) -> Result<()> {
+    pub fn switch_to(&self, mut file: Box<dyn WritableFile>) -> Result<()> {
         self.check()?;
+        // The creator reserved the space before its first sync
+        // (`VersionSet::write_new_manifest`), so the first edit's fsync
+        // already writes into reserved space; this only covers a snapshot
+        // larger than the reservation.
+        let reserved = MANIFEST_RESERVE.max(file.len());
+        let _ = file.preallocate(reserved);
         let mut guard = self.io.lock();
         let io = &mut *guard;
         let (bytes, upto) = {
@@ -286,6 +314,7 @@ impl ManifestLog {
         }
         io.file = Some(file);
         io.written = upto;
+        io.reserved = reserved;
         self.synced.fetch_max(upto, Ordering::AcqRel);
         Ok(())
     }

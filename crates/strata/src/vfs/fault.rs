@@ -7,7 +7,10 @@
 //!   them) and made durable up to the current length by `sync`. A crash keeps
 //!   only the synced prefix (or, with [`FaultVfs::crash_clone_keeping`], the
 //!   synced prefix plus a random prefix of the unsynced tail: pages written
-//!   back before the cut).
+//!   back before the cut). Space a writer reserved
+//!   (`WritableFile::preallocate`) and an fsync made durable reads as zeros
+//!   after the kept bytes, as on a real disk; the live file does not show
+//!   it.
 //! - **Directory entries**: `create`, `rename`, `remove` and `link` change
 //!   the live namespace only; `sync_dir(dir)` makes the entries of `dir`
 //!   durable. A crash rebuilds the namespace from the durable entries, so an
@@ -141,6 +144,13 @@ struct Inode {
     /// A failed fsync lost the bytes from here on: they never reach the
     /// disk, even after a later fsync succeeds (see the module docs).
     lost_from: Option<usize>,
+    /// The file's size as `WritableFile::preallocate` set it (0: never),
+    /// and what of it a crash keeps (raised by each fsync, as the file's
+    /// size is; never lowered, since the truncation of a dropped writer is
+    /// not synced). Past the bytes it keeps, a crash image reads zeros up
+    /// to `reserved_durable`, as reserved space on a real disk does.
+    reserved: usize,
+    reserved_durable: usize,
 }
 
 impl Inode {
@@ -268,13 +278,27 @@ impl State {
                         let end = i.lost_from.unwrap_or(i.data.len()).max(n);
                         let tail = (end - n) as u64;
                         if tail > 0 {
+                            let durable = n;
                             n += (next_rand(rng) % (tail + 1)) as usize;
+                            if i.reserved_durable > durable {
+                                // Written back into reserved space: whole
+                                // sectors, as a disk writes them (what
+                                // `wal::tail` relies on there).
+                                let sector = crate::wal::tail::SECTOR as usize;
+                                n = durable.max(n - n % sector);
+                            }
                         }
                     }
+                    let mut data = i.data[..n].to_vec();
+                    if i.reserved_durable > n {
+                        data.resize(i.reserved_durable, 0);
+                    }
                     Arc::new(Mutex::new(Inode {
-                        data: i.data[..n].to_vec(),
-                        synced: n,
+                        synced: data.len(),
+                        data,
                         lost_from: None,
+                        reserved: 0,
+                        reserved_durable: 0,
                     }))
                 })
                 .clone();
@@ -443,6 +467,13 @@ impl WritableFile for FaultWritable {
     fn len(&self) -> u64 {
         self.len
     }
+    fn preallocate(&mut self, upto: u64) -> Result<()> {
+        // Not a counted operation: faults and power cuts keep their
+        // places whether or not a writer reserves space.
+        let mut i = self.ino.lock();
+        i.reserved = i.reserved.max(upto as usize);
+        Ok(())
+    }
     fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
         Some(Arc::new(FaultSync {
             st: Arc::clone(&self.st),
@@ -483,10 +514,14 @@ fn sync_inode(state: &Mutex<State>, ino: &Ino, path: &Path) -> Result<()> {
         }
         return Err(io_err(path, kind, "fsync"));
     }
-    let len = ino.lock().data.len();
+    let (len, reserved) = {
+        let i = ino.lock();
+        (i.data.len(), i.reserved)
+    };
     let st = sync_latency(state, st, path, "fsync")?;
     let mut i = ino.lock();
     i.synced = i.synced.max(len);
+    i.reserved_durable = i.reserved_durable.max(reserved);
     drop(i);
     drop(st);
     Ok(())
@@ -816,6 +851,45 @@ mod tests {
             seen.insert(d.len());
         }
         assert!(seen.len() > 3, "tails kept: {seen:?}");
+    }
+
+    #[test]
+    fn a_crash_shows_synced_reserved_space_as_zeros() {
+        let vfs = FaultVfs::new();
+        let mut f = vfs.create(Path::new("/db/a")).unwrap();
+        f.preallocate(16).unwrap();
+        f.append(b"0123").unwrap();
+        vfs.sync_dir(Path::new("/db")).unwrap();
+        // The reservation is not durable before an fsync.
+        assert_eq!(
+            read_all(&vfs.crash_clone(), Path::new("/db/a")).unwrap(),
+            b""
+        );
+        f.sync().unwrap();
+        f.append(b"4567").unwrap();
+        assert_eq!(
+            read_all(&vfs, Path::new("/db/a")).unwrap(),
+            b"01234567",
+            "live: no zeros"
+        );
+        let mut want = b"0123".to_vec();
+        want.resize(16, 0);
+        assert_eq!(
+            read_all(&vfs.crash_clone(), Path::new("/db/a")).unwrap(),
+            want
+        );
+        for seed in 0..16 {
+            let d = read_all(&vfs.crash_clone_keeping(seed), Path::new("/db/a")).unwrap();
+            assert_eq!(d.len(), 16, "{d:?}");
+            let kept = d.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+            assert!(kept >= 4 && b"01234567".starts_with(&d[..kept]), "{d:?}");
+        }
+        drop(f);
+        assert_eq!(
+            read_all(&vfs.crash_clone(), Path::new("/db/a")).unwrap(),
+            want,
+            "a dropped writer's unsynced truncation does not undo it"
+        );
     }
 
     #[test]

@@ -29,6 +29,18 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far.
     fn len(&self) -> u64;
+    /// Reserves the file's space up to `upto` bytes from its start, ahead
+    /// of the appends that will fill it, so that a later `sync` of those
+    /// appends has no allocation or file size to make durable, only the
+    /// bytes (one write and a cache flush instead of a file-system journal
+    /// commit on ext4 and XFS). Readers may see the reserved space past
+    /// [`len`](Self::len) as zero bytes, until the file is dropped, which
+    /// gives the space back. The default does nothing: a hint, not a
+    /// promise, and a file system that cannot reserve is no error.
+    fn preallocate(&mut self, upto: u64) -> Result<()> {
+        let _ = upto;
+        Ok(())
+    }
     /// Whether nothing was appended yet.
     fn is_empty(&self) -> bool {
         self.len() == 0

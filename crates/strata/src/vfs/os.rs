@@ -42,6 +42,23 @@ struct OsWritable {
     name: String,
     w: BufWriter<File>,
     len: u64,
+    /// The file's size as `preallocate` set it (0: never called), so the
+    /// reserved zero bytes past `len` can be cut off when it is dropped.
+    reserved: u64,
+}
+
+impl Drop for OsWritable {
+    fn drop(&mut self) {
+        if self.reserved > self.len {
+            // Give back the reserved space a clean close did not fill, so
+            // the file ends where its content does. Best effort: a file
+            // left longer only ends in zero bytes, which its readers
+            // accept as reserved space (`wal::tail`).
+            if self.w.flush().is_ok() {
+                let _ = self.w.get_ref().set_len(self.len);
+            }
+        }
+    }
 }
 
 impl WritableFile for OsWritable {
@@ -64,6 +81,30 @@ impl WritableFile for OsWritable {
     }
     fn len(&self) -> u64 {
         self.len
+    }
+    #[cfg(target_os = "linux")]
+    fn preallocate(&mut self, upto: u64) -> Result<()> {
+        if upto <= self.reserved.max(self.len) {
+            return Ok(());
+        }
+        let from = self.reserved.max(self.len);
+        // Mode 0 (the file's size grows to `upto`), not KEEP_SIZE: with
+        // KEEP_SIZE every append still changes the size, and an fdatasync
+        // must then commit that to the journal.
+        match rustix::fs::fallocate(
+            self.w.get_ref(),
+            rustix::fs::FallocateFlags::empty(),
+            from,
+            upto - from,
+        ) {
+            Ok(()) => {
+                self.reserved = upto;
+                Ok(())
+            }
+            // A file system without fallocate: appends allocate as usual.
+            Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => Ok(()),
+            Err(e) => Err(Error::io(&self.name, e.into())),
+        }
     }
     fn sync_handle(&self) -> Option<Arc<dyn FileSync>> {
         // A second descriptor of the same open file: fsync on it covers
@@ -131,6 +172,7 @@ impl Vfs for OsVfs {
             name: p(path),
             w: BufWriter::with_capacity(256 << 10, f),
             len: 0,
+            reserved: 0,
         }))
     }
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

@@ -13,12 +13,22 @@
 //! - **zero fill**: an all-zero header followed only by zeros, or a
 //!   checksum mismatch in a record that ends in a run of zero bytes (file
 //!   space allocated but never written).
+//! - **a cut into reserved space**: a file whose space was reserved ahead
+//!   of its records (the MANIFEST: `version::manifest_log`) ends in zeros
+//!   up to the reservation, so an interrupted append there leaves no short
+//!   read, only records cut off where the zeros begin. When the file ends
+//!   in a run of zeros, the tail is judged as if the file ended where the
+//!   run begins: a fragment cut off there is torn; a fragment complete
+//!   before it with a bad checksum, type or length is damage, as in a file
+//!   without reserved space. A fragment whose end lies in the same
+//!   [`SECTOR`] as the last non-zero byte counts as complete: a disk
+//!   writes a sector whole, so zeros there are the fragment's own bytes.
 //!
 //! Everything else (a checksum mismatch without zero fill, a length running
 //! past its block, an unknown type, an orphan fragment) is corruption of
 //! bytes that were complete once and may have been acknowledged.
 
-use super::format::{record_checksum, Header, RecordType, HEADER_SIZE};
+use super::format::{block_remaining, record_checksum, Header, RecordType, HEADER_SIZE};
 use super::reader::{Damage, DroppedTail};
 use crate::error::Result;
 use crate::vfs::RandomAccessFile;
@@ -29,6 +39,12 @@ use crate::vfs::RandomAccessFile;
 /// space the disk never wrote is zero for a whole sector.
 const MIN_ZERO_FILL: usize = 4;
 
+/// The unit a disk writes whole or not at all (a 512-byte sector, the
+/// smallest any disk uses; its power-fail atomicity is what file-system
+/// journals rely on too). `FaultVfs` keeps reserved files' unsynced bytes
+/// in whole sectors to match.
+pub const SECTOR: u64 = 512;
+
 /// `Ok(None)` if the tail `t` of `file` is what an interrupted write leaves
 /// (a torn tail, safe to drop); `Ok(Some(reason))` if it is damage.
 pub fn judge(file: &dyn RandomAccessFile, t: &DroppedTail) -> Result<Option<String>> {
@@ -37,6 +53,15 @@ pub fn judge(file: &dyn RandomAccessFile, t: &DroppedTail) -> Result<Option<Stri
     let mut tail = vec![0u8; (end - start) as usize];
     file.read_exact_at(&mut tail, start)?;
     let zeros = tail.iter().rev().take_while(|&&b| b == 0).count();
+    let cut = tail.len() - zeros;
+    if zeros >= MIN_ZERO_FILL
+        && (start + tail.len() as u64) > (start + cut as u64).next_multiple_of(SECTOR)
+    {
+        // Zeros past the sector of the last non-zero byte: reserved space
+        // (no unfinished append of an unreserved file leaves more zeros
+        // than the rest of its last sector).
+        return Ok(judge_cut(&tail, start, cut));
+    }
     Ok(match t.damage {
         Damage::TruncatedHeader | Damage::IncompleteRecord => None,
         Damage::TruncatedPayload => {
@@ -74,6 +99,64 @@ pub fn judge(file: &dyn RandomAccessFile, t: &DroppedTail) -> Result<Option<Stri
     })
 }
 
+/// [`judge`] for a tail (`tail`, starting at file offset `start`, a
+/// record boundary) whose bytes from `cut` on are all zero: walks its
+/// fragments as the reader does and decides as if the file ended at `cut`.
+fn judge_cut(tail: &[u8], start: u64, cut: usize) -> Option<String> {
+    // Where the sector holding the last non-zero byte ends. A disk writes
+    // a sector whole or not at all, so a fragment ending by then was
+    // written whole: zeros at its end are its own bytes (a varint 0), not
+    // space the crash left unwritten.
+    let sector_end = ((start + cut as u64).next_multiple_of(SECTOR) - start) as usize;
+    let mut pos = 0usize;
+    loop {
+        let left = block_remaining(start + pos as u64);
+        if left < HEADER_SIZE {
+            // The writer's zero padding at a block's end.
+            pos += left;
+            continue;
+        }
+        if pos + HEADER_SIZE > cut {
+            // Nothing, or a header cut off, before the zeros begin.
+            return None;
+        }
+        let mut hb = [0u8; HEADER_SIZE];
+        hb.copy_from_slice(&tail[pos..pos + HEADER_SIZE]);
+        let h = Header::decode(&hb);
+        let body = pos + HEADER_SIZE;
+        let end = body + h.length;
+        let known = (RecordType::Full as u8..=RecordType::Last as u8).contains(&h.kind);
+        if known
+            && HEADER_SIZE + h.length <= left
+            && end <= tail.len()
+            && record_checksum(h.kind, &tail[body..end]) == h.checksum
+        {
+            // A whole fragment (the damage is further on).
+            pos = end;
+            continue;
+        }
+        if end > sector_end {
+            // Its end lies in the zeros, never written, unless the bytes
+            // up to the zeros verify as a whole record: then the length
+            // field is what changed (as for a short read in `judge`).
+            let whole = h.kind == RecordType::Full as u8
+                && body <= cut
+                && record_checksum(h.kind, &tail[body..cut]) == h.checksum;
+            return whole.then(|| {
+                "the last record's length runs into the log's zero-filled end, but the bytes \
+                 before the zeros verify against its checksum: a damaged length field, not an \
+                 unfinished write"
+                    .to_string()
+            });
+        }
+        return Some(format!(
+            "a record at offset {} complete before the log's zero-filled end has a bad \
+             checksum, type or length: the record was complete and is now damaged",
+            start + pos as u64
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,11 +166,16 @@ mod tests {
 
     /// Writes records, damages the file with `f`, reads it back and judges.
     fn verdict(f: impl Fn(&mut Vec<u8>)) -> Option<Option<String>> {
+        verdict_sized(40, f)
+    }
+
+    /// `verdict` with three records of `size` payload bytes.
+    fn verdict_sized(size: usize, f: impl Fn(&mut Vec<u8>)) -> Option<Option<String>> {
         let vfs = MemVfs::new();
         let p = Path::new("/log");
         let mut w = LogWriter::new(vfs.create(p).unwrap(), "log");
         for i in 0..3u8 {
-            w.add_record(&[i + 1; 40]).unwrap();
+            w.add_record(&vec![i + 1; size]).unwrap();
         }
         w.sync().unwrap();
         drop(w);
@@ -119,12 +207,57 @@ mod tests {
         );
     }
 
+    /// Space reserved past the records (as the MANIFEST's writer does)
+    /// reads as zeros after a crash.
+    const RESERVED: usize = 70_000;
+
+    #[test]
+    fn a_cut_into_reserved_space_is_torn() {
+        // Records of 207 bytes at 0, 207 and 414; the last one crosses the
+        // sector boundary at 512. Zeros from any point of it up to 512 on
+        // (the sector after 512 unwritten, the one before written, its
+        // end in zeros) are an unfinished append. (A cut past 512 would
+        // leave a sector half written, which a disk does not.)
+        for keep in (2 * 207..=512).step_by(7).chain([512]) {
+            let v = verdict_sized(200, |d| {
+                d.truncate(keep);
+                d.resize(RESERVED, 0)
+            });
+            assert_eq!(v, Some(None), "cut at {keep}");
+        }
+        // Whole records, then only reserved zeros: nothing dropped is
+        // damage.
+        assert_eq!(verdict(|d| d.resize(RESERVED, 0)), Some(None));
+    }
+
+    #[test]
+    fn zeros_ending_a_record_inside_its_last_sector_are_its_own() {
+        // The second record (207..414) ends inside the sector that holds
+        // the last non-zero byte: a disk writes a sector whole, so it was
+        // written whole, and zeros before its end are damage, not a cut.
+        for keep in (207 + 7..414).step_by(5) {
+            let v = verdict_sized(200, |d| {
+                d.truncate(keep);
+                d.resize(RESERVED, 0)
+            });
+            assert!(matches!(v, Some(Some(_))), "cut at {keep}: {v:?}");
+        }
+    }
+
     #[test]
     fn flipped_bytes_in_the_last_record_are_damage() {
         let n = 3 * 47;
-        for i in n - 47..n {
-            let v = verdict(|d| d[i] ^= 0x5a);
-            assert!(matches!(v, Some(Some(_))), "byte {i}: {v:?}");
+        // At the end of the file, and before reserved space.
+        for reserved in [0, RESERVED] {
+            for i in n - 47..n {
+                let v = verdict(|d| {
+                    d[i] ^= 0x5a;
+                    if reserved > 0 {
+                        d.resize(reserved, 0)
+                    }
+                });
+                assert!(matches!(v, Some(Some(_))), "byte {i}, {reserved}: {v:?}");
+            }
         }
     }
 }
