@@ -21,7 +21,7 @@
 //!   the old MANIFEST removed).
 //!
 //! Left out: the space reservation (`WritableFile::preallocate`, under
-//! `io` in `sync`, and in `switch_to` and `write_new_manifest`). It changes
+//! `io` in `sync`; `switch_to` only forgets the old file's). It changes
 //! no lock, no counter and no record's place, only whether an fsync needs
 //! a journal commit; its crash behaviour (zeros after the last record) is
 //! `FaultVfs`'s and `wal::tail`'s to test.

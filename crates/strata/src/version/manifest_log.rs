@@ -114,9 +114,10 @@ struct Io {
 /// record's block and flushes the disk's cache without a journal commit:
 /// RocksDB's `manifest_preallocation_size` (4 MiB) for the same reason.
 /// One extension costs one journal commit per this many bytes of records
-/// (thousands of edits). A MANIFEST is rewritten past 8 MiB, so at most a
-/// few extensions happen per file.
-pub const MANIFEST_RESERVE: u64 = 1 << 20;
+/// (thousands of edits), paid by the first edit written past the reserved
+/// end (and the first after each switch). A MANIFEST is rewritten past
+/// 8 MiB, so at most a few extensions happen per file.
+const MANIFEST_RESERVE: u64 = 1 << 20;
 
 /// The MANIFEST as its writers share it (see the module docs).
 pub struct ManifestLog {
@@ -291,14 +292,8 @@ impl ManifestLog {
     /// record framed so far redundant. Records still pending are written to
     /// the old file first (unsynced: the new file supersedes them). Called
     /// with the state lock held, so nothing is framed meanwhile.
-    pub fn switch_to(&self, mut file: Box<dyn WritableFile>) -> Result<()> {
+    pub fn switch_to(&self, file: Box<dyn WritableFile>) -> Result<()> {
         self.check()?;
-        // The creator reserved the space before its first sync
-        // (`VersionSet::write_new_manifest`), so the first edit's fsync
-        // already writes into reserved space; this only covers a snapshot
-        // larger than the reservation.
-        let reserved = MANIFEST_RESERVE.max(file.len());
-        let _ = file.preallocate(reserved);
         let mut guard = self.io.lock();
         let io = &mut *guard;
         let (bytes, upto) = {
@@ -314,7 +309,9 @@ impl ManifestLog {
         }
         io.file = Some(file);
         io.written = upto;
-        io.reserved = reserved;
+        // Nothing reserved yet: the first `sync` reserves, and its fsync
+        // makes the reservation durable with its record.
+        io.reserved = 0;
         self.synced.fetch_max(upto, Ordering::AcqRel);
         Ok(())
     }

@@ -50,7 +50,7 @@
 
 use super::edit::FileMeta;
 use super::edit::{VersionEdit, COMPARATOR};
-use super::manifest_log::{Framer, ManifestLog, MANIFEST_RESERVE};
+use super::manifest_log::{Framer, ManifestLog};
 use super::version::Version;
 use crate::db::filenames;
 use crate::error::{Error, Result};
@@ -342,9 +342,6 @@ impl VersionSet {
         let number = self.new_file_number();
         let path = filenames::manifest(&self.dir, number);
         let mut file = self.vfs.create(&path)?;
-        // Reserved before the sync below, which makes the reservation
-        // durable with the snapshot (`manifest_log::MANIFEST_RESERVE`).
-        let _ = file.preallocate(MANIFEST_RESERVE);
         let mut framer = Framer::new(path.display().to_string());
         let mut e = self.current.snapshot_edit();
         e.comparator = Some(COMPARATOR.to_string());

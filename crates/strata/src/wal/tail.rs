@@ -54,13 +54,13 @@ pub fn judge(file: &dyn RandomAccessFile, t: &DroppedTail) -> Result<Option<Stri
     file.read_exact_at(&mut tail, start)?;
     let zeros = tail.iter().rev().take_while(|&&b| b == 0).count();
     let cut = tail.len() - zeros;
-    if zeros >= MIN_ZERO_FILL
-        && (start + tail.len() as u64) > (start + cut as u64).next_multiple_of(SECTOR)
-    {
+    // Where the sector holding the last non-zero byte ends, in `tail`.
+    let sector_end = ((start + cut as u64).next_multiple_of(SECTOR) - start) as usize;
+    if zeros >= MIN_ZERO_FILL && tail.len() > sector_end {
         // Zeros past the sector of the last non-zero byte: reserved space
         // (no unfinished append of an unreserved file leaves more zeros
         // than the rest of its last sector).
-        return Ok(judge_cut(&tail, start, cut));
+        return Ok(judge_cut(&tail, start, cut, sector_end));
     }
     Ok(match t.damage {
         Damage::TruncatedHeader | Damage::IncompleteRecord => None,
@@ -102,12 +102,11 @@ pub fn judge(file: &dyn RandomAccessFile, t: &DroppedTail) -> Result<Option<Stri
 /// [`judge`] for a tail (`tail`, starting at file offset `start`, a
 /// record boundary) whose bytes from `cut` on are all zero: walks its
 /// fragments as the reader does and decides as if the file ended at `cut`.
-fn judge_cut(tail: &[u8], start: u64, cut: usize) -> Option<String> {
-    // Where the sector holding the last non-zero byte ends. A disk writes
-    // a sector whole or not at all, so a fragment ending by then was
-    // written whole: zeros at its end are its own bytes (a varint 0), not
-    // space the crash left unwritten.
-    let sector_end = ((start + cut as u64).next_multiple_of(SECTOR) - start) as usize;
+/// A disk writes a sector whole or not at all, so a fragment ending by
+/// `sector_end` (the end of the sector holding the last non-zero byte) was
+/// written whole: zeros at its end are its own bytes (a varint 0), not
+/// space the crash left unwritten.
+fn judge_cut(tail: &[u8], start: u64, cut: usize, sector_end: usize) -> Option<String> {
     let mut pos = 0usize;
     loop {
         let left = block_remaining(start + pos as u64);
