@@ -811,8 +811,9 @@ fn w3(a: &Args) -> Result<()> {
     let db = open(&a.dir)?;
     let scratch = scratch_dir(a)?;
     let mut lat = Vec::new();
-    // `STRATA_BENCH_INGEST_TRACE=1`: each call's time on stderr, to see
-    // which round a p99 or maximum comes from.
+    // `STRATA_BENCH_INGEST_TRACE=1`: each call's time and phases on
+    // stderr, to see which round a p99 or maximum comes from and what it
+    // waited for.
     let trace = std::env::var_os("STRATA_BENCH_INGEST_TRACE").is_some();
     for r in 0..a.rounds {
         for k in 0..10_000 {
@@ -822,11 +823,27 @@ fn w3(a: &Args) -> Result<()> {
         let keys: Vec<Vec<u8>> = (0..1000).map(|i| w3key(base + i * 13 / 2)).collect();
         let path = scratch.join(format!("{r}.sst"));
         write_sst(&path, &keys)?;
+        let before = trace.then(|| (db.metrics(), put_trace::thread_switches()));
         let t = Instant::now();
         db.ingest(&[&path], &ingest_options(a))?;
         lat.push(t.elapsed().as_secs_f64() * 1e3);
-        if trace {
-            eprintln!("w3 round {r}: ingest {:.3} ms", lat[lat.len() - 1]);
+        if let Some((b, (iv0, v0))) = before {
+            // This call's phases: the cumulative figures' difference; and
+            // how often the calling thread was preempted (involuntary
+            // switches) or blocked (voluntary ones).
+            let m = db.metrics();
+            let (iv1, v1) = put_trace::thread_switches();
+            let d = |after: u64, before: u64| after.saturating_sub(before);
+            eprintln!(
+                "w3 round {r}: ingest {:.3} ms (preempted {}, blocked {}; µs: prepare {}, of which the directory fsync {}; commit {}; MANIFEST fsync {})",
+                lat[lat.len() - 1],
+                iv1 - iv0,
+                v1 - v0,
+                d(m.ingest_prepare_micros, b.ingest_prepare_micros),
+                d(m.ingest_dir_sync_micros, b.ingest_dir_sync_micros),
+                d(m.ingest_commit_micros, b.ingest_commit_micros),
+                d(m.ingest_manifest_sync_micros, b.ingest_manifest_sync_micros),
+            );
         }
     }
     print_ingest_phases(&db);

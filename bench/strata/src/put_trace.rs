@@ -41,6 +41,12 @@ pub struct Sample {
     migrated: bool,
 }
 
+/// The calling thread's involuntary and voluntary context switches so far.
+pub fn thread_switches() -> (i64, i64) {
+    let s = Sample::now();
+    (s.nivcsw, s.nvcsw)
+}
+
 impl Sample {
     /// The thread's figures now.
     pub fn now() -> Sample {
