@@ -39,6 +39,10 @@ pub struct Sample {
     took: Duration,
     /// Whether the CPU differed before and after (a difference only).
     migrated: bool,
+    /// `CLOCK_MONOTONIC` at the reading, ns (a difference: the Put's end),
+    /// the clock `perf record -k CLOCK_MONOTONIC` stamps its samples with,
+    /// so `bench/cpu-silences` can find the Put in a CPU-wide profile.
+    at_ns: u64,
 }
 
 /// The calling thread's involuntary and voluntary context switches so far.
@@ -52,12 +56,14 @@ impl Sample {
     pub fn now() -> Sample {
         // SAFETY: `getrusage` and `clock_gettime` fill the zeroed structs
         // they are given; `sched_getcpu` takes no arguments.
-        let (ru, cpu, ts) = unsafe {
+        let (ru, cpu, ts, mono) = unsafe {
             let mut ru: libc::rusage = std::mem::zeroed();
             libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
             let mut ts: libc::timespec = std::mem::zeroed();
             libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-            (ru, libc::sched_getcpu(), ts)
+            let mut mono: libc::timespec = std::mem::zeroed();
+            libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut mono);
+            (ru, libc::sched_getcpu(), ts, mono)
         };
         Sample {
             nivcsw: ru.ru_nivcsw,
@@ -69,6 +75,7 @@ impl Sample {
             waits: strata::thread_write_waits().map(|(_, n)| n),
             took: Duration::ZERO,
             migrated: false,
+            at_ns: mono.tv_sec as u64 * 1_000_000_000 + mono.tv_nsec as u64,
         }
     }
 
@@ -84,6 +91,7 @@ impl Sample {
             waits: std::array::from_fn(|i| self.waits[i].wrapping_sub(before.waits[i])),
             took,
             migrated: self.cpu != before.cpu,
+            at_ns: self.at_ns,
         }
     }
 }
@@ -115,7 +123,7 @@ pub fn report(mut puts: Vec<Sample>) {
     puts.sort_by_key(|p| std::cmp::Reverse(p.took));
     let top = puts.len().div_ceil(10_000);
     eprintln!(
-        "put trace: the slowest {top} of {} Puts (µs; off: time off the CPU; ivcsw/vcsw: involuntary/voluntary switches, flt: minor faults, mig: moved CPU; phases > 0.5 µs)",
+        "put trace: the slowest {top} of {} Puts (µs; off: time off the CPU; ivcsw/vcsw: involuntary/voluntary switches, flt: minor faults, mig: moved CPU; phases > 0.5 µs; end: CLOCK_MONOTONIC, s)",
         puts.len()
     );
     for p in &puts[..top] {
@@ -129,7 +137,7 @@ pub fn report(mut puts: Vec<Sample>) {
         let counted: u64 = p.waits.iter().sum();
         let other = (p.took.as_nanos() as u64).saturating_sub(counted);
         eprintln!(
-            "  {:>8.1}  off {:.1}{} cpu {} ivcsw {} vcsw {} flt {}{} mig {}  [{}] other {:.1}",
+            "  {:>8.1}  off {:.1}{} cpu {} ivcsw {} vcsw {} flt {}{} mig {}  [{}] other {:.1} end {}.{:09}",
             p.took.as_nanos() as f64 / 1e3,
             micros(p.off_cpu_ns()),
             if p.stolen() { " (stolen)" } else { "" },
@@ -144,7 +152,9 @@ pub fn report(mut puts: Vec<Sample>) {
             },
             u8::from(p.migrated),
             phases.join(", "),
-            micros(other)
+            micros(other),
+            p.at_ns / 1_000_000_000,
+            p.at_ns % 1_000_000_000
         );
     }
     let band = &puts[..puts.len().div_ceil(1_000)];
