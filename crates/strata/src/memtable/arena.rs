@@ -22,6 +22,16 @@
 //! 0.06 ms), which is why it lives on its own thread. The spare is not
 //! counted in `allocated_bytes` until it is taken (at most one chunk per
 //! arena, 1 MiB by default, resident ahead of use).
+//!
+//! The writer keeps the thread it wakes off its own CPU
+//! (`keep_off_this_cpu`): it sets the thread's CPU affinity to every CPU
+//! the thread may use but the writer's, then wakes it. Woken on the
+//! writer's CPU, the thread preempted the writer and ran its whole
+//! populate first (0.4-1.9 ms in W4, 4-26 times in 15 seconds) while the
+//! other CPU sat idle; docs/benchmarks.md, issue 12, session 32. A yield
+//! between smaller populates gave the writer its CPU back too, but then
+//! the thread fell behind a bulk writer (W2 0.93x); kept off the
+//! writer's CPU it does not (W2 unchanged).
 
 use parking_lot::Mutex;
 use std::alloc::{self, Layout};
@@ -123,6 +133,7 @@ fn request_spare(spare: &Arc<Spare>, size: usize) {
         return;
     }
     if let Some(tx) = prefault_thread() {
+        keep_off_this_cpu();
         if tx.send((Arc::clone(spare), size)).is_ok() {
             return;
         }
@@ -131,6 +142,36 @@ fn request_spare(spare: &Arc<Spare>, size: usize) {
 }
 
 type SpareRequest = (Arc<Spare>, usize);
+
+/// The prefault thread's id and the CPUs it was started with (its
+/// affinity then), set by the thread as it starts.
+#[cfg(all(target_os = "linux", not(miri)))]
+static PREFAULT_HOME: OnceLock<(rustix::process::Pid, rustix::thread::CpuSet)> = OnceLock::new();
+
+/// Before the prefault thread is woken: limits it to the CPUs it started
+/// with except the caller's, so the scheduler places it elsewhere rather
+/// than have it preempt the caller (module doc). A hint: does nothing
+/// before the thread has started, on a single CPU, or where the kernel
+/// refuses; the thread then runs wherever the scheduler puts it.
+fn keep_off_this_cpu() {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    if let Some((tid, home)) = PREFAULT_HOME.get() {
+        if let Some(mask) = without_cpu(home, rustix::thread::sched_getcpu()) {
+            let _ = rustix::thread::sched_setaffinity(Some(*tid), &mask);
+        }
+    }
+}
+
+/// `home` without `cpu`, if that leaves a CPU and `cpu` was in it.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn without_cpu(home: &rustix::thread::CpuSet, cpu: usize) -> Option<rustix::thread::CpuSet> {
+    if cpu >= rustix::thread::CpuSet::MAX_CPU || !home.is_set(cpu) || home.count() < 2 {
+        return None;
+    }
+    let mut mask = *home;
+    mask.unset(cpu);
+    Some(mask)
+}
 
 /// The process-wide thread that prepares spare chunks, started on first
 /// use; `None` if it could not be started (chunks are then allocated
@@ -142,6 +183,10 @@ fn prefault_thread() -> Option<&'static mpsc::Sender<SpareRequest>> {
         std::thread::Builder::new()
             .name("strata-prefault".into())
             .spawn(move || {
+                #[cfg(all(target_os = "linux", not(miri)))]
+                if let Ok(home) = rustix::thread::sched_getaffinity(None) {
+                    let _ = PREFAULT_HOME.set((rustix::thread::gettid(), home));
+                }
                 for (spare, size) in rx {
                     // The arena still lives (it holds the other reference)
                     // and has no spare yet.
@@ -315,6 +360,53 @@ impl Drop for Arena {
 mod tests {
     #![allow(clippy::unwrap_used)] // tests may unwrap
     use super::*;
+
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn the_prefault_thread_is_kept_off_only_the_callers_cpu() {
+        use rustix::thread::CpuSet;
+        let set = |cpus: &[usize]| {
+            let mut s = CpuSet::new();
+            for &c in cpus {
+                s.set(c);
+            }
+            s
+        };
+        let m = without_cpu(&set(&[0, 1, 3]), 1).unwrap();
+        assert!(m.is_set(0) && !m.is_set(1) && m.is_set(3) && !m.is_set(2));
+        assert_eq!(m.count(), 2);
+        // Not in the set, the only CPU, or out of range: left alone.
+        assert!(without_cpu(&set(&[0, 3]), 1).is_none());
+        assert!(without_cpu(&set(&[2]), 2).is_none());
+        assert!(without_cpu(&set(&[0, 1]), CpuSet::MAX_CPU).is_none());
+        // And end to end: once the thread has started, a request from a
+        // thread on one CPU leaves the prefault thread allowed elsewhere
+        // only (other tests may ask from other CPUs meanwhile, so this
+        // checks what holds for any caller: never all of its home CPUs
+        // while there are two or more).
+        // The first arena starts the thread; the second's requests come
+        // once it has said where it may run.
+        let first = Arena::with_chunk_size(4096);
+        first.allocate(4000);
+        first.allocate(4000);
+        let t0 = std::time::Instant::now();
+        while PREFAULT_HOME.get().is_none() && t0.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let arena = Arena::with_chunk_size(4096);
+        for _ in 0..4 {
+            arena.allocate(4000);
+        }
+        if let Some((tid, home)) = PREFAULT_HOME.get() {
+            if home.count() >= 2 {
+                let now = rustix::thread::sched_getaffinity(Some(*tid)).unwrap();
+                assert!(
+                    now.count() < home.count(),
+                    "the prefault thread may still run on every CPU"
+                );
+            }
+        }
+    }
 
     #[test]
     fn allocations_are_aligned_disjoint_and_counted() {
