@@ -248,6 +248,7 @@ impl Arena {
             .checked_next_multiple_of(ALIGN)
             .expect("arena allocation size overflows");
         let mut s = self.state.lock();
+        let mut ask_spare = false;
         let p = if size <= s.remaining {
             let p = s.cur.expect("remaining > 0 implies a current chunk");
             s.remaining -= size;
@@ -263,10 +264,12 @@ impl Arena {
             // in `memory_usage`, since the process still holds it.
             // The spare if it is ready (`try_lock`: never wait for the
             // prefault thread storing it), else a fresh chunk; either way
-            // the next one is asked for.
+            // the next one is asked for (below, once the lock is let go:
+            // the request may wake a thread and set its CPU affinity, two
+            // system calls no other inserting writer need wait behind).
             let spare = self.spare.slot.try_lock().and_then(|mut g| g.take());
             let p = s.add_chunk(spare.unwrap_or_else(|| Chunk::alloc(self.chunk_size)));
-            request_spare(&self.spare, self.chunk_size);
+            ask_spare = true;
             // SAFETY: `size <= chunk_size`, so `p + size` is at most one past
             // the end of the new chunk.
             s.cur = Some(unsafe { p.add(size) });
@@ -276,6 +279,10 @@ impl Arena {
         self.allocated.store(s.allocated, Ordering::Relaxed);
         self.usage
             .store(s.allocated - s.remaining, Ordering::Relaxed);
+        drop(s);
+        if ask_spare {
+            request_spare(&self.spare, self.chunk_size);
+        }
         p
     }
 
