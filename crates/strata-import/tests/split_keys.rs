@@ -1,8 +1,8 @@
 //! A direct-mode unit that overlaps the table's earlier rows lands in L0;
 //! its files must be cut at the tree's split keys (`Db::ingest_split_keys`),
 //! so each overlaps at most one file of Lbase and the L0 -> Lbase
-//! compaction that takes it rewrites one Lbase file, not the level (W5 in
-//! docs/benchmarks.md). With `l0_sublevels` off there are no split keys and
+//! compaction that takes it rewrites one Lbase file, not the level (W5,
+//! docs/bench-history/w5-sublevels.md). With `l0_sublevels` off there are no split keys and
 //! a unit's file spans every Lbase file it meets (checked too, so the test
 //! sees the difference it is about).
 

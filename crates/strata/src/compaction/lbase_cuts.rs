@@ -4,7 +4,7 @@
 //!
 //! A file cut at these keys that lands in L0 overlaps one slice of Lbase,
 //! so the L0 -> Lbase compaction that takes it rewrites that slice, not the
-//! whole level (W5 in docs/benchmarks.md). The keys are each Lbase file's
+//! whole level (W5, docs/bench-history/w5-sublevels.md). The keys are each Lbase file's
 //! start (but the first file's) and, in a file of at least twice the
 //! slice size ([`split_bytes`]: `lbase_split_bytes` when set, else scaled
 //! to the data by `lbase_slices`; 0 when both are 0), the points that cut

@@ -74,7 +74,7 @@ pub struct CompactionOptions {
     /// on a large load: in W5 at 10 warehouses 2 MiB slices took the
     /// largest L0 -> Lbase compaction from 40% of the data to 6-8%, but
     /// load+settle up by 24-50% (about 8x the compactions and 5x the L0
-    /// files; docs/benchmarks.md).
+    /// files; docs/bench-history/w5-sublevels.md, 2026-11-23, issue 15).
     pub lbase_split_bytes: u64,
     /// With `l0_sublevels` and `lbase_split_bytes` 0: slice Lbase as
     /// `lbase_split_bytes` does, at a size scaled to the data: the tree's
@@ -88,8 +88,8 @@ pub struct CompactionOptions {
     /// `lbase_split_bytes` 0) turns slicing off: cuts at Lbase's file
     /// boundaries only, and L0 -> Lbase picks bounded by their L0 bytes
     /// alone. Default 32: in W5 at 10 warehouses the largest L0 -> Lbase
-    /// compaction fell from 33% of the data to 5-7% (docs/benchmarks.md,
-    /// 2026-11-23, session 24).
+    /// compaction fell from 33% of the data to 5-7%
+    /// (docs/bench-history/w5-sublevels.md, session 24, issue 15 W5 helper).
     pub lbase_slices: u64,
 }
 
@@ -532,7 +532,7 @@ fn pick_intra_l0(
 /// Lbase byte rewritten: in W5 (10 warehouses, one run each) a sixteenth
 /// gave write amplification 4.6-4.8 and a largest compaction of 5.8% of
 /// the data, an eighth 4.4 and 5.2-5.8%, a quarter 4.3 and 8.6%, no bound
-/// 4.2 and 10.3% (docs/benchmarks.md).
+/// 4.2 and 10.3% (docs/bench-history/w5-sublevels.md, 2026-11-23, issue 15).
 pub fn l0_base_max_bytes(v: &Version, t: &LevelTargets, o: &CompactionOptions, split: u64) -> u64 {
     (v.level_bytes(t.base_level) / 4)
         .max(split.saturating_mul(4))

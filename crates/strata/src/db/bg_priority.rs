@@ -5,7 +5,8 @@
 //! Why: on a busy machine the slowest foreground Puts were the Put thread
 //! preempted in the middle of its memtable insert by a compaction or flush
 //! thread and kept off the CPU until the next scheduler tick (4 ms at
-//! HZ=250; docs/benchmarks.md, issue 12). A thread with a higher nice value
+//! HZ=250; docs/bench-history/w4-foreground-latency.md, session 25).
+//! A thread with a higher nice value
 //! has a smaller weight in the kernel's fair scheduler: it gets a smaller
 //! share of a contended CPU and, with a later virtual deadline, it rarely
 //! preempts a normal thread on waking up or at a tick.

@@ -219,8 +219,8 @@ enum Led {
 /// takes the batches of members not already running), so a parallel group
 /// costs the serial one only a CAS per link and a counter per batch. No
 /// break-even showed on the 2-core machine the benchmarks run on, where
-/// 97% of groups hold one batch even with 4 writers (docs/benchmarks.md,
-/// issue 12).
+/// 97% of groups hold one batch even with 4 writers
+/// (docs/bench-history/w4-foreground-latency.md, parallel memtable inserts).
 const PARALLEL_MIN_ENTRIES: u64 = 2;
 
 /// Rounds a queued writer watches for its turn or its group's end without
@@ -231,7 +231,8 @@ const PARALLEL_MIN_ENTRIES: u64 = 2;
 /// is usually done within the busy rounds; yielding at once cost a
 /// context switch per Put (a quarter of the CPU of 4 writers on 2 cores
 /// went to `sched_yield` and the switches). Measured on the 2-core
-/// machine (docs/benchmarks.md, issue 12), 4 writers' puts/s against one
+/// machine (docs/bench-history/w4-foreground-latency.md, session 27),
+/// 4 writers' puts/s against one
 /// writer's with 0 / 100 / 500 / 2,000 / 10,000 busy rounds: 0.98x /
 /// 1.34x / 1.39x / 1.39x / 1.24x. Longer watches lose when the writer
 /// ahead was preempted: only yielding or sleeping gives it the CPU back.
@@ -250,7 +251,8 @@ const SPIN_ROUNDS: u32 = 64;
 /// the version framed in memory; no disk I/O), longer than `SPIN_ROUNDS`
 /// lasts, so the Put queued behind it used to sleep and pay a wake-up on
 /// top (W4 disjoint: its slowest Puts waited 55-87 µs for a 45 µs slot,
-/// docs/benchmarks.md, issue 12). Ingestions are rare (W4: five a second),
+/// docs/bench-history/w4-foreground-latency.md, session 24).
+/// Ingestions are rare (W4: five a second),
 /// so the extra watching costs little CPU.
 const INGEST_SPIN: Duration = Duration::from_micros(200);
 
@@ -258,7 +260,8 @@ const INGEST_SPIN: Duration = Duration::from_micros(200);
 /// the groups before it to publish before it sleeps. Short: on two cores
 /// the group waited for is often not running (preempted by the waiter or
 /// another writer), and then only sleeping gives it the CPU. Tried on the
-/// 2-core machine under load (docs/benchmarks.md, issue 12): 512 busy
+/// 2-core machine under load (docs/bench-history/w4-foreground-latency.md,
+/// pipelined write groups): 512 busy
 /// rounds then 4 yields, or 4 then 2 yields, cost 40-60% of the puts/s of
 /// 16 busy rounds then sleeping.
 const PUBLISH_SPINS: u32 = 16;
@@ -674,7 +677,7 @@ impl CommitPipeline {
         // rotation ahead holds the slot for tens of microseconds, not one,
         // and a Put beside an ingester alone gains nothing from a hint
         // (W4, where hints and busy watching there made the Put tail
-        // longer: docs/benchmarks.md, issue 12, session 27).
+        // longer: docs/bench-history/w4-foreground-latency.md, session 27).
         let (_in, hint, busy) = match &job {
             Job::Batch(b) => {
                 let (guard, others) = WriterIn::enter(&self.writers_in);

@@ -308,7 +308,7 @@ fn write_outputs(db: &DbInner, c: &Compaction, job: u64) -> Result<Vec<crate::ve
         // points of large ones), too: bulk loaders cut their files at
         // those keys (`Db::ingest_split_keys`), and cuts that stay put keep
         // the next load's L0 files aligned with the last one's, so each L0
-        // pick stays one slice of the key space (W5, docs/benchmarks.md).
+        // pick stays one slice of the key space (W5, docs/bench-history/w5-sublevels.md).
         split_keys: if c.output_level == 0 {
             super::flush::l0_split_keys(db, &db.super_version().version)
         } else if c.start_level == 0 && db.opts.compaction.l0_sublevels {

@@ -33,7 +33,8 @@
 //!   the event joins `pending`); its JSON line is formatted and written
 //!   once the slot is left (`write_staged`), so the Puts queued behind the
 //!   slot do not wait for it (the Ingest event took 11-16 µs of an
-//!   ingestion's 40-45 µs in the slot, docs/benchmarks.md, issue 12).
+//!   ingestion's 40-45 µs in the slot,
+//!   docs/bench-history/w4-foreground-latency.md, session 24).
 //!   Staged events go to the file before any later line, and before the
 //!   call that staged them returns to its caller.
 

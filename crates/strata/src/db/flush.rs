@@ -23,7 +23,7 @@
 //! redundant (`recovery_checks`). Two fsyncs fewer per flush of a memtable
 //! sealed by an ingestion; they ran beside the next ingestion call's own
 //! fsyncs (W3 overlap: the call waited for them on the disk's journal,
-//! `docs/benchmarks.md`).
+//! `docs/bench-history/w3-ingest-overlap.md`, "what the overlapping call waits for").
 
 use super::events::{micros, tables};
 use super::flushable::Flushable;

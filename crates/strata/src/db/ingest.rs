@@ -644,7 +644,7 @@ fn walkers(pieces: usize) -> usize {
 /// The number of cores, asked once per process: `available_parallelism`
 /// reads three cgroup files on every call (`/proc/self/cgroup`, the CPU
 /// quota and period), 85 µs of a 0.5 ms W3 call when it was asked per
-/// ingestion (traced, `docs/benchmarks.md`).
+/// ingestion (traced, `docs/bench-history/w3-ingest-overlap.md`).
 fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -833,7 +833,7 @@ impl SharedWalk {
 /// ingestion that syncs beside its check and then asleep between calls,
 /// that takes [`SharedWalk`]s from a queue. One thread kept, not one
 /// spawned per call: a thread's creation cost 0.1 ms of a W3 call on this
-/// machine under load (A/B on tmpfs, `docs/benchmarks.md`), a wake-up a
+/// machine under load (A/B on tmpfs, `docs/bench-history/w3-ingest-overlap.md`), a wake-up a
 /// few µs. Shared by every database of the process, like RocksDB's
 /// `Env` thread pools; a job it never reaches costs nothing, since its
 /// caller walks every piece it finds untaken.
@@ -1202,7 +1202,7 @@ fn link_or_copy(vfs: &dyn Vfs, src: &Path, dst: &Path, link: bool) -> Result<boo
 /// they are empty by the tree's shape, and a file put there makes the
 /// first non-empty level far larger than its target, so the next
 /// compaction rewrites a whole level below it for one file's worth of new
-/// data (W5 in docs/benchmarks.md measured write amplification 6.9 with
+/// data (W5, docs/bench-history/w5-sublevels.md, measured write amplification 6.9 with
 /// the old rule and 3.9 with this one). An overlapping file goes to L0
 /// instead, where sublevels and flush splitting compact it into Lbase in
 /// narrow slices. The skipped levels are empty because `base` is never
@@ -1281,7 +1281,7 @@ pub(crate) fn place_all(
 /// first, and (with `lbase_split_bytes` set) points inside Lbase files of
 /// at least twice that size. A file cut there overlaps one slice of Lbase at
 /// most, so when it lands in L0 the L0 -> Lbase compaction that takes it
-/// can be one slice wide, not the whole level (W5 in docs/benchmarks.md).
+/// can be one slice wide, not the whole level (W5, docs/bench-history/w5-sublevels.md).
 /// L0's flush split keys are left out: in W5 adding them cut files finer
 /// and raised write amplification (5.3 against 4.6) without making the
 /// largest compaction smaller. Empty with `l0_sublevels` off, which turns

@@ -109,7 +109,8 @@ pub struct Options {
     /// only once published. Off by default because on the 2-core machine
     /// the benchmarks run on it did not pay: 4 writers gave 0.29-0.40x
     /// the puts/s of the unpipelined path on the quiet machine (about the
-    /// same under load; docs/benchmarks.md, issue 12); each write then
+    /// same under load; docs/benchmarks.md, "Where Strata loses", and
+    /// docs/bench-history/w4-foreground-latency.md, pipelined write groups); each write then
     /// waits for the groups before it to be scheduled, which on two cores
     /// they often are not.
     pub pipelined_commit: bool,

@@ -28,7 +28,7 @@
 //! the thread may use but the writer's, then wakes it. Woken on the
 //! writer's CPU, the thread preempted the writer and ran its whole
 //! populate first (0.4-1.9 ms in W4, 4-26 times in 15 seconds) while the
-//! other CPU sat idle; docs/benchmarks.md, issue 12, session 32. A yield
+//! other CPU sat idle; docs/bench-history/w4-foreground-latency.md, session 32. A yield
 //! between smaller populates gave the writer its CPU back too, but then
 //! the thread fell behind a bulk writer (W2 0.93x); kept off the
 //! writer's CPU it does not (W2 unchanged).
