@@ -1751,6 +1751,25 @@ mod tests {
         }
     }
 
+    /// Runs `files` through the commit pipeline as one ingestion job (with
+    /// `opts`' excise range, overlap allowed) and returns its outcome.
+    fn commit_prepared(
+        inner: &DbInner,
+        files: Vec<Prepared>,
+        opts: &IngestOptions,
+    ) -> IngestOutcome {
+        let slot = Arc::new(Mutex::new(None));
+        let job = IngestJob {
+            files,
+            excise: opts.excise.clone(),
+            allow_overlap: true,
+            result: Arc::clone(&slot),
+        };
+        inner.commit.commit(inner, Job::Ingest(job), false).unwrap();
+        let outcome = slot.lock().take();
+        outcome.unwrap()
+    }
+
     /// An ingestion whose commit asks for a tombstone file after taking a
     /// sequence number (a snapshot older than it appeared after `prepare`)
     /// hands that number back: the synced write after it takes the same
@@ -1794,15 +1813,7 @@ mod tests {
         };
         let snap = db.snapshot();
         let before = db.latest_sequence();
-        let slot = Arc::new(Mutex::new(None));
-        let job = IngestJob {
-            files,
-            excise: opts.excise.clone(),
-            allow_overlap: true,
-            result: Arc::clone(&slot),
-        };
-        inner.commit.commit(inner, Job::Ingest(job), false).unwrap();
-        let outcome = slot.lock().take().unwrap();
+        let outcome = commit_prepared(inner, files, &opts);
         assert!(matches!(outcome, IngestOutcome::NeedTombstone(_)));
         let mut b = WriteBatch::new();
         b.put(b"after", b"synced");
@@ -1865,18 +1876,7 @@ mod tests {
                 _ => Some(db.snapshot()),
             };
             let visible = db.latest_sequence();
-            let commit = |files: Vec<Prepared>| {
-                let slot = Arc::new(Mutex::new(None));
-                let job = IngestJob {
-                    files,
-                    excise: opts.excise.clone(),
-                    allow_overlap: true,
-                    result: Arc::clone(&slot),
-                };
-                inner.commit.commit(inner, Job::Ingest(job), false).unwrap();
-                let r = slot.lock().take();
-                r.unwrap()
-            };
+            let commit = |files: Vec<Prepared>| commit_prepared(inner, files, &opts);
             let IngestOutcome::NeedTombstone(mut files) = commit(files) else {
                 panic!("{cause}: the commit must ask for the tombstone file");
             };
