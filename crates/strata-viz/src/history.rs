@@ -68,6 +68,17 @@ pub enum StepKind {
     Edit = 7,
 }
 
+impl StepKind {
+    /// Whether the step is an ingestion's (placed, placed after waiting,
+    /// or queued).
+    pub fn is_ingestion(self) -> bool {
+        matches!(
+            self,
+            StepKind::Ingest | StepKind::IngestFlushable | StepKind::IngestQueued
+        )
+    }
+}
+
 /// One step of the timeline.
 #[derive(Clone, Debug)]
 pub struct Step {
@@ -97,8 +108,9 @@ pub struct Step {
     /// Write stops that ended since the previous step: count, microseconds.
     pub stalls: (u64, u64),
     /// Import phases, as text (`stock: read 12000 rows, 1.2 MiB in 0.35
-    /// s`): those that ended since the previous step, or whose time span
-    /// holds this step (an import's ingestion in its `ingest` phase).
+    /// s`): those that ended since the previous step, or, for an
+    /// ingestion, those whose time span holds it (an import's ingestion in
+    /// its `ingest` phase).
     pub imports: Vec<String>,
     /// Files in L0 after this step.
     pub l0_files: usize,
@@ -632,8 +644,13 @@ pub fn build(
     }
     // Stops and import phases that ended between two steps go to the
     // later one.
-    // An import phase that a step happened within (an import's ingestion
-    // inside its `ingest` phase) goes to that step.
+    // An import phase that an ingestion happened within (an import's
+    // ingestion inside its `ingest` phase) goes to that step. Only an
+    // ingestion: a flush or compaction that ran during an import's `read`
+    // phase is not the import's work, and taking the phase would split
+    // one import's phases over two steps (a flush's end event can be
+    // delivered just after `Db::flush` returns, inside the next import's
+    // first phase).
     let mut steps = b.steps;
     let mut next_step = 0usize;
     let mut prev_step: Option<usize> = None;
@@ -646,7 +663,8 @@ pub fn build(
         }
         let within = match (&r.event, prev_step) {
             (Event::ImportPhase { micros, .. }, Some(p))
-                if steps[p].time >= r.time - *micros as f64 / 1e6 =>
+                if steps[p].kind.is_ingestion()
+                    && steps[p].time >= r.time - *micros as f64 / 1e6 =>
             {
                 Some(p)
             }
@@ -881,6 +899,88 @@ mod tests {
                 vec![(6, 4)],
                 vec![(6, 4)],
                 vec![(0, 5), (6, 4)],
+            ]
+        );
+    }
+
+    fn at(time: f64, event: Event) -> EventRecord {
+        EventRecord { time, ..rec(event) }
+    }
+
+    fn phase(time: f64, name: &str, micros: u64) -> EventRecord {
+        at(
+            time,
+            Event::ImportPhase {
+                import: "t".into(),
+                phase: name.into(),
+                rows: 10,
+                bytes: 100,
+                micros,
+            },
+        )
+    }
+
+    /// An import's phases all go to its ingestion: the `ingest` phase that
+    /// holds it, and the phases that ended before it, even when a flush
+    /// ended inside the `read` phase (the flush is not the import's work).
+    /// A phase that no ingestion is inside goes to the next step.
+    #[test]
+    fn import_phases_go_to_the_ingestion_not_to_a_flush_inside_them() {
+        let events = vec![
+            at(1.0, Event::Open { files: vec![] }),
+            // read: 1.0 .. 1.2, and a flush ends at 1.1, inside it.
+            at(1.1, flush(1).event),
+            phase(1.2, "read", 200_000),
+            phase(1.3, "sort and write", 100_000),
+            at(
+                1.35,
+                Event::Ingest {
+                    sequence: 7,
+                    flushable: Some(false),
+                    excise: None,
+                    added: vec![file(6, 2)],
+                    removed: vec![],
+                },
+            ),
+            phase(1.4, "ingest", 100_000),
+            // A second import whose read phase holds a flush, and which
+            // fails before ingesting: its phase goes to the step after.
+            at(2.1, flush(3).event),
+            phase(2.2, "read", 200_000),
+            at(2.5, flush(4).event),
+        ];
+        let m = ManifestHistory {
+            path: PathBuf::from("MANIFEST-000005"),
+            edits: vec![
+                edit(vec![], vec![]),
+                edit(vec![file(0, 1)], vec![]),
+                edit(vec![file(6, 2)], vec![]),
+                edit(vec![file(0, 3)], vec![]),
+                edit(vec![file(0, 4)], vec![]),
+            ],
+        };
+        let h = build(&m, &events, vec![]).unwrap();
+        let s: Vec<(StepKind, Vec<&str>)> = h
+            .steps
+            .iter()
+            .map(|s| {
+                let phases = s
+                    .imports
+                    .iter()
+                    .map(|t| t.split(' ').nth(1).unwrap_or(""))
+                    .collect();
+                (s.kind, phases)
+            })
+            .collect();
+        use StepKind::*;
+        assert_eq!(
+            s,
+            [
+                (Open, vec![]),
+                (Flush, vec![]),
+                (Ingest, vec!["read", "sort", "ingest"]),
+                (Flush, vec![]),
+                (Flush, vec!["read"]),
             ]
         );
     }
