@@ -337,8 +337,8 @@ impl Drop for OpenOnDrop<'_> {
 /// the memtable deletes `deleted`, then B over `[b, c]` is ingested: it does
 /// not overlap the memtable, so it is placed in L0 at once (on top of A),
 /// newer than the deletion. A and B make a stack of two, enough for an
-/// intra-L0 compaction. Returns whether one was picked (it reaches the gate
-/// within milliseconds), then lets everything finish and checks the reads.
+/// intra-L0 compaction. Returns whether one was picked (on a quiet machine
+/// it reaches the gate within milliseconds), then lets everything finish and checks the reads.
 /// `wait`: how long to give the compaction thread (nice +10, so slow to
 /// be scheduled on a loaded machine) to reach its output file. Where the
 /// merge must happen it is long (the wait ends as soon as it does); where
