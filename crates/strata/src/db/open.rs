@@ -301,7 +301,14 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             threads: Mutex::new(Vec::new()),
         });
     }
-    let bg = Arc::clone(&inner);
+    // The threads are handed to the `Db` one by one, so that if a spawn
+    // fails, dropping it shuts down (and joins) those already running:
+    // each holds the database, and with it the LOCK file.
+    let db = Db {
+        inner,
+        threads: Mutex::new(Vec::new()),
+    };
+    let bg = Arc::clone(&db.inner);
     let t = std::thread::Builder::new()
         .name("strata-flush".into())
         .spawn(move || {
@@ -309,9 +316,9 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             flush_loop(bg)
         })
         .map_err(|e| Error::io("spawning the flush thread", e))?;
-    let mut threads = vec![t];
-    for i in 0..inner.opts.max_background_compactions.max(1) {
-        let bg = Arc::clone(&inner);
+    db.threads.lock().push(t);
+    for i in 0..db.inner.opts.max_background_compactions.max(1) {
+        let bg = Arc::clone(&db.inner);
         let t = std::thread::Builder::new()
             .name(format!("strata-compact-{i}"))
             .spawn(move || {
@@ -319,21 +326,18 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
                 compaction_loop(bg)
             })
             .map_err(|e| Error::io("spawning a compaction thread", e))?;
-        threads.push(t);
+        db.threads.lock().push(t);
     }
-    if !inner.opts.wal_flush_interval.is_zero() {
-        let bg = Arc::clone(&inner);
+    if !db.inner.opts.wal_flush_interval.is_zero() {
+        let bg = Arc::clone(&db.inner);
         let t = std::thread::Builder::new()
             .name("strata-wal".into())
             .spawn(move || wal_flush_loop(bg))
             .map_err(|e| Error::io("spawning the WAL flusher thread", e))?;
-        inner.commit.set_flusher(t.thread().clone());
-        threads.push(t);
+        db.inner.commit.set_flusher(t.thread().clone());
+        db.threads.lock().push(t);
     }
-    Ok(Db {
-        inner,
-        threads: Mutex::new(threads),
-    })
+    Ok(db)
 }
 
 /// Hands unsynced WAL records to the operating system every
