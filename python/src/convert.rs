@@ -6,7 +6,7 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
 use std::borrow::Cow;
 
 /// The bytes of a key or value argument.
@@ -20,13 +20,14 @@ pub fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [
     if let Ok(b) = obj.cast::<PyByteArray>() {
         return Ok(Cow::Owned(b.to_vec()));
     }
-    if let Ok(v) = obj.extract::<Vec<u8>>() {
-        if !obj.is_instance_of::<pyo3::types::PyList>() {
-            return Ok(Cow::Owned(v));
-        }
+    if obj.is_instance_of::<PyMemoryView>() {
+        // Only a memoryview: other sequences of ints (a tuple, a range)
+        // would be taken as bytes too, which no caller means.
+        let b = obj.call_method0("tobytes")?;
+        return Ok(Cow::Owned(b.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
     Err(PyTypeError::new_err(format!(
-        "{what} must be bytes or str, not {}",
+        "{what} must be bytes, bytearray, memoryview or str, not {}",
         obj.get_type().name()?
     )))
 }

@@ -29,10 +29,13 @@ pub struct Db {
 
 impl Drop for Db {
     /// A database dropped without `close()` is closed (as a file is): its
-    /// directory lock is released even if iterators are still alive. Safe
-    /// with the GIL held: no code holding a handle lock waits for the GIL.
+    /// directory lock is released even if iterators are still alive. The
+    /// close waits for the database's lock (a call running in another
+    /// thread), its background jobs and a WAL sync, so it runs with the
+    /// GIL released, as `close()` does: other threads run meanwhile.
     fn drop(&mut self) {
-        let _ = self.handle.close();
+        let h = &self.handle;
+        let _ = Python::attach(|py| py.detach(|| h.close()));
     }
 }
 

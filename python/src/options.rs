@@ -58,11 +58,15 @@ fn sst_option(o: &mut SstOptions, key: &str, v: &Bound<'_, PyAny>) -> PyResult<b
 }
 
 fn positive(v: &Bound<'_, PyAny>, key: &str) -> PyResult<usize> {
-    let n: usize = v.extract()?;
-    if n == 0 {
-        return Err(InvalidArgument::new_err(format!("{key} must be positive")));
+    // Extracted signed, so a negative value is the same `InvalidArgument`
+    // as 0 (as `usize` it would be an `OverflowError`).
+    let n: i64 = v.extract()?;
+    match usize::try_from(n) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(InvalidArgument::new_err(format!(
+            "{key} must be positive, not {n}"
+        ))),
     }
-    Ok(n)
 }
 
 fn unknown(key: &str, what: &str) -> PyErr {

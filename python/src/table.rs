@@ -64,6 +64,9 @@ fn value_of(o: &Bound<'_, PyAny>, ty: &ColumnType, column: &str) -> PyResult<Val
     value::parse(ty, &t).map_err(|r| InvalidArgument::new_err(format!("column {column}: {r}")))
 }
 
+/// The years `datetime.date` and `datetime.datetime` can hold.
+const PY_YEARS: std::ops::RangeInclusive<i64> = 1..=9999;
+
 /// A stored value as a Python object.
 fn py_value<'py>(py: Python<'py>, ty: &ColumnType, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
@@ -77,14 +80,37 @@ fn py_value<'py>(py: Python<'py>, ty: &ColumnType, v: &Value) -> PyResult<Bound<
             .import("decimal")?
             .getattr("Decimal")?
             .call1((value::format(ty, v),))?,
-        Value::Date(_) => py
-            .import("datetime")?
-            .getattr("date")?
-            .call_method1("fromisoformat", (value::format(ty, v),))?,
-        Value::Timestamp(_) => py
-            .import("datetime")?
-            .getattr("datetime")?
-            .call_method1("fromisoformat", (value::format(ty, v),))?,
+        // Python's dates hold years 1 to 9999; a value outside them (a
+        // DATE the import accepted, e.g. MySQL's zero date 0000-01-01)
+        // comes back as its text, so the row stays readable.
+        Value::Date(days) => {
+            let (y, m, d) = value::civil_from_days(i64::from(*days));
+            if PY_YEARS.contains(&y) {
+                py.import("datetime")?.getattr("date")?.call1((y, m, d))?
+            } else {
+                PyString::new(py, &value::format(ty, v)).into_any()
+            }
+        }
+        Value::Timestamp(micros) => {
+            const DAY: i64 = 86_400_000_000;
+            let (y, m, d) = value::civil_from_days(micros.div_euclid(DAY));
+            let rem = micros.rem_euclid(DAY);
+            let secs = rem / 1_000_000;
+            if PY_YEARS.contains(&y) {
+                let parts = (
+                    y,
+                    m,
+                    d,
+                    secs / 3600,
+                    secs / 60 % 60,
+                    secs % 60,
+                    rem % 1_000_000,
+                );
+                py.import("datetime")?.getattr("datetime")?.call1(parts)?
+            } else {
+                PyString::new(py, &value::format(ty, v)).into_any()
+            }
+        }
     })
 }
 

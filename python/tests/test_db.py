@@ -36,6 +36,10 @@ def test_type_errors(db):
     with pytest.raises(TypeError):
         db.get(None)
     with pytest.raises(TypeError):
+        db[(104, 105)] = b"x"  # a tuple of ints is not bytes
+    db[memoryview(b"mv")] = bytearray(b"ba")
+    assert db[b"mv"] == b"ba"
+    with pytest.raises(TypeError):
         strata.DB(db.path / "other", no_such_option=1)
 
 
@@ -242,6 +246,9 @@ def test_busy_and_not_found(db, tmp_path):
         strata.DB(notdb, create_if_missing=False)
     with pytest.raises(strata.InvalidArgument):
         strata.DB(tmp_path / "x", compression="brotli")
+    for bad in (0, -1):
+        with pytest.raises(strata.InvalidArgument, match="memtable_size must be positive"):
+            strata.DB(tmp_path / "x", memtable_size=bad)
     assert issubclass(strata.CorruptionError, strata.StrataError)
 
 
@@ -277,3 +284,23 @@ def test_flush_compact_metrics(db):
     assert m["l0_files"] == 0
     assert sum(l["files"] for l in m["levels"]) >= 1
     assert list(db.keys())[:2] == [b"0000", b"0001"]
+
+
+def test_metrics_report_write_waits(tmp_path):
+    # Small memtables, so writes rotate them (and may wait doing so).
+    with strata.DB(tmp_path / "w", memtable_size=64 << 10) as db:
+        for i in range(20000):
+            db[b"%06d" % i] = b"v" * 64
+        m = db.metrics()
+    waits = m["write_waits"]
+    assert isinstance(waits, list)
+    for w in waits:
+        assert set(w) == {"cause", "count", "total_micros", "max_micros", "histogram"}
+        assert w["count"] == sum(n for _, n in w["histogram"])
+        assert w["max_micros"] <= w["total_micros"]
+    longest = max((w["max_micros"] for w in waits), default=0)
+    assert m["longest_write_wait_micros"] == longest
+    if longest:
+        assert m["longest_write_wait_cause"] in {w["cause"] for w in waits}
+    else:
+        assert m["longest_write_wait_cause"] == ""

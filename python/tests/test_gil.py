@@ -173,3 +173,19 @@ def test_compaction_releases_the_gil(db):
         db.compact_range()
 
     assert progress_while(work, prepare) > 0
+
+
+def test_dropping_an_open_database_releases_the_gil(tmp_path):
+    """A `DB` garbage-collected without `close()` is closed with the GIL
+    released: the close joins the background threads and syncs the WAL."""
+    dbs = iter(range(TRIES))
+    holder = [None]
+
+    def prepare():
+        holder[0] = strata.DB(tmp_path / f"db{next(dbs)}")
+        holder[0][b"k"] = b"v" * 1000
+
+    def work():
+        holder[0] = None  # the last reference: the DB is dropped here
+
+    assert progress_while(work, prepare) > 0

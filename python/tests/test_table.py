@@ -139,3 +139,28 @@ def test_table_closed(db_path, tmp_path):
     db.close()
     with pytest.raises(strata.DatabaseClosedError):
         t.get(1)
+
+
+def test_dates_python_cannot_hold_come_back_as_text(db, tmp_path):
+    # The import accepts year 0 (MySQL's zero date); Python's datetime
+    # holds years 1 to 9999. Such a value comes back as its text, and the
+    # rest of the row, and the table, stay readable.
+    csv = tmp_path / "ev.csv"
+    csv.write_text(
+        "1,0000-01-01,0000-06-01 00:00:00\n"
+        "2,0001-01-01,9999-12-31 23:59:59.999999\n"
+        "3,2020-01-01,2020-01-01 00:00:00.5\n"
+    )
+    db.import_csv([csv], schema="CREATE TABLE ev (id INT PRIMARY KEY, d DATE, ts TIMESTAMP)")
+    t = db.table("ev")
+    assert t.get(1) == (1, "0000-01-01", "0000-06-01 00:00:00")
+    assert t.get(2) == (
+        2,
+        datetime.date(1, 1, 1),
+        datetime.datetime(9999, 12, 31, 23, 59, 59, 999999),
+    )
+    assert t.get(3) == (3, datetime.date(2020, 1, 1), datetime.datetime(2020, 1, 1, 0, 0, 0, 500000))
+    # The encoders' inverse gives the same.
+    k = strata.encode_key("CREATE TABLE ev (id INT PRIMARY KEY, d DATE, ts TIMESTAMP)", "ev", (1, None, None), table_id=t.table_id)
+    assert strata.decode_row("CREATE TABLE ev (id INT PRIMARY KEY, d DATE, ts TIMESTAMP)", "ev", k, db[k])[1] == "0000-01-01"
+    assert [r[0] for r in t.scan()] == [1, 2, 3]

@@ -40,7 +40,10 @@ fn a_failed_open_stops_the_threads_it_started_and_unlocks() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("child checked"), "the child ran no check: {stdout}");
+    assert!(
+        stdout.contains("child checked"),
+        "the child ran no check: {stdout}"
+    );
 }
 
 fn threads() -> usize {
