@@ -26,9 +26,20 @@ use strata_import::table::TableReader;
 use strata_import::value::{self, Value};
 use strata_import::{ImportOptions, Schema};
 
-/// The text form of a Python value, as a CSV field would hold it.
-fn text_of(o: &Bound<'_, PyAny>) -> PyResult<String> {
+/// The text form of a Python value for a column of type `ty`, as a CSV
+/// field would hold it. `bytes` are a BYTEA column's value (written in
+/// hex); for any other column they are the field's text, in UTF-8.
+fn text_of(o: &Bound<'_, PyAny>, ty: &ColumnType, column: &str) -> PyResult<String> {
     if let Ok(b) = o.cast::<PyBytes>() {
+        if *ty != ColumnType::Bytea {
+            return match std::str::from_utf8(b.as_bytes()) {
+                Ok(t) => Ok(t.to_string()),
+                Err(e) => Err(InvalidArgument::new_err(format!(
+                    "column {column}: bytes for a {} column must be UTF-8 text: {e}",
+                    ty.sql()
+                ))),
+            };
+        }
         let mut s = String::from("\\x");
         for x in b.as_bytes() {
             s.push_str(&format!("{x:02x}"));
@@ -60,7 +71,7 @@ fn value_of(o: &Bound<'_, PyAny>, ty: &ColumnType, column: &str) -> PyResult<Val
     if o.is_none() {
         return Ok(Value::Null);
     }
-    let t = text_of(o)?;
+    let t = text_of(o, ty, column)?;
     value::parse(ty, &t).map_err(|r| InvalidArgument::new_err(format!("column {column}: {r}")))
 }
 
@@ -408,12 +419,15 @@ impl PyTable {
                 vals.len()
             )));
         }
+        let table = &self.codec.table;
         vals.iter()
-            .map(|v| {
+            .zip(&table.indexes[index].columns)
+            .map(|(v, &c)| {
                 if v.is_none() {
                     Err(InvalidArgument::new_err("key values cannot be None"))
                 } else {
-                    text_of(v)
+                    let col = &table.columns[c];
+                    text_of(v, &col.ty, &col.name)
                 }
             })
             .collect()

@@ -79,6 +79,11 @@ def test_import_round_trip(db, tmp_path):
     assert [r[0] for r in t.scan(limit=2)] == [1, 2]
     assert [r[1] for r in t.scan(index="item_name")] == ["apple", "apple", "fig", "pear"]
     assert [r[0] for r in t.scan(index="item_name", start="apple", end="apple")] == [1, 10]
+    # bytes are a text column's UTF-8 text (and an INT's digits).
+    assert [r[0] for r in t.scan(index="item_name", start=b"apple", end=b"apple")] == [1, 10]
+    assert t.get(b"10") == expected(ROWS[3])
+    with pytest.raises(strata.InvalidArgument, match="UTF-8"):
+        t.get(b"\xff")
     # The entries are in the key space: the encoders reproduce them.
     k = strata.encode_key(SCHEMA, "item", expected(ROWS[0]), table_id=t.table_id)
     assert db[k] == strata.encode_row(SCHEMA, "item", expected(ROWS[0]))
