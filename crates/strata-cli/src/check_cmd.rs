@@ -20,12 +20,12 @@ pub fn run(a: CheckArgs) -> Result<()> {
     }
     let r = strata::check::check_dir(&a.db)?;
     for w in &r.warnings {
-        println!("warning: {w}");
+        outln!("warning: {w}")?;
     }
     for p in &r.problems {
-        println!("problem: {p}");
+        outln!("problem: {p}")?;
     }
-    println!(
+    outln!(
         "checked {} MANIFEST records, {} tables ({} entries), {} WALs ({} records): \
          {} problems, {} warnings",
         r.manifest_records,
@@ -35,7 +35,7 @@ pub fn run(a: CheckArgs) -> Result<()> {
         r.wal_records,
         r.problems.len(),
         r.warnings.len()
-    );
+    )?;
     if !r.is_ok() {
         bail!("{}: {} problems found", a.db.display(), r.problems.len());
     }

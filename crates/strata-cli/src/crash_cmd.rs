@@ -72,14 +72,14 @@ pub fn run(a: CrashTestArgs) -> Result<()> {
         }
         round += 1;
     }
-    println!(
+    outln!(
         "crash test: {} SIGKILLs and {} power cuts survived; {} acknowledged synced writes and \
          {} acknowledged ingestions verified; 0 lost; 0 opens refused",
         t.kills,
         t.power_cuts,
         t.kill_writes + t.cut_writes,
         t.kill_ingests + t.cut_ingests,
-    );
+    )?;
     Ok(())
 }
 

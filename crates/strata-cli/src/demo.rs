@@ -47,7 +47,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
             .with_context(|| format!("removing the earlier demo database {}", db_dir.display()))?;
     }
 
-    println!("== 1. Generate the TPC-C stock table");
+    outln!("== 1. Generate the TPC-C stock table")?;
     let start = Instant::now();
     let f = std::fs::File::create(&csv).with_context(|| format!("creating {}", csv.display()))?;
     let mut w = BufWriter::new(f);
@@ -56,29 +56,29 @@ pub fn run(a: DemoArgs) -> Result<()> {
     std::io::Write::flush(&mut w)?;
     drop(w);
     let size = std::fs::metadata(&csv)?.len();
-    println!(
+    outln!(
         "   {rows} rows, {:.1} MB of CSV in {} ({} order), {:.1} s",
         size as f64 / 1e6,
         csv.display(),
         if a.random { "random" } else { "primary-key" },
         start.elapsed().as_secs_f64()
-    );
+    )?;
     std::fs::write(&schema_path, tpcc::SCHEMA)?;
-    println!("   schema: {}", schema_path.display());
+    outln!("   schema: {}", schema_path.display())?;
     for l in tpcc::SCHEMA
         .lines()
         .filter(|l| l.contains("PRIMARY KEY") || l.contains("INDEX"))
     {
-        println!("     {}", l.trim());
+        outln!("     {}", l.trim())?;
     }
 
-    println!("== 2. Import it: parse on all cores, sort per index, write SSTs, one atomic ingest");
-    println!(
+    outln!("== 2. Import it: parse on all cores, sort per index, write SSTs, one atomic ingest")?;
+    outln!(
         "   (the same as: strata import {} {} --schema {} --table stock)",
         db_dir.display(),
         csv.display(),
         schema_path.display()
-    );
+    )?;
     let schema = Schema::parse(tpcc::SCHEMA)?;
     let Some(table) = schema.table("stock") else {
         bail!("the TPC-C schema has no stock table");
@@ -92,61 +92,64 @@ pub fn run(a: DemoArgs) -> Result<()> {
     let summary = strata_import::import(&db, table, &[Input::File(csv.clone())], &opts)?;
     let elapsed = start.elapsed();
     let levels: Vec<usize> = db.metrics().levels.iter().map(|l| l.files).collect();
-    import_cmd::print_summary(&summary, elapsed, &levels);
+    import_cmd::print_summary(&summary, elapsed, &levels)?;
 
-    println!("== 3. Read rows back");
+    outln!("== 3. Read rows back")?;
     let t = TableReader::open(&db, "stock")?;
     let key = vec!["1".to_string(), "42".to_string()];
     match t.get(&key)? {
-        Some(row) => println!(
+        Some(row) => outln!(
             "   by primary key (s_w_id=1, s_i_id=42):\n     {}",
             t.format_row(&row, &strata_import::csv::dialect::Dialect::csv())
-        ),
+        )?,
         None => bail!("row (1, 42) is missing after the import"),
     }
     let Some(ix) = t.codec.table.index_by_name("stock_i_id") else {
         bail!("the stock table has no index stock_i_id");
     };
-    println!("   by the index on s_i_id (s_i_id = 7, every warehouse, at most 3):");
+    outln!("   by the index on s_i_id (s_i_id = 7, every warehouse, at most 3):")?;
     let want = vec!["7".to_string()];
+    let mut lines = Vec::new();
     let n = t.scan(ix, &want, &want, Some(3), |row| {
         let line = t.format_row(&row, &strata_import::csv::dialect::Dialect::csv());
-        let short: String = line.chars().take(70).collect();
-        println!("     {short}...");
+        lines.push(line.chars().take(70).collect::<String>());
         Ok(())
     })?;
+    for short in lines {
+        outln!("     {short}...")?;
+    }
     if n == 0 {
         bail!("the index on s_i_id found no row for s_i_id = 7");
     }
     let start = Instant::now();
     let count = t.count()?;
-    println!(
+    outln!(
         "   count: {count} rows (a full scan of the primary index, {:.2} s)",
         start.elapsed().as_secs_f64()
-    );
+    )?;
     if count != rows {
         bail!("imported {rows} rows but the table holds {count}");
     }
 
-    println!("== 4. The tree");
+    outln!("== 4. The tree")?;
     let m = db.metrics();
     for (l, lv) in m.levels.iter().enumerate() {
         if lv.files > 0 {
-            println!(
+            outln!(
                 "   L{l}: {} files, {:.1} MB",
                 lv.files,
                 lv.bytes as f64 / 1e6
-            );
+            )?;
         }
     }
-    println!(
+    outln!(
         "   flushes {}, compactions {}, ingestions {}: the data was written once, into the bottom level",
         m.flushes, m.compactions, m.ingests
-    );
+    )?;
     db.close()?;
-    println!(
+    outln!(
         "   try: strata scan {} stock --index stock_i_id --from 7 --to 7 --limit 5",
         db_dir.display()
-    );
+    )?;
     Ok(())
 }

@@ -272,9 +272,9 @@ pub fn run(a: ImportArgs) -> Result<()> {
     let levels: Vec<usize> = metrics.levels.iter().map(|l| l.files).collect();
     db.close()?;
     if a.json {
-        println!("{}", json_summary(&summary, elapsed, &levels));
+        outln!("{}", json_summary(&summary, elapsed, &levels))?;
     } else if !a.quiet {
-        print_summary(&summary, elapsed, &levels);
+        print_summary(&summary, elapsed, &levels)?;
     }
     Ok(())
 }
@@ -325,8 +325,8 @@ fn report_progress(p: &Progress, total: Option<u64>, done: &std::sync::atomic::A
 }
 
 /// Prints the summary of an import for people.
-pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
-    println!(
+pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> Result<()> {
+    outln!(
         "imported {} rows into {} ({}) from {:.1} MB in {:.2} s ({:.0} rows/s)",
         s.rows,
         s.table,
@@ -338,28 +338,33 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
         s.input_bytes as f64 / 1e6,
         elapsed.as_secs_f64(),
         s.rows as f64 / elapsed.as_secs_f64().max(1e-6)
-    );
+    )?;
     if s.bad_rows > 0 {
-        println!("rejected {} bad rows", s.bad_rows);
+        outln!("rejected {} bad rows", s.bad_rows)?;
     }
     if s.duplicates_ignored > 0 {
-        println!(
+        outln!(
             "skipped {} input rows whose primary key another row won",
             s.duplicates_ignored
-        );
+        )?;
     }
     if s.replaced > 0 {
-        println!("replaced {} rows of the table", s.replaced);
+        outln!("replaced {} rows of the table", s.replaced)?;
     }
     if s.units > 1 {
-        println!("wrote {} units (ingestions or write batches)", s.units);
+        outln!("wrote {} units (ingestions or write batches)", s.units)?;
     }
-    println!(
+    outln!(
         "{:<24} {:>12} {:>6} {:>12} {:>12} {:>9}",
-        "index", "kvs", "files", "sst bytes", "spilled", "in order"
-    );
+        "index",
+        "kvs",
+        "files",
+        "sst bytes",
+        "spilled",
+        "in order"
+    )?;
     for ix in &s.indexes {
-        println!(
+        outln!(
             "{:<24} {:>12} {:>6} {:>12} {:>12} {:>9}",
             ix.name,
             ix.kvs,
@@ -367,31 +372,31 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
             ix.file_bytes,
             ix.spilled_bytes,
             if ix.in_order { "yes" } else { "no" }
-        );
+        )?;
     }
-    println!(
+    outln!(
         "phases: read+parse+sort {:.2} s, merge+write {:.2} s, ingest {:.2} s",
         s.read_parse.as_secs_f64(),
         s.merge_write.as_secs_f64(),
         s.ingest.as_secs_f64()
-    );
+    )?;
     if let Some(b) = &s.budget {
-        println!(
+        outln!(
             "memory budget {:.1} MB: chunks in flight {:.1} MB ({} KiB chunks), writers {:.1} MB, sort buffers {:.1} MB",
             b.total as f64 / 1e6,
             b.chunks as f64 / 1e6,
             b.chunk_size >> 10,
             b.writers as f64 / 1e6,
             b.sort as f64 / 1e6
-        );
+        )?;
     }
-    println!(
+    outln!(
         "memory: peak sort buffers {:.1} MB, peak RSS {}; spilled {:.1} MB; write amplification {:.2}",
         s.peak_buffer_bytes as f64 / 1e6,
         peak_rss().map_or("?".to_string(), |b| format!("{:.1} MB", b as f64 / 1e6)),
         s.spilled_bytes as f64 / 1e6,
         s.write_amplification()
-    );
+    )?;
     let mut landed = std::collections::BTreeMap::new();
     for l in s.levels.iter().flatten() {
         *landed.entry(*l).or_insert(0usize) += 1;
@@ -403,7 +408,7 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
         .filter(|(_, n)| **n > 0)
         .map(|(l, n)| format!("L{l}: {n}"))
         .collect();
-    println!(
+    outln!(
         "ingested files landed on {}; the tree now holds {}",
         if landed.is_empty() {
             "(applied as a batch)".to_string()
@@ -411,7 +416,7 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) {
             landed.join(", ")
         },
         tree.join(", ")
-    );
+    )
 }
 
 fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json::Value {

@@ -41,12 +41,12 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
             .collect();
         format!("placed at {}", levels.join(", "))
     };
-    println!(
+    outln!(
         "ingested {} file(s) at sequence {}: {how} ({:.3} ms)",
         a.files.len(),
         r.sequence,
         start.elapsed().as_secs_f64() * 1e3
-    );
+    )?;
     db.close()?;
     Ok(())
 }

@@ -33,7 +33,7 @@ pub fn run(a: IngestTableArgs) -> Result<()> {
         .iter()
         .map(|l| l.map(|l| format!("L{l}")).unwrap_or_else(|| "-".into()))
         .collect();
-    println!(
+    outln!(
         "table {} (id {}): {} rows, {} files, {} bytes; entries: {}",
         s.table,
         s.table_id,
@@ -41,8 +41,8 @@ pub fn run(a: IngestTableArgs) -> Result<()> {
         s.files,
         s.bytes,
         entries.join(", ")
-    );
-    println!(
+    )?;
+    outln!(
         "checked in {:.3} s, ingested in {:.3} ms, levels: {}",
         s.verify.as_secs_f64(),
         s.ingest.as_secs_f64() * 1e3,
@@ -51,7 +51,7 @@ pub fn run(a: IngestTableArgs) -> Result<()> {
         } else {
             levels.join(" ")
         }
-    );
+    )?;
     db.close()?;
     Ok(())
 }

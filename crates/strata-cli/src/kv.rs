@@ -43,7 +43,7 @@ pub fn get(a: KeyArgs) -> Result<()> {
     let key = codec::parse(&a.key, f)?;
     let db = crate::open::read_only(&a.db)?;
     match db.get(&key)? {
-        Some(v) => println!("{}", codec::show(&v, f)),
+        Some(v) => outln!("{}", codec::show(&v, f))?,
         None => bail!("key {} not found", a.key),
     }
     Ok(())

@@ -175,12 +175,12 @@ pub fn load(a: LoadArgs) -> Result<()> {
         db.flush()?;
     }
     db.close()?;
-    println!(
+    outln!(
         "loaded {rows} rows in {secs:.3}s ({:.0} rows/s, {} rows per batch){}",
         rows as f64 / secs.max(1e-9),
         a.batch_rows,
         if a.no_flush { "; not flushed" } else { "" }
-    );
+    )?;
     if a.report_peak_rss {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let hwm = status

@@ -16,17 +16,16 @@ pub fn lsm(db_path: &Path) -> Result<()> {
     // The open comes first: its checks give the errors for what is not a
     // database. Neither it nor the chart (read from the MANIFEST) writes.
     let db = crate::open::read_only(db_path)?;
-    print!("{}", crate::viz_cmd::text_chart(db_path)?);
-    print_tree(&db);
+    out!("{}", crate::viz_cmd::text_chart(db_path)?)?;
+    print_tree(&db)?;
     let totals = EventTotals::read(db_path)?;
-    totals.print();
-    Ok(())
+    totals.print()
 }
 
 /// The current version's shape.
-pub fn print_tree(db: &Db) {
+pub fn print_tree(db: &Db) -> Result<()> {
     let m = db.metrics();
-    println!("level  files         bytes        target   score");
+    outln!("level  files         bytes        target   score")?;
     for (l, lv) in m.levels.iter().enumerate() {
         let base = if l == m.base_level { " (Lbase)" } else { "" };
         let target = if l == 0 {
@@ -34,50 +33,59 @@ pub fn print_tree(db: &Db) {
         } else {
             lv.target_bytes.to_string()
         };
-        println!(
+        outln!(
             "L{l}     {:>5} {:>13} {:>13} {:>7.2}{base}",
-            lv.files, lv.bytes, target, lv.score
-        );
+            lv.files,
+            lv.bytes,
+            target,
+            lv.score
+        )?;
     }
-    println!(
+    outln!(
         "L0: {} files in {} sublevels; read amplification {}",
-        m.l0_files, m.l0_sublevels, m.read_amplification
-    );
-    println!(
+        m.l0_files,
+        m.l0_sublevels,
+        m.read_amplification
+    )?;
+    outln!(
         "memtable {} bytes, {} immutable; compaction debt {} bytes; last sequence {}",
-        m.memtable_bytes, m.immutable_memtables, m.compaction_debt, m.last_sequence
-    );
-    print_write_waits(&m);
+        m.memtable_bytes,
+        m.immutable_memtables,
+        m.compaction_debt,
+        m.last_sequence
+    )?;
+    print_write_waits(&m)
 }
 
 /// Foreground write waits since this `Db` was opened: the longest, and a
 /// log2 histogram per cause (nothing for a database that took no writes,
 /// such as `strata lsm`'s read-only open; its history is in EVENTS).
-pub fn print_write_waits(m: &strata::Metrics) {
+pub fn print_write_waits(m: &strata::Metrics) -> Result<()> {
     if m.write_waits.is_empty() {
-        return;
+        return Ok(());
     }
-    println!(
+    outln!(
         "longest write wait {:.3} ms ({})",
         m.longest_write_wait_micros as f64 / 1e3,
         m.longest_write_wait_cause
-    );
-    println!("write waits        count   total ms     max ms  histogram (below µs: count)");
+    )?;
+    outln!("write waits        count   total ms     max ms  histogram (below µs: count)")?;
     for w in &m.write_waits {
         let hist: Vec<String> = w
             .histogram
             .iter()
             .map(|(below, n)| format!("<{below}:{n}"))
             .collect();
-        println!(
+        outln!(
             "{:<18} {:>6} {:>10.3} {:>10.3}  {}",
             w.cause,
             w.count,
             w.total_micros as f64 / 1e3,
             w.max_micros as f64 / 1e3,
             hist.join(" ")
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Counters summed over the `EVENTS` log.
@@ -156,8 +164,8 @@ impl EventTotals {
         }
     }
 
-    fn print(&self) {
-        println!(
+    fn print(&self) -> Result<()> {
+        outln!(
             "history (EVENTS): {} opens; {} flushes ({} B); {} compactions (read {} B, wrote {} B), {} moves; {} ingestions ({} B); {} write stops ({:.3}s)",
             self.opens,
             self.flushes,
@@ -170,17 +178,18 @@ impl EventTotals {
             self.bytes_ingested,
             self.stalls,
             self.stall_micros as f64 / 1e6
-        );
+        )?;
         if !self.slow_waits.is_empty() {
             let by: Vec<String> = self
                 .slow_waits
                 .iter()
                 .map(|(c, (n, max))| format!("{c}: {n}, longest {:.1} ms", *max as f64 / 1e3))
                 .collect();
-            println!("long write waits (EVENTS): {}", by.join("; "));
+            outln!("long write waits (EVENTS): {}", by.join("; "))?;
         }
         if self.unreadable > 0 {
-            println!("({} unreadable EVENTS lines skipped)", self.unreadable);
+            outln!("({} unreadable EVENTS lines skipped)", self.unreadable)?;
         }
+        Ok(())
     }
 }

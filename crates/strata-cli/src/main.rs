@@ -10,6 +10,26 @@
 //! database: a missing path, a file or a directory that is not a Strata
 //! database is an error and the file system is left as it was.
 
+/// `println!` that gives an error instead of a panic when standard output
+/// is closed or full (`strata tables db | head -1`, `> /dev/full`): a
+/// command that already committed (an import) must not end in a panic, and
+/// a closed pipe ends the command quietly (`main`'s `is_broken_pipe`).
+/// Evaluates to `anyhow::Result<()>`.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!($crate::stdout::lock(), $($arg)*).map_err(anyhow::Error::new)
+    }};
+}
+
+/// `print!` as [`outln!`] is `println!`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!($crate::stdout::lock(), $($arg)*).map_err(anyhow::Error::new)
+    }};
+}
+
 mod bench;
 mod check_cmd;
 mod codec;
@@ -26,6 +46,7 @@ mod open;
 mod repair_cmd;
 mod scan;
 mod sst_cmd;
+mod stdout;
 mod stress;
 mod stress_keys;
 mod table_cmd;

@@ -17,15 +17,15 @@ pub struct RepairArgs {
 pub fn run(a: RepairArgs) -> Result<()> {
     let r = Db::repair(&a.db, Options::default())
         .with_context(|| format!("repairing {}", a.db.display()))?;
-    println!("repaired {} from {}", a.db.display(), r.manifest);
+    outln!("repaired {} from {}", a.db.display(), r.manifest)?;
     for line in &r.recovered {
-        println!("salvaged: {line}");
+        outln!("salvaged: {line}")?;
     }
     if r.lost_nothing() {
-        println!("lost: nothing");
+        outln!("lost: nothing")?;
     } else {
         for line in &r.lost {
-            println!("LOST: {line}");
+            outln!("LOST: {line}")?;
         }
     }
     Ok(())

@@ -117,8 +117,7 @@ pub fn scan(a: ScanArgs) -> Result<()> {
         Box::new(it)
     };
     let it = it.take(a.limit.map_or(usize::MAX, |l| l as usize));
-    let out = std::io::stdout();
-    let mut out = BufWriter::new(out.lock());
+    let mut out = BufWriter::new(crate::stdout::lock());
     let mut n = 0u64;
     for kv in it {
         let (k, v) = kv?;

@@ -85,8 +85,7 @@ fn show(b: &[u8], as_hex: bool) -> String {
 
 fn dump(a: DumpArgs) -> Result<()> {
     let t = open(&a.file)?;
-    let out = std::io::stdout();
-    let mut out = BufWriter::new(out.lock());
+    let mut out = BufWriter::new(crate::stdout::lock());
     writeln!(out, "Table: {} ({} bytes)", a.file.display(), t.file_size())?;
     let f = t.footer();
     writeln!(
@@ -181,13 +180,13 @@ fn verify(file: &Path) -> Result<()> {
     let s = t
         .verify()
         .with_context(|| format!("verifying {}", file.display()))?;
-    println!(
+    outln!(
         "OK {}: {} entries in {} data blocks, {} range tombstones",
         file.display(),
         s.entries,
         s.data_blocks,
         t.range_tombstones().len()
-    );
+    )?;
     Ok(())
 }
 
@@ -224,12 +223,12 @@ fn write(a: WriteArgs) -> Result<()> {
     }
     let info = w.finish()?;
     let secs = start.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "wrote {}: {} entries, {} bytes in {:.3}s",
         a.out.display(),
         info.num_entries,
         info.file_size,
         secs
-    );
+    )?;
     Ok(())
 }

@@ -68,7 +68,7 @@ pub fn get(a: GetArgs) -> Result<()> {
     let db = open::read_only(&a.db)?;
     let t = TableReader::open(&db, &a.table)?;
     match t.get(&a.pk)? {
-        Some(row) => println!("{}", t.format_row(&row, &out_dialect())),
+        Some(row) => outln!("{}", t.format_row(&row, &out_dialect()))?,
         None => bail!("table {}: no row with key {}", a.table, a.pk.join(", ")),
     }
     Ok(())
@@ -98,7 +98,7 @@ pub fn scan(a: ScanArgs) -> Result<()> {
 /// Runs `strata count`.
 pub fn count(a: CountArgs) -> Result<()> {
     let db = open::read_only(&a.db)?;
-    println!("{}", TableReader::open(&db, &a.table)?.count()?);
+    outln!("{}", TableReader::open(&db, &a.table)?.count()?)?;
     Ok(())
 }
 
@@ -107,17 +107,17 @@ pub fn tables(db: &std::path::Path) -> Result<()> {
     let db = open::read_only(db)?;
     for e in catalog::list(&db)? {
         let t = TableReader::open(&db, &e.table.name)?;
-        println!("{} (id {}): {} rows", e.table.name, e.id, t.count()?);
+        outln!("{} (id {}): {} rows", e.table.name, e.id, t.count()?)?;
         for c in e.table.input_columns() {
-            println!(
+            outln!(
                 "  {} {}{}",
                 c.name,
                 c.ty.sql(),
                 if c.not_null { " NOT NULL" } else { "" }
-            );
+            )?;
         }
         if e.table.hidden_rowid {
-            println!("  (no primary key: rows keyed by a hidden row id)");
+            outln!("  (no primary key: rows keyed by a hidden row id)")?;
         }
         for (i, ix) in e.table.indexes.iter().enumerate() {
             let cols: Vec<&str> = ix
@@ -125,7 +125,7 @@ pub fn tables(db: &std::path::Path) -> Result<()> {
                 .iter()
                 .map(|&c| e.table.columns[c].name.as_str())
                 .collect();
-            println!(
+            outln!(
                 "  index {}{} ({}): {} entries",
                 ix.name,
                 if i == 0 {
@@ -137,7 +137,7 @@ pub fn tables(db: &std::path::Path) -> Result<()> {
                 },
                 cols.join(", "),
                 t.count_index(i)?
-            );
+            )?;
         }
     }
     Ok(())

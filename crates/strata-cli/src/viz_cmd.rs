@@ -34,11 +34,11 @@ pub fn run(a: VizArgs) -> Result<()> {
     let page = strata_viz::render_page(&a.db)
         .with_context(|| format!("reading the history of {}", a.db.display()))?;
     std::fs::write(&a.output, &page).with_context(|| format!("writing {}", a.output.display()))?;
-    println!(
+    outln!(
         "wrote {} ({} bytes); open it in a browser",
         a.output.display(),
         page.len()
-    );
+    )?;
     Ok(())
 }
 

@@ -310,3 +310,89 @@ fn a_closed_output_pipe_is_not_an_error() {
     assert!(ok);
     assert_eq!(count.lines().count(), 50_000);
 }
+
+/// Every command that prints, with its standard output closed before it
+/// starts (a pipe whose reader is gone) and with it full (`/dev/full`):
+/// no panic. A closed pipe ends the command quietly with success, as
+/// `a_closed_output_pipe_is_not_an_error` says; a full device is an error
+/// naming `<stdout>`. An import whose summary cannot be printed has still
+/// committed: its rows are there.
+#[test]
+fn closed_or_full_standard_output_never_panics() {
+    use std::process::{Command, Stdio};
+    let d = tempfile::tempdir().unwrap();
+    let schema = d.path().join("t.sql");
+    std::fs::write(&schema, "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);\n").unwrap();
+    let csv = d.path().join("t.csv");
+    std::fs::write(&csv, "1,a\n2,b\n3,c\n").unwrap();
+    let db = d.path().join("db").display().to_string();
+    let db2 = d.path().join("db2").display().to_string();
+    let (schema, csv) = (schema.display().to_string(), csv.display().to_string());
+    let sst = d.path().join("x.sst").display().to_string();
+    {
+        let mut w = strata::SstWriter::create(&sst, strata::SstOptions::for_ingestion()).unwrap();
+        w.put("zz", "v").unwrap();
+        w.finish().unwrap();
+    }
+    let (ok, _, e) = strata(&["kv", "put", &db, "zz", "v"]);
+    assert!(ok, "{e}");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let commands: Vec<Vec<String>> = [
+        vec!["import", &db, "--schema", &schema, "--table", "t", &csv],
+        vec!["tables", &db],
+        vec!["get", &db, "t", "1"],
+        vec!["count", &db, "t"],
+        vec!["lsm", &db],
+        vec!["check", &db],
+        vec!["kv", "get", &db, "zz"],
+        vec!["sst", "verify", &sst],
+        vec!["sst", "dump", &sst],
+    ]
+    .iter()
+    .map(|v| v.iter().map(|s| s.to_string()).collect())
+    .collect();
+    for (i, args) in commands.iter().enumerate() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(args)
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}, closed pipe: {err}");
+        assert!(
+            out.status.success(),
+            "{args:?}, closed pipe: {:?} {err}",
+            out.status
+        );
+        if i == 0 {
+            let (ok, n, e) = strata(&["count", &db, "t"]);
+            assert!(ok && n.trim() == "3", "the import did not commit: {n} {e}");
+        }
+        let Ok(full) = &full else { continue };
+        // The import again, into a new database (the first holds its rows).
+        let args: Vec<String> = match i {
+            0 => args
+                .iter()
+                .map(|a| if *a == db { db2.clone() } else { a.clone() })
+                .collect(),
+            _ => args.clone(),
+        };
+        let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(&args)
+            .stdout(Stdio::from(full.try_clone().unwrap()))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}, full: {err}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}, full: {err}");
+        assert!(err.contains("<stdout>"), "{args:?}, full: {err}");
+        if i == 0 {
+            let (ok, n, e) = strata(&["count", &db2, "t"]);
+            assert!(ok && n.trim() == "3", "the import did not commit: {n} {e}");
+        }
+    }
+}
