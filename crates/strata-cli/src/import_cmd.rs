@@ -271,12 +271,14 @@ pub fn run(a: ImportArgs) -> Result<()> {
     let metrics = db.metrics();
     let levels: Vec<usize> = metrics.levels.iter().map(|l| l.files).collect();
     db.close()?;
-    if a.json {
-        outln!("{}", json_summary(&summary, elapsed, &levels))?;
+    let printed = if a.json {
+        outln!("{}", json_summary(&summary, elapsed, &levels))
     } else if !a.quiet {
-        print_summary(&summary, elapsed, &levels)?;
-    }
-    Ok(())
+        print_summary(&summary, elapsed, &levels)
+    } else {
+        Ok(())
+    };
+    printed.context("the import committed, but its summary could not be printed")
 }
 
 /// Progress: a bar on a terminal, a plain line every 2 s otherwise.

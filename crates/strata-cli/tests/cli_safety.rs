@@ -391,6 +391,7 @@ fn closed_or_full_standard_output_never_panics() {
         assert_eq!(out.status.code(), Some(1), "{args:?}, full: {err}");
         assert!(err.contains("<stdout>"), "{args:?}, full: {err}");
         if i == 0 {
+            assert!(err.contains("the import committed"), "{err}");
             let (ok, n, e) = strata(&["count", &db2, "t"]);
             assert!(ok && n.trim() == "3", "the import did not commit: {n} {e}");
         }
