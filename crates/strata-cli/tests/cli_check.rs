@@ -129,6 +129,21 @@ fn damaged_events_are_reported_by_every_reader() {
                 assert!(ok, "{case} {args:?}: {out}{err}");
             }
         }
+        if !fatal {
+            // Given as a relative path, the warning names the file once,
+            // at the start of the cut line.
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+                .args(["check", "db"])
+                .current_dir(d.path())
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&o.stdout);
+            let at = bytes.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+            assert!(
+                out.contains(&format!("warning: db/EVENTS at offset {at}:")),
+                "{case}, relative path: {out}"
+            );
+        }
         assert_eq!(
             before,
             listing(&dir),

@@ -140,10 +140,11 @@ pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
 fn check_events(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) {
     match crate::inspect::read_events_in(vfs, dir) {
         Ok(p) => {
+            // `torn` holds the segments' paths as read (`dir` joined).
             for name in &p.torn {
-                let path = dir.join(name);
+                let path = Path::new(name);
                 let shown = path.display().to_string();
-                let at = vfs::read_all(vfs, &path)
+                let at = vfs::read_all(vfs, path)
                     .ok()
                     .and_then(|t| t.iter().rposition(|&b| b == b'\n'))
                     .map_or(0, |i| i + 1);
