@@ -656,6 +656,19 @@ fn check_wals(
                 r.problem(&name, off, format!("write batch does not decode: {e}"));
                 break;
             }
+            let Some(b_last) = b.last_sequence() else {
+                r.problem(
+                    &name,
+                    off,
+                    format!(
+                        "batch at sequence {} with {} updates runs past the largest \
+                         sequence number",
+                        b.sequence(),
+                        b.count()
+                    ),
+                );
+                break;
+            };
             if b.count() > 0 {
                 if b.sequence() <= last_seq {
                     r.problem(
@@ -667,7 +680,7 @@ fn check_wals(
                         ),
                     );
                 }
-                last_seq = last_seq.max(b.sequence() + u64::from(b.count()) - 1);
+                last_seq = last_seq.max(b_last);
             }
         }
         if let Some(t) = reader.dropped_tail() {

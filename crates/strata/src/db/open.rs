@@ -432,6 +432,9 @@ fn replay_wals(
     let mut mem = Arc::new(MemTable::new(0));
     let mut mem_last = flushed_seq;
     let mut expect = flushed_seq + 1;
+    // The last sequence number of the last write batch replayed (markers
+    // aside, as `strata check` judges them).
+    let mut prev_batch_last = 0;
     for (i, &w) in wals.iter().enumerate() {
         let path = filenames::wal(dir, w);
         let name = path.display().to_string();
@@ -443,6 +446,18 @@ fn replay_wals(
         while let Some(rec) = r.read_record()? {
             let off = r.last_record_offset();
             let b = WriteBatch::decode(rec).map_err(|(_, m)| Error::corruption(&name, off, m))?;
+            let Some(b_last) = b.last_sequence() else {
+                return Err(Error::corruption(
+                    &name,
+                    off,
+                    format!(
+                        "this record's sequence numbers ({} and {} more) run past the \
+                         largest a sequence number may be",
+                        b.sequence(),
+                        b.count().saturating_sub(1)
+                    ),
+                ));
+            };
             if b.count() == 0 {
                 // An ingestion's marker (see `db::marker`): its sequence
                 // number is one the MANIFEST accounts for, or the MANIFEST
@@ -478,7 +493,21 @@ fn replay_wals(
                 }
                 continue;
             }
-            let b_last = b.sequence() + b.count() as u64 - 1;
+            // Writes are numbered in the order they are logged: a record
+            // numbered at or below one before it is damaged or forged, and
+            // replaying it would put an older value over a newer one.
+            if b.sequence() <= prev_batch_last {
+                return Err(Error::corruption(
+                    &name,
+                    off,
+                    format!(
+                        "this record has sequence number {}, but a record before it \
+                         already reached {prev_batch_last}: log records must ascend",
+                        b.sequence()
+                    ),
+                ));
+            }
+            prev_batch_last = b_last;
             last_seq = last_seq.max(b_last);
             ranges.add(b.sequence(), b_last);
             // Already in a table: the WAL was shared with a memtable that

@@ -241,8 +241,13 @@ fn repair_locked(
             match rd.read_record() {
                 Ok(Some(rec)) => {
                     if let Ok(b) = WriteBatch::from_bytes(rec) {
+                        // A batch numbered out of range is left to the
+                        // open that follows, which refuses it by name.
+                        let Some(last) = b.last_sequence() else {
+                            continue;
+                        };
                         if b.count() > 0 {
-                            wal_ranges.push((b.sequence(), b.sequence() + b.count() as u64 - 1));
+                            wal_ranges.push((b.sequence(), last));
                         } else {
                             markers.push(b);
                         }

@@ -270,6 +270,17 @@ impl WriteBatch {
         decode_fixed64(&self.rep[..8])
     }
 
+    /// The sequence number of the batch's last update (an empty batch,
+    /// an ingestion's marker, has only its own), or `None` if its numbers
+    /// run past [`MAX_SEQUENCE`](crate::key::MAX_SEQUENCE): only a damaged
+    /// or forged log record holds such a batch, and recovery refuses it.
+    pub(crate) fn last_sequence(&self) -> Option<u64> {
+        let last = self
+            .sequence()
+            .checked_add(u64::from(self.count().max(1)) - 1)?;
+        (last <= crate::key::MAX_SEQUENCE).then_some(last)
+    }
+
     pub(crate) fn set_sequence(&mut self, seq: u64) {
         self.rep[..8].copy_from_slice(&seq.to_le_bytes());
     }

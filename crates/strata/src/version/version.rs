@@ -48,8 +48,8 @@ impl Version {
     }
 
     /// A new version: this one with `edit` applied. Fails (as corruption of
-    /// `source`) if the edit deletes a file that is not there or would make a
-    /// level below L0 overlap.
+    /// `source`) if the edit deletes a file that is not there, adds one whose
+    /// bounds are inverted, or would make a level below L0 overlap.
     pub fn apply(&self, edit: &VersionEdit, source: &str) -> Result<Version> {
         let mut v = self.clone();
         for &(level, n) in &edit.deleted_files {
@@ -68,6 +68,19 @@ impl Version {
             }
         }
         for (level, f) in &edit.new_files {
+            // A file's bounds come from its own first and last keys: a
+            // smallest above the largest is a damaged or forged record,
+            // and reads would skip keys (a level's order rests on them).
+            if f.smallest_user_key() > f.largest_user_key() {
+                return Err(Error::corruption(
+                    source,
+                    0,
+                    format!(
+                        "version edit adds file {} whose smallest key is above its largest",
+                        f.number
+                    ),
+                ));
+            }
             v.levels
                 .get_mut(*level)
                 .ok_or_else(|| bad_level(source, *level))?
@@ -194,5 +207,26 @@ mod tests {
         let mut overlap = VersionEdit::default();
         overlap.add_file(1, f(5, "e", "g", 6));
         assert!(v.apply(&overlap, "M").is_err());
+    }
+
+    /// A file whose smallest key is above its largest (a forged or damaged
+    /// record with a valid checksum) is refused at every level, L0 too,
+    /// where no overlap check would notice it; one key on both ends is fine.
+    #[test]
+    fn a_file_with_inverted_bounds_is_corruption() {
+        for level in [0, 1, 6] {
+            let mut e = VersionEdit::default();
+            e.add_file(level, f(7, "q", "b", 3));
+            match Version::new().apply(&e, "MANIFEST-000002") {
+                Err(Error::Corruption { file, msg, .. }) => {
+                    assert_eq!(file, "MANIFEST-000002");
+                    assert!(msg.contains("file 7") && msg.contains("above"), "{msg}");
+                }
+                other => panic!("level {level}: {other:?}"),
+            }
+            let mut one = VersionEdit::default();
+            one.add_file(level, f(8, "k", "k", 3));
+            assert!(Version::new().apply(&one, "M").is_ok());
+        }
     }
 }
