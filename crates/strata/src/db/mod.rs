@@ -517,10 +517,12 @@ impl Db {
     /// no WAL), so any number of read-only opens may run at once, on a full
     /// disk or a read-only directory. The live WALs are replayed into
     /// memory, so every acknowledged write is readable. The same recovery
-    /// checks as `open` run, and fail the same way. Writes, ingestions,
-    /// flushes and compactions return `Error::NotSupported`. A missing path
-    /// or a directory that is not a Strata database is an error; nothing is
-    /// created.
+    /// checks as `open` run, and fail the same way; beside a live writer,
+    /// an open that read the MANIFEST before an edit and the directory after
+    /// it starts again rather than report the mixed view as damage.
+    /// Writes, ingestions, flushes and compactions return
+    /// `Error::NotSupported`. A missing path or a directory that is not a
+    /// Strata database is an error; nothing is created.
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open::open(path.as_ref(), opts, true)
     }

@@ -69,7 +69,50 @@ impl WritableFile for NoWal {
     }
 }
 
+/// Times a read-only open is tried while a writer changes the database
+/// under it (see [`open`]).
+const READ_ONLY_ATTEMPTS: usize = 20;
+
 pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
+    if !read_only {
+        return open_once(dir, opts, false);
+    }
+    // A read-only open takes no lock, so a writer may flush, compact or
+    // retire a WAL while it reads: it can read the MANIFEST before an edit
+    // and list the directory after it, and then see a table no record
+    // names yet whose WAL is gone (which would read as a lost edit), or
+    // miss a WAL deleted under it. Such a view is no state the database
+    // was in. A failure while CURRENT or the directory's files changed is
+    // therefore not reported: the open starts again from the new MANIFEST.
+    // A failure with neither changed is the database's, and is reported.
+    let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
+    let mut attempt = 1;
+    loop {
+        let before = manifest_mark(vfs.as_ref(), dir);
+        match open_once(dir, opts.clone(), true) {
+            Err(_)
+                if attempt < READ_ONLY_ATTEMPTS && manifest_mark(vfs.as_ref(), dir) != before =>
+            {
+                attempt += 1;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// What a writer changes around an edit: CURRENT's text (a new MANIFEST)
+/// and the directory's names (every flush, compaction and ingestion adds
+/// tables before its edit and removes WALs or tables after it; a MANIFEST
+/// keeps its size as it grows into reserved space, so its size says
+/// nothing). `None` where unreadable.
+fn manifest_mark(vfs: &dyn Vfs, dir: &Path) -> Option<(Vec<u8>, Vec<String>)> {
+    let current = crate::vfs::read_all(vfs, &filenames::current(dir)).ok()?;
+    let mut names = vfs.list(dir).ok()?;
+    names.sort_unstable();
+    Some((current, names))
+}
+
+fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
     let kind = checks::classify_dir(vfs.as_ref(), dir)?;
     let shown = dir.display();
