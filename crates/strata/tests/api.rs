@@ -339,3 +339,74 @@ fn a_read_write_open_empties_the_scratch_directory() {
     assert!(!db.scratch_dir().exists(), "left after a read-write open");
     assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
 }
+
+/// Options with which no write could ever proceed are refused by `open`
+/// (and `open_read_only`) as `InvalidArgument` naming the option, before
+/// anything is created; before, `open` accepted them and the first writes
+/// hung (a queue of no immutable memtables, a stop at L0 depth 0).
+#[test]
+fn options_that_would_hang_writes_are_refused_at_open() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db");
+    let cases: [(&str, Options); 4] = [
+        (
+            "memtable_size",
+            Options {
+                memtable_size: 0,
+                ..Options::default()
+            },
+        ),
+        (
+            "max_immutable_memtables",
+            Options {
+                max_immutable_memtables: 0,
+                ..Options::default()
+            },
+        ),
+        (
+            "l0_stop_sublevels",
+            Options {
+                l0_stop_sublevels: 0,
+                l0_slowdown_sublevels: 0,
+                ..Options::default()
+            },
+        ),
+        (
+            "l0_slowdown_sublevels",
+            Options {
+                l0_slowdown_sublevels: 30,
+                l0_stop_sublevels: 20,
+                ..Options::default()
+            },
+        ),
+    ];
+    for (name, opts) in cases {
+        match Db::open(&path, opts.clone()) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains(name), "{name}: {m}"),
+            Err(e) => panic!("{name}: {e}"),
+            Ok(_) => panic!("{name}: opened"),
+        }
+        assert!(
+            !path.exists(),
+            "{name}: the refused open created the directory"
+        );
+        assert!(matches!(
+            Db::open_read_only(&path, opts),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    // The smallest memtable and queue work.
+    let db = Db::open(
+        &path,
+        Options {
+            memtable_size: 1,
+            max_immutable_memtables: 1,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    for i in 0..20u32 {
+        db.put(i.to_be_bytes(), "v").unwrap();
+    }
+    assert_eq!(db.iter().count(), 20);
+}

@@ -74,6 +74,7 @@ impl WritableFile for NoWal {
 const READ_ONLY_ATTEMPTS: usize = 20;
 
 pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
+    opts.check()?;
     if !read_only {
         return open_once(dir, opts, false);
     }

@@ -67,7 +67,9 @@ pub struct Options {
     pub max_background_compactions: usize,
     /// L0 depth (sublevels) at which writes are slowed down.
     pub l0_slowdown_sublevels: usize,
-    /// L0 depth at which writes stop until compactions catch up.
+    /// L0 depth at which writes stop until compactions catch up. Keep it
+    /// at or above `compaction.l0_compaction_threshold`: below it, L0 is
+    /// not compacted at the depth that stops writes, and they stay stopped.
     pub l0_stop_sublevels: usize,
     /// Compaction debt (bytes) at which writes are slowed down.
     pub slowdown_debt_bytes: u64,
@@ -172,6 +174,38 @@ impl Default for Options {
             background_nice: 10,
             event_listener: None,
         }
+    }
+}
+
+impl Options {
+    /// Refuses values with which writes could never proceed, before `open`
+    /// creates or reads anything: a memtable of no bytes or a queue of no
+    /// immutable memtables (every write would wait for room that never
+    /// comes), an L0 stop at depth 0 (every write would stop), or a
+    /// slowdown deeper than the stop (RocksDB sanitises the same).
+    pub(crate) fn check(&self) -> crate::Result<()> {
+        let bad = |what: String| Err(crate::Error::invalid(format!("Options: {what}")));
+        if self.memtable_size == 0 {
+            return bad("memtable_size must be at least 1 byte".into());
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad(
+                "max_immutable_memtables must be at least 1 (a full memtable waits \
+                        there for its flush)"
+                    .into(),
+            );
+        }
+        if self.l0_stop_sublevels == 0 {
+            return bad("l0_stop_sublevels must be at least 1 (0 stops every write)".into());
+        }
+        if self.l0_slowdown_sublevels > self.l0_stop_sublevels {
+            return bad(format!(
+                "l0_slowdown_sublevels ({}) is above l0_stop_sublevels ({}): writes would stop \
+                 before they slow down",
+                self.l0_slowdown_sublevels, self.l0_stop_sublevels
+            ));
+        }
+        Ok(())
     }
 }
 
