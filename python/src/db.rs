@@ -157,7 +157,8 @@ impl Db {
         self.write_batch(py, b, false)
     }
 
-    /// Removes every key in `[start, end)` with one range tombstone.
+    /// Removes every key in `[start, end)` with one range tombstone
+    /// (`start` above `end`: `InvalidArgument`, as `Db::delete_range`).
     #[pyo3(signature = (start, end, sync=false))]
     fn delete_range(
         &self,
@@ -166,8 +167,16 @@ impl Db {
         end: &Bound<'_, PyAny>,
         sync: bool,
     ) -> PyResult<()> {
+        let (start, end) = (bytes_of(start, "start")?, bytes_of(end, "end")?);
+        if start > end {
+            return Err(crate::errors::InvalidArgument::new_err(format!(
+                "delete_range: start {:?} is above end {:?}",
+                String::from_utf8_lossy(&start),
+                String::from_utf8_lossy(&end)
+            )));
+        }
         let mut b = strata::WriteBatch::new();
-        b.delete_range(bytes_of(start, "start")?, bytes_of(end, "end")?);
+        b.delete_range(start, end);
         self.write_batch(py, b, sync)
     }
 

@@ -47,6 +47,8 @@ def test_delete_range_and_batch(db):
     for i in range(100):
         db[b"k%03d" % i] = b"v%d" % i
     db.delete_range(b"k010", b"k090")
+    with pytest.raises(strata.InvalidArgument):
+        db.delete_range(b"k090", b"k010")
     assert len(list(db.keys())) == 20
     b = strata.WriteBatch()
     b.put(b"x", b"1")

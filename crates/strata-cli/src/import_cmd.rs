@@ -197,6 +197,7 @@ fn dialect(a: &ImportArgs) -> Result<Dialect> {
         Some(HeaderArg::Skip) => Header::Skip,
         Some(HeaderArg::Match) => Header::Match,
     };
+    d.check().map_err(anyhow::Error::msg)?;
     Ok(d)
 }
 
@@ -253,7 +254,8 @@ pub fn run(a: ImportArgs) -> Result<()> {
         block_cache_bytes: Options::default().block_cache_bytes.min(memory / 8),
         ..Options::default()
     };
-    let db = open::or_create(&a.db, db_opts)?;
+    // A failed import leaves the file system as it found it.
+    let (db, created) = open::or_create_undoable(&a.db, db_opts)?;
     let start = Instant::now();
     let show = !a.quiet && !a.json;
     let summary = std::thread::scope(|s| {
@@ -266,7 +268,11 @@ pub fn run(a: ImportArgs) -> Result<()> {
         let r = strata_import::import(&db, table, &inputs, &opts);
         done.store(true, Ordering::Relaxed);
         r
-    })?;
+    });
+    let summary = match summary {
+        Ok(s) => s,
+        Err(e) => return Err(created.undo(db, e.into())),
+    };
     let elapsed = start.elapsed();
     let metrics = db.metrics();
     let levels: Vec<usize> = metrics.levels.iter().map(|l| l.files).collect();

@@ -21,14 +21,17 @@ pub struct IngestArgs {
 }
 
 pub fn ingest(a: IngestArgs) -> Result<()> {
-    let db = crate::open::or_create(&a.db, strata::Options::default())?;
+    let (db, created) = crate::open::or_create_undoable(&a.db, strata::Options::default())?;
     let opts = strata::IngestOptions {
         move_files: a.move_files,
         small_file_bytes: a.small_file_bytes,
         ..strata::IngestOptions::default()
     };
     let start = Instant::now();
-    let r = db.ingest(&a.files, &opts)?;
+    let r = match db.ingest(&a.files, &opts) {
+        Ok(r) => r,
+        Err(e) => return Err(created.undo(db, e.into())),
+    };
     let how = if r.as_batch {
         "applied as a write batch".to_string()
     } else if r.flushable {

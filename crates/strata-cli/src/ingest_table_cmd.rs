@@ -18,11 +18,14 @@ pub struct IngestTableArgs {
 }
 
 pub fn run(a: IngestTableArgs) -> Result<()> {
-    let db = crate::open::or_create(&a.db, strata::Options::default())?;
+    let (db, created) = crate::open::or_create_undoable(&a.db, strata::Options::default())?;
     let opts = strata_import::bundle::BundleOptions {
         move_files: a.move_files,
     };
-    let s = strata_import::bundle::ingest_table(&db, &a.bundle, &opts)?;
+    let s = match strata_import::bundle::ingest_table(&db, &a.bundle, &opts) {
+        Ok(s) => s,
+        Err(e) => return Err(created.undo(db, e.into())),
+    };
     let entries: Vec<String> = s
         .entries
         .iter()

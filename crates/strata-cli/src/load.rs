@@ -4,10 +4,11 @@
 //! Memory stays bounded whatever the input size: lines are read one at a
 //! time into a reused buffer and written a batch at a time, so what the
 //! process holds is the memtables (`--memtable-mib` × (1 + the immutable
-//! queue, 4)), one batch and the block cache, not the input. A file is read
-//! twice: a first pass checks every line, so a bad line fails the load
-//! before anything is written; standard input is read once and a bad line
-//! stops the load after the rows before it (the error says how many). At
+//! queue, 4)), one batch and the block cache, not the input. A regular file
+//! is read twice: a first pass checks every line, so a bad line fails the
+//! load before anything is written; standard input, a pipe or a FIFO is
+//! read once and a bad line stops the load after the rows before it, which
+//! are kept (the error says how many). At
 //! the end the memtable is flushed to a table file (unless `--no-flush`),
 //! so the next command does not replay the WAL. On a terminal, a progress
 //! bar shows bytes read.
@@ -142,7 +143,14 @@ pub fn load(a: LoadArgs) -> Result<()> {
         bail!("--batch-rows must be at least 1");
     }
     let format = if a.hex { Format::Hex } else { Format::Text };
-    if a.file.is_some() {
+    // A regular file is read twice; a pipe, a FIFO or `/dev/stdin` can be
+    // read only once (a first pass would consume it, and the load would
+    // then find nothing), so it is streamed like standard input.
+    let rereadable = a
+        .file
+        .as_ref()
+        .is_some_and(|f| std::fs::metadata(f).is_ok_and(|m| m.is_file()));
+    if rereadable {
         // First pass: every line must parse before anything is written.
         let (name, input, len) = open_input(&a)?;
         let pb = progress_bar(len, "checking");
@@ -161,13 +169,35 @@ pub fn load(a: LoadArgs) -> Result<()> {
     let pb = progress_bar(len, "loading");
     let start = Instant::now();
     let mut batch = WriteBatch::new();
+    let mut written = 0u64;
     let rows = for_each_row(input, &name, format, &pb, |k, v| {
         batch.put(k, v);
         if batch.len() >= a.batch_rows {
+            written += batch.len() as u64;
             db.write(std::mem::take(&mut batch), &WriteOptions::default())?;
         }
         Ok(())
-    })?;
+    });
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(e) => {
+            // Streamed input (a checked file cannot fail here but on
+            // writing): the rows before the bad line are kept, and the
+            // error says how many.
+            pb.finish_and_clear();
+            let pending = batch.len() as u64;
+            let kept = match db.write(batch, &WriteOptions::default()) {
+                Ok(()) => written + pending,
+                Err(_) => written,
+            };
+            let closed = db.close();
+            let e = e.context(format!("{kept} rows before the error were loaded"));
+            return match closed {
+                Ok(()) => Err(e),
+                Err(c) => Err(e.context(format!("closing the database failed too: {c}"))),
+            };
+        }
+    };
     db.write(batch, &WriteOptions::default())?;
     pb.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();

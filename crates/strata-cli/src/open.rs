@@ -37,3 +37,42 @@ pub fn or_create(path: &Path, opts: Options) -> Result<Db> {
         },
     )?)
 }
+
+/// Whether a command created the database it opened, so that a command
+/// that fails before committing anything (`import`, `ingest`,
+/// `ingest-table`) can leave the file system as it found it.
+pub struct Created {
+    path: std::path::PathBuf,
+    fresh: bool,
+}
+
+/// [`or_create`], noting whether the path existed before.
+pub fn or_create_undoable(path: &Path, opts: Options) -> Result<(Db, Created)> {
+    let fresh = !path.exists();
+    let db = or_create(path, opts)?;
+    let created = Created {
+        path: path.to_path_buf(),
+        fresh,
+    };
+    Ok((db, created))
+}
+
+impl Created {
+    /// The command failed with `e` and committed nothing: closes `db` and,
+    /// if this command created the database, removes it again (nothing
+    /// else can be in it: the lock kept everyone else out while it was
+    /// open). Returns `e`, with any failure to remove added to it.
+    pub fn undo(self, db: Db, e: anyhow::Error) -> anyhow::Error {
+        drop(db);
+        if !self.fresh {
+            return e;
+        }
+        match std::fs::remove_dir_all(&self.path) {
+            Ok(()) => e,
+            Err(re) => e.context(format!(
+                "(and removing the database {} this command created failed: {re})",
+                self.path.display()
+            )),
+        }
+    }
+}

@@ -20,7 +20,7 @@ pub struct GetArgs {
     /// Table name.
     pub table: String,
     /// Primary-key values, one per key column.
-    #[arg(required = true)]
+    #[arg(required = true, allow_negative_numbers = true)]
     pub pk: Vec<String>,
 }
 
@@ -35,10 +35,10 @@ pub struct ScanArgs {
     #[arg(long)]
     pub index: Option<String>,
     /// Lowest values of the leading index columns (inclusive).
-    #[arg(long, num_args = 1..)]
+    #[arg(long, num_args = 1.., allow_negative_numbers = true)]
     pub from: Vec<String>,
     /// Highest values of the leading index columns (inclusive).
-    #[arg(long, num_args = 1..)]
+    #[arg(long, num_args = 1.., allow_negative_numbers = true)]
     pub to: Vec<String>,
     /// At most this many rows.
     #[arg(long)]

@@ -252,3 +252,174 @@ fn on_duplicate_replace_in_every_mode() {
         );
     }
 }
+
+/// Refused inputs leave the file system as it was and say what is wrong:
+/// a failed `import`, `ingest` or `ingest-table` into a new path removes
+/// the database it created (an existing one keeps its rows); colliding
+/// dialect bytes (an escape equal to the delimiter silently dropped the
+/// delimiter from quoted fields) and a key naming a column twice are
+/// refused before anything is opened; an existing table's different
+/// definition is named column by column; negative key values are values,
+/// not options.
+#[test]
+fn refused_inputs_change_nothing_and_say_why() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        p("t.sql"),
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10));",
+    )
+    .unwrap();
+    std::fs::write(p("good.csv"), "-5,a\n1,\"b,c\"\n").unwrap();
+    std::fs::write(p("bad.csv"), "2,a\nx,b\n").unwrap();
+    std::fs::write(p("junk.sst"), "not a table").unwrap();
+    let schema = p("t.sql");
+    let import = |db: &str, file: &str, extra: &[&str]| {
+        let mut args = vec!["import", db, "--schema", &schema, "--table", "t", file];
+        args.extend_from_slice(extra);
+        strata(&args)
+    };
+    for (file, want) in [("bad.csv", "bad.csv:2"), ("missing.csv", "missing.csv")] {
+        let (ok, _, err) = import(&p("new"), &p(file), &[]);
+        assert!(!ok && err.contains(want), "{file}: {err}");
+        assert!(
+            !d.path().join("new").exists(),
+            "{file}: the failed import left a database"
+        );
+    }
+    let (ok, _, err) = strata(&["ingest", &p("new"), &p("junk.sst")]);
+    assert!(!ok, "{err}");
+    assert!(
+        !d.path().join("new").exists(),
+        "the failed ingest left a database"
+    );
+    let (ok, _, err) = strata(&["ingest-table", &p("new"), &p("no-bundle")]);
+    assert!(!ok, "{err}");
+    assert!(
+        !d.path().join("new").exists(),
+        "the failed ingest-table left a database"
+    );
+
+    let (ok, _, err) = import(&p("db"), &p("good.csv"), &[]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = import(&p("db"), &p("bad.csv"), &[]);
+    assert!(!ok && err.contains("bad.csv:2"), "{err}");
+    assert_eq!(
+        strata(&["count", &p("db"), "t"]).1.trim(),
+        "2",
+        "an existing database keeps its rows"
+    );
+
+    for (flag, byte, want) in [("--escape", ",", "escape"), ("--quote", ",", "quote")] {
+        let (ok, _, err) = import(&p("new"), &p("good.csv"), &[flag, byte]);
+        assert!(
+            !ok && err.contains(want) && err.contains("delimiter"),
+            "{flag}: {err}"
+        );
+        assert!(!d.path().join("new").exists(), "{flag}: created a database");
+    }
+    std::fs::write(
+        p("twice.sql"),
+        "CREATE TABLE t (id INT, PRIMARY KEY (id, id));",
+    )
+    .unwrap();
+    let (ok, _, err) = strata(&[
+        "import",
+        &p("new"),
+        "--schema",
+        &p("twice.sql"),
+        "--table",
+        "t",
+        &p("good.csv"),
+    ]);
+    assert!(!ok && err.contains("names column id twice"), "{err}");
+
+    std::fs::write(
+        p("wider.sql"),
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20));",
+    )
+    .unwrap();
+    let (ok, _, err) = strata(&[
+        "import",
+        &p("db"),
+        "--schema",
+        &p("wider.sql"),
+        "--table",
+        "t",
+        &p("good.csv"),
+    ]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("column 2 is v VARCHAR(10) in the table, v VARCHAR(20) in the schema"),
+        "{err}"
+    );
+
+    let (ok, out, err) = strata(&["get", &p("db"), "t", "-5"]);
+    assert!(ok && out.trim() == "-5,a", "{out}{err}");
+    let (ok, out, err) = strata(&["scan", &p("db"), "t", "--from", "-10", "--to", "0"]);
+    assert!(ok && out.trim() == "-5,a", "{out}{err}");
+}
+
+/// `--rejects` never destroys what it must not: a rejects path that is an
+/// input, or inside the database directory, is refused before anything is
+/// read (one overwrote the input and imported 0 rows, the other emptied
+/// CURRENT); and the file is created only when a bad row arrives, so an
+/// import without bad rows leaves a file already at the path alone.
+#[test]
+fn the_rejects_file_never_overwrites_an_input_or_the_database() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("t.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v INT);").unwrap();
+    std::fs::write(p("in.csv"), "1,10\n2,20\n3,x\n").unwrap();
+    std::fs::write(p("ok.csv"), "4,40\n").unwrap();
+    let import = |db: &str, rejects: &str, file: &str| {
+        strata(&[
+            "import",
+            db,
+            "--schema",
+            &p("t.sql"),
+            "--table",
+            "t",
+            "--max-bad-rows",
+            "1",
+            "--rejects",
+            rejects,
+            file,
+        ])
+    };
+    let (ok, _, err) = import(&p("db"), &p("in.csv"), &p("in.csv"));
+    assert!(!ok && err.contains("is also an input"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(p("in.csv")).unwrap(),
+        "1,10\n2,20\n3,x\n"
+    );
+    let (ok, _, err) = import(&p("db"), &p("ok.csv"), &p("ok.csv"));
+    assert!(!ok && err.contains("is also an input"), "{err}");
+
+    let (ok, _, err) = import(&p("db"), &p("rej.csv"), &p("ok.csv"));
+    assert!(ok, "{err}");
+    let (ok, _, err) = import(&p("db"), &p("db/CURRENT"), &p("in.csv"));
+    assert!(
+        !ok && err.contains("inside the database directory"),
+        "{err}"
+    );
+    assert_eq!(
+        strata(&["count", &p("db"), "t"]).1.trim(),
+        "1",
+        "the database is intact"
+    );
+
+    std::fs::write(p("keep.txt"), "mine").unwrap();
+    std::fs::write(p("five.csv"), "5,50\n").unwrap();
+    let (ok, _, err) = import(&p("db"), &p("keep.txt"), &p("five.csv"));
+    assert!(ok, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(p("keep.txt")).unwrap(),
+        "mine",
+        "no bad row: untouched"
+    );
+    let (ok, _, err) = import(&p("db"), &p("rej.csv"), &p("in.csv"));
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read_to_string(p("rej.csv")).unwrap(), "3,x\n");
+    assert_eq!(strata(&["count", &p("db"), "t"]).1.trim(), "4");
+}

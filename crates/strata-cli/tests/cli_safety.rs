@@ -397,3 +397,55 @@ fn closed_or_full_standard_output_never_panics() {
         }
     }
 }
+
+/// `kv load` from a pipe or FIFO (`<(cmd)`, `/dev/stdin`): read once and
+/// loaded (a first checking pass used to consume it, and the load then
+/// found 0 rows and exited 0); a bad line there keeps the rows before it
+/// and says how many.
+#[test]
+fn load_from_a_pipe_loads_every_row() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let run = |input: &str, db: &Path| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args([
+                "kv",
+                "load",
+                "--batch-rows",
+                "1000",
+                db.to_str().unwrap(),
+                "/dev/stdin",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let good: String = (0..2500).map(|i| format!("k{i:05} ==> v{i}\n")).collect();
+    let (ok, err) = run(&good, &db);
+    assert!(ok, "{err}");
+    let (_, out, _) = strata(&["kv", "scan", db.to_str().unwrap(), "--count"]);
+    assert_eq!(out.trim(), "2500");
+    let db2 = d.path().join("db2");
+    let (ok, err) = run(&format!("{good}bad line\n"), &db2);
+    assert!(
+        !ok && err.contains("2500 rows before the error were loaded"),
+        "{err}"
+    );
+    let (_, out, _) = strata(&["kv", "scan", db2.to_str().unwrap(), "--count"]);
+    assert_eq!(out.trim(), "2500");
+}

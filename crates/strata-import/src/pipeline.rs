@@ -280,6 +280,103 @@ impl Drop for TempDir {
     }
 }
 
+/// Refuses a rejects path (or its `.reasons` file) that is one of the
+/// inputs or lies inside the database's directory: writing bad rows there
+/// would destroy an input or a database file ("input files are only read";
+/// a failed import leaves the database as it was).
+fn check_rejects_path(db: &Db, rejects: &Path, inputs: &[Input]) -> Result<()> {
+    // The file may not exist yet: then its directory, resolved, and its name.
+    let resolve = |q: &Path| -> Option<PathBuf> {
+        q.canonicalize().ok().or_else(|| {
+            let dir = match q.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            Some(dir.canonicalize().ok()?.join(q.file_name()?))
+        })
+    };
+    let db_dir = db
+        .scratch_dir()
+        .parent()
+        .and_then(|d| d.canonicalize().ok());
+    for target in [rejects.to_path_buf(), reasons_path(rejects)] {
+        let Some(t) = resolve(&target) else { continue };
+        for i in inputs {
+            if let Input::File(f) = i {
+                if resolve(f).as_ref() == Some(&t) {
+                    return Err(Error::invalid(format!(
+                        "the rejects file {} is also an input",
+                        target.display()
+                    )));
+                }
+            }
+        }
+        if db_dir.as_ref().is_some_and(|d| t.starts_with(d)) {
+            return Err(Error::invalid(format!(
+                "the rejects file {} is inside the database directory",
+                target.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What differs first between the stored definition of a table and the
+/// schema's, in the schema's words.
+fn first_difference(stored: &Table, given: &Table) -> String {
+    let col = |c: &crate::schema::Column| {
+        let null = if c.not_null { " NOT NULL" } else { "" };
+        format!("{} {}{null}", c.name, c.ty.sql())
+    };
+    let n = stored.columns.len().max(given.columns.len());
+    for i in 0..n {
+        match (stored.columns.get(i), given.columns.get(i)) {
+            (Some(a), Some(b)) if a == b => {}
+            (Some(a), Some(b)) => {
+                return format!(
+                    "column {} is {} in the table, {} in the schema",
+                    i + 1,
+                    col(a),
+                    col(b)
+                )
+            }
+            (Some(a), None) => {
+                return format!("the table has a column {} the schema lacks", col(a))
+            }
+            (None, Some(b)) => {
+                return format!("the schema adds a column {} the table lacks", col(b))
+            }
+            (None, None) => {}
+        }
+    }
+    let names = |t: &Table, ix: &crate::schema::Index| {
+        let cols: Vec<&str> = ix
+            .columns
+            .iter()
+            .filter_map(|&c| t.columns.get(c).map(|c| c.name.as_str()))
+            .collect();
+        let unique = if ix.unique { "unique " } else { "" };
+        format!("{unique}index {} ({})", ix.name, cols.join(", "))
+    };
+    let n = stored.indexes.len().max(given.indexes.len());
+    for i in 0..n {
+        match (stored.indexes.get(i), given.indexes.get(i)) {
+            (Some(a), Some(b)) if a == b => {}
+            (Some(a), Some(b)) => {
+                return format!(
+                    "the table has {}, the schema {}",
+                    names(stored, a),
+                    names(given, b)
+                )
+            }
+            (Some(a), None) => return format!("the schema lacks the table's {}", names(stored, a)),
+            (None, Some(b)) => return format!("the schema adds {}", names(given, b)),
+            (None, None) => {}
+        }
+    }
+    "the table's name is spelled differently".into()
+}
+
 /// Imports `inputs` into table `table` (defined by `def`) of `db`. Creates the table if the catalog lacks it; if it
 /// has it, the definitions must agree and a key already in the table is a
 /// duplicate (see [`OnDuplicate`]).
@@ -295,14 +392,19 @@ impl Drop for TempDir {
 /// (invisible to table commands); the next import that creates a table
 /// deletes them.
 pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> Result<Summary> {
+    opts.dialect.check().map_err(Error::invalid)?;
+    if let Some(r) = &opts.rejects {
+        check_rejects_path(db, r, inputs)?;
+    }
     set_phase(opts, Phase::Reading);
     let existing = catalog::get(db, &def.name)?;
     let (entry, created) = match existing {
         Some(e) => {
             if e.table != *def {
                 return Err(Error::invalid(format!(
-                    "table {} exists with a different definition",
-                    def.name
+                    "table {} exists with a different definition: {}",
+                    def.name,
+                    first_difference(&e.table, def)
                 )));
             }
             (e, false)
@@ -1117,7 +1219,11 @@ fn match_header(
 }
 
 /// The rejects file and its reasons file.
+/// The rejects file and its `.reasons` file, created (truncating what was
+/// there) only when the first bad row arrives: an import without bad rows,
+/// or one that fails before any, leaves an existing file at the path alone.
 struct Rejects {
+    path: Option<PathBuf>,
     out: Option<(
         std::io::BufWriter<std::fs::File>,
         std::io::BufWriter<std::fs::File>,
@@ -1127,22 +1233,26 @@ struct Rejects {
 
 impl Rejects {
     fn open(path: Option<&Path>) -> Result<Rejects> {
-        let Some(p) = path else {
-            return Ok(Rejects { out: None });
-        };
-        let reasons = reasons_path(p);
-        let a = std::fs::File::create(p).map_err(|e| Error::io(p, e))?;
-        let b = std::fs::File::create(&reasons).map_err(|e| Error::io(&reasons, e))?;
         Ok(Rejects {
-            out: Some((
-                std::io::BufWriter::new(a),
-                std::io::BufWriter::new(b),
-                p.to_path_buf(),
-            )),
+            path: path.map(Path::to_path_buf),
+            out: None,
         })
     }
 
     fn write(&mut self, b: &BadRow, src_of: &dyn Fn(Src) -> RowSource) -> Result<()> {
+        if self.out.is_none() {
+            let Some(p) = &self.path else {
+                return Ok(());
+            };
+            let reasons = reasons_path(p);
+            let a = std::fs::File::create(p).map_err(|e| Error::io(p, e))?;
+            let r = std::fs::File::create(&reasons).map_err(|e| Error::io(&reasons, e))?;
+            self.out = Some((
+                std::io::BufWriter::new(a),
+                std::io::BufWriter::new(r),
+                p.clone(),
+            ));
+        }
         let Some((a, r, p)) = self.out.as_mut() else {
             return Ok(());
         };

@@ -222,6 +222,18 @@ impl Table {
                     self.name, ix.name
                 )));
             }
+            // `PRIMARY KEY (id, id)`: a key would need the value twice.
+            if let Some(c) = ix
+                .columns
+                .iter()
+                .enumerate()
+                .find_map(|(k, c)| ix.columns[..k].contains(c).then_some(*c))
+            {
+                return Err(Error::schema(format!(
+                    "table {}: index {} names column {} twice",
+                    self.name, ix.name, self.columns[c].name
+                )));
+            }
         }
         Ok(())
     }

@@ -49,6 +49,32 @@ impl Default for Dialect {
 }
 
 impl Dialect {
+    /// Refuses bytes that collide: a quote or escape byte equal to the
+    /// delimiter (a field's end could not be told from its text: fields
+    /// would be split, or the delimiter silently dropped from them), or a
+    /// line break as any of them (records end there).
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let show = |b: u8| format!("{:?}", b as char);
+        for (what, b) in [("quote", self.quote), ("escape", self.escape)] {
+            if b == Some(self.delimiter) {
+                return Err(format!(
+                    "the {what} byte {} is also the delimiter",
+                    show(self.delimiter)
+                ));
+            }
+        }
+        for (what, b) in [
+            ("delimiter", Some(self.delimiter)),
+            ("quote", self.quote),
+            ("escape", self.escape),
+        ] {
+            if let Some(b @ (b'\n' | b'\r')) = b {
+                return Err(format!("the {what} byte {} is a line break", show(b)));
+            }
+        }
+        Ok(())
+    }
+
     /// Comma-separated, `"` quotes doubled inside quotes, the empty field is NULL.
     pub fn csv() -> Dialect {
         Dialect {

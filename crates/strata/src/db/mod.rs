@@ -589,7 +589,10 @@ impl Db {
         self.write(b, &WriteOptions::default())
     }
 
-    /// Deletes every key in `[begin, end)` with one range tombstone.
+    /// Deletes every key in `[begin, end)` with one range tombstone. A
+    /// `begin` above `end` is `InvalidArgument` (as in RocksDB: swapped
+    /// arguments would otherwise delete nothing, silently); `begin == end`
+    /// deletes nothing.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -599,9 +602,17 @@ impl Db {
     /// }
     /// db.delete_range("a", "c")?;
     /// assert_eq!(db.iter().count(), 1); // only "c" is left
+    /// assert!(db.delete_range("c", "a").is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        if begin.as_ref() > end.as_ref() {
+            return Err(Error::invalid(format!(
+                "delete_range: begin {:?} is above end {:?}",
+                String::from_utf8_lossy(begin.as_ref()),
+                String::from_utf8_lossy(end.as_ref())
+            )));
+        }
         let mut b = WriteBatch::new();
         b.delete_range(begin, end);
         self.write(b, &WriteOptions::default())
