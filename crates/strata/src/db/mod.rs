@@ -32,7 +32,7 @@ mod flushable;
 pub mod ingest;
 mod iterator;
 mod level_iter;
-mod marker;
+pub(crate) mod marker;
 mod open;
 mod output;
 #[cfg(test)]
