@@ -266,6 +266,17 @@ impl VersionSet {
             return Err(missing("records"));
         }
         let next_file = next_file.ok_or_else(|| missing("next file number"))?;
+        let last_seq = last_seq.ok_or_else(|| missing("last sequence"))?;
+        // Every edit that flushes also records the last sequence, which is
+        // never below what it flushed: a flushed sequence past it would make
+        // recovery skip WAL records as already in tables.
+        if flushed_seq > last_seq {
+            return Err(Error::corruption(
+                &mname,
+                0,
+                format!("the flushed sequence {flushed_seq} is past the last sequence {last_seq}"),
+            ));
+        }
         let mut max_file = number;
         for (_, f) in version.all_files() {
             max_file = max_file.max(f.number).max(f.backing_number());
@@ -279,7 +290,7 @@ impl VersionSet {
             manifest_number: number,
             next_file: Arc::new(AtomicU64::new(next_file.max(max_file + 1))),
             log_number: log_number.unwrap_or(0),
-            last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
+            last_sequence: last_seq,
             ingested_seq,
             flushed_seq,
             queued,
@@ -603,6 +614,32 @@ mod tests {
             String::from_utf8(cur).unwrap(),
             format!("MANIFEST-{:06}\n", r.set.manifest_number())
         );
+    }
+
+    /// A flushed sequence past the last sequence (a forged or damaged
+    /// record with a valid checksum) would make recovery skip WAL records
+    /// as if they were in tables: refused. Equal is what a flush of
+    /// everything records.
+    #[test]
+    fn a_flushed_sequence_past_the_last_is_corruption() {
+        for (flushed, ok) in [(100, true), (101, false)] {
+            let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+            let dir = Path::new("/db");
+            let mut set = VersionSet::create(vfs.clone(), dir).unwrap();
+            let e = VersionEdit {
+                flushed_seq: Some(flushed),
+                ..VersionEdit::default()
+            };
+            set.log_and_apply(e, 100).unwrap();
+            drop(set);
+            match VersionSet::recover(vfs, dir) {
+                Ok(_) => assert!(ok, "flushed {flushed} past last 100 was accepted"),
+                Err(e) => {
+                    assert!(!ok && e.is_corruption(), "flushed {flushed}: {e}");
+                    assert!(e.to_string().contains("past the last sequence 100"), "{e}");
+                }
+            }
+        }
     }
 
     #[test]
