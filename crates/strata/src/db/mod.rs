@@ -632,12 +632,16 @@ impl Db {
 
     /// Ingests SST files written with
     /// [`SstOptions::for_ingestion`](crate::SstOptions::for_ingestion) or by
-    /// RocksDB's `SstFileWriter`:
-    /// their keys become visible at once, atomically, without passing
-    /// through the WAL and memtable. Each file is placed at the lowest level
-    /// it fits; files overlapping the memtable wait behind it. The files
-    /// are hard-linked (or copied, see [`IngestOptions`](crate::IngestOptions))
-    /// and never modified.
+    /// RocksDB's `SstFileWriter`: their keys become visible at once,
+    /// atomically. Each file is placed at the lowest level it fits, without
+    /// passing through the WAL and memtable; files overlapping the memtable
+    /// wait behind it. By default the files are moved in (hard-linked, then
+    /// the caller's paths removed; `move_files: false` copies them and
+    /// leaves them), except that a set holding less than
+    /// `small_file_bytes` (32 KiB) is applied as one write batch instead,
+    /// through the WAL and memtable, and its files are left where they were
+    /// (see [`IngestOptions`](crate::IngestOptions)). A table, once in the
+    /// database, is never modified.
     ///
     /// ```
     /// use strata::{Db, IngestOptions, SstOptions, SstWriter};
