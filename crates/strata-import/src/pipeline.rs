@@ -299,17 +299,20 @@ fn check_rejects_path(db: &Db, rejects: &Path, inputs: &[Input]) -> Result<()> {
         .scratch_dir()
         .parent()
         .and_then(|d| d.canonicalize().ok());
+    let files: Vec<PathBuf> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::File(f) => resolve(f),
+            Input::Stdin => None,
+        })
+        .collect();
     for target in [rejects.to_path_buf(), reasons_path(rejects)] {
         let Some(t) = resolve(&target) else { continue };
-        for i in inputs {
-            if let Input::File(f) = i {
-                if resolve(f).as_ref() == Some(&t) {
-                    return Err(Error::invalid(format!(
-                        "the rejects file {} is also an input",
-                        target.display()
-                    )));
-                }
-            }
+        if files.contains(&t) {
+            return Err(Error::invalid(format!(
+                "the rejects file {} is also an input",
+                target.display()
+            )));
         }
         if db_dir.as_ref().is_some_and(|d| t.starts_with(d)) {
             return Err(Error::invalid(format!(
@@ -328,28 +331,24 @@ fn first_difference(stored: &Table, given: &Table) -> String {
         let null = if c.not_null { " NOT NULL" } else { "" };
         format!("{} {}{null}", c.name, c.ty.sql())
     };
-    let n = stored.columns.len().max(given.columns.len());
-    for i in 0..n {
-        match (stored.columns.get(i), given.columns.get(i)) {
-            (Some(a), Some(b)) if a == b => {}
-            (Some(a), Some(b)) => {
-                return format!(
-                    "column {} is {} in the table, {} in the schema",
-                    i + 1,
-                    col(a),
-                    col(b)
-                )
-            }
-            (Some(a), None) => {
-                return format!("the table has a column {} the schema lacks", col(a))
-            }
-            (None, Some(b)) => {
-                return format!("the schema adds a column {} the table lacks", col(b))
-            }
-            (None, None) => {}
+    match first_mismatch(&stored.columns, &given.columns) {
+        Some((i, Some(a), Some(b))) => {
+            return format!(
+                "column {} is {} in the table, {} in the schema",
+                i + 1,
+                col(a),
+                col(b)
+            )
         }
+        Some((_, Some(a), None)) => {
+            return format!("the table has a column {} the schema lacks", col(a))
+        }
+        Some((_, None, Some(b))) => {
+            return format!("the schema adds a column {} the table lacks", col(b))
+        }
+        _ => {}
     }
-    let names = |t: &Table, ix: &crate::schema::Index| {
+    let index = |t: &Table, ix: &crate::schema::Index| {
         let cols: Vec<&str> = ix
             .columns
             .iter()
@@ -358,23 +357,27 @@ fn first_difference(stored: &Table, given: &Table) -> String {
         let unique = if ix.unique { "unique " } else { "" };
         format!("{unique}index {} ({})", ix.name, cols.join(", "))
     };
-    let n = stored.indexes.len().max(given.indexes.len());
-    for i in 0..n {
-        match (stored.indexes.get(i), given.indexes.get(i)) {
-            (Some(a), Some(b)) if a == b => {}
-            (Some(a), Some(b)) => {
-                return format!(
-                    "the table has {}, the schema {}",
-                    names(stored, a),
-                    names(given, b)
-                )
-            }
-            (Some(a), None) => return format!("the schema lacks the table's {}", names(stored, a)),
-            (None, Some(b)) => return format!("the schema adds {}", names(given, b)),
-            (None, None) => {}
-        }
+    match first_mismatch(&stored.indexes, &given.indexes) {
+        Some((_, Some(a), Some(b))) => format!(
+            "the table has {}, the schema {}",
+            index(stored, a),
+            index(given, b)
+        ),
+        Some((_, Some(a), None)) => format!("the schema lacks the table's {}", index(stored, a)),
+        Some((_, None, Some(b))) => format!("the schema adds {}", index(given, b)),
+        _ => "the table's name is spelled differently".into(),
     }
-    "the table's name is spelled differently".into()
+}
+
+/// The first position at which `a` and `b` differ, with what each holds
+/// there (`None` past its end).
+fn first_mismatch<'a, T: PartialEq>(
+    a: &'a [T],
+    b: &'a [T],
+) -> Option<(usize, Option<&'a T>, Option<&'a T>)> {
+    (0..a.len().max(b.len()))
+        .map(|i| (i, a.get(i), b.get(i)))
+        .find(|(_, x, y)| x != y)
 }
 
 /// Imports `inputs` into table `table` (defined by `def`) of `db`. Creates the table if the catalog lacks it; if it

@@ -128,10 +128,10 @@ pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
     let Some(mut state) = check_manifest(vfs, dir, &mut r) else {
         return Ok(r);
     };
-    state.redo = marker_files(vfs, dir, &state, &names);
+    // The WALs first: their ingestion markers name files that are live.
+    state.redo = check_wals(vfs, dir, &state, &names, &mut r);
     check_tables(vfs, dir, &state, &names, &mut r);
     check_shape(vfs, dir, &state.version, &mut r);
-    check_wals(vfs, dir, &state, &names, &mut r);
     Ok(r)
 }
 
@@ -292,41 +292,6 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
     })
 }
 
-/// The files named by the live WALs' ingestion markers past the MANIFEST's
-/// last sequence: recovery redoes those ingestions, so the files must be
-/// there and whole. What does not read is left to `check_wals`, which
-/// reports it.
-fn marker_files(vfs: &dyn Vfs, dir: &Path, st: &ManifestState, names: &[String]) -> Vec<FileMeta> {
-    let mut wals: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match filenames::parse(n) {
-            Some(FileKind::Wal(w)) if w >= st.log_number => Some(w),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    let mut out = Vec::new();
-    for w in wals {
-        let path = filenames::wal(dir, w);
-        let Ok(file) = vfs.open_sequential(&path) else {
-            continue;
-        };
-        let name = path.display().to_string();
-        let mut reader = LogReader::new(file, &name, TailPolicy::TolerateTornTail);
-        while let Ok(Some(rec)) = reader.read_record() {
-            let Ok(b) = WriteBatch::from_bytes(rec) else {
-                break;
-            };
-            if b.count() == 0 && b.sequence() > st.last_sequence {
-                if let Ok(Some(m)) = crate::db::marker::IngestMarker::from_batch(&b) {
-                    out.extend(m.files);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// A damaged last record, judged as recovery judges it
 /// ([`crate::wal::tail::judge`]). What an interrupted append leaves (a
 /// record cut short, or zeros) is a warning, since recovery drops it and
@@ -373,9 +338,6 @@ fn check_tables(
     r: &mut CheckReport,
 ) {
     let mname = "MANIFEST";
-    // Physical tables, each checked once; virtual files are checked against
-    // their backing table's contents below.
-    let mut physical: BTreeMap<u64, &FileMeta> = BTreeMap::new();
     let files: Vec<&FileMeta> = st
         .version
         .all_files()
@@ -386,13 +348,7 @@ fn check_tables(
     // A redone ingestion's files are past what the MANIFEST recorded (its
     // counter and last sequence) by nature: only the rest are held to it.
     let recorded = files.len() - st.redo.len();
-    for (i, f) in files.iter().enumerate() {
-        if i >= recorded {
-            if !f.is_virtual() {
-                physical.insert(f.number, f);
-            }
-            continue;
-        }
+    for f in &files[..recorded] {
         if f.backing_number() >= st.next_file {
             r.problem(
                 mname,
@@ -414,10 +370,14 @@ fn check_tables(
                 ),
             );
         }
-        if !f.is_virtual() {
-            physical.insert(f.number, f);
-        }
     }
+    // Physical tables, each checked once; virtual files are checked against
+    // their backing table's contents below.
+    let physical: BTreeMap<u64, &FileMeta> = files
+        .iter()
+        .filter(|f| !f.is_virtual())
+        .map(|f| (f.number, *f))
+        .collect();
     let referenced: BTreeSet<u64> = files.iter().map(|f| f.backing_number()).collect();
     for n in &referenced {
         let path = filenames::table(dir, *n);
@@ -651,13 +611,16 @@ fn check_shape(vfs: &dyn Vfs, dir: &Path, v: &Version, r: &mut CheckReport) {
     }
 }
 
+/// The live WALs, record by record. Returns the files named by ingestion
+/// markers past the MANIFEST's last sequence: recovery redoes those
+/// ingestions, so the files are live though no MANIFEST record names them.
 fn check_wals(
     vfs: &dyn Vfs,
     dir: &Path,
     st: &ManifestState,
     names: &[String],
     r: &mut CheckReport,
-) {
+) -> Vec<FileMeta> {
     let mut wals: Vec<u64> = names
         .iter()
         .filter_map(|n| match filenames::parse(n) {
@@ -667,6 +630,7 @@ fn check_wals(
         .collect();
     wals.sort_unstable();
     let mut last_seq = 0u64;
+    let mut redo = Vec::new();
     for (i, w) in wals.iter().enumerate() {
         r.wals += 1;
         let path = filenames::wal(dir, *w);
@@ -732,10 +696,16 @@ fn check_wals(
                     );
                 }
                 last_seq = last_seq.max(b_last);
+            } else if b.sequence() > st.last_sequence {
+                // A marker that does not decode is the open's to refuse.
+                if let Ok(Some(m)) = crate::db::marker::IngestMarker::from_batch(&b) {
+                    redo.extend(m.files);
+                }
             }
         }
         if let Some(t) = reader.dropped_tail() {
             tail_finding(r, vfs, &path, t, " of the newest WAL", false);
         }
     }
+    redo
 }
