@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::{SstOptions, Table, TableOptions};
 use crate::version::{FileMeta, VersionEdit, VersionSet};
-use crate::vfs::{OsVfs, Vfs, WritableFile};
+use crate::vfs::{OsVfs, SequentialFile, Vfs, WritableFile};
 use crate::wal::reader::{LogReader, TailPolicy};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -82,16 +82,15 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         return open_once(dir, opts, false);
     }
     // A read-only open takes no lock, so a writer may flush, compact or
-    // retire a WAL while it reads: it can read the MANIFEST before an edit
-    // and list the directory after it, and then see a table no record
-    // names yet whose WAL is gone (which would read as a lost edit), or
-    // miss a WAL deleted under it. Such a view is no state the database
-    // was in. A failure while CURRENT or the directory's files changed is
-    // therefore not reported: the open starts again from the new MANIFEST.
-    // Not every such race shows in the names (a loaded machine made 3 of
-    // 150 opens fail with unchanged marks), so a failure is also tried
-    // again a few times regardless: damage on disk fails every time, and
-    // costs only those few read-only opens.
+    // retire a WAL while it reads. `open_once` lists the directory and
+    // opens the WALs before it reads the MANIFEST, which rules out the
+    // flush races (see there). A compaction can still delete an input
+    // table between the MANIFEST's read and the check that it exists, and
+    // such a view is no state the database was in: a failure while CURRENT
+    // or the directory's files changed is not reported, and the open
+    // starts again from the new MANIFEST. A failure is also tried a few
+    // times regardless; damage on disk fails every time and costs only
+    // those few read-only opens.
     let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
     let mut attempt = 1;
     loop {
@@ -165,7 +164,22 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     // database in between.
     let exists = vfs.exists(&filenames::current(dir));
     let mut deleted = Default::default();
+    // The directory is listed before the MANIFEST is read. Under the lock
+    // the order does not matter; for a read-only open beside a writer it
+    // rules out a false "missing edit": a writer deletes a WAL only after
+    // the edit naming the tables that replace it, so a table listed here
+    // that the MANIFEST read next does not name still has its WAL listed
+    // here. (Listing after the read let a flush's table and WAL deletion
+    // both land between the two, which a slow debug build under load did
+    // on nearly every try.)
+    let names;
+    let mut wal_files = BTreeMap::new();
     let mut versions = if exists {
+        names = vfs.list(dir)?;
+        // The WALs are opened at once, for the same reason: a writer may
+        // retire one while the MANIFEST is read, and an open file is still
+        // readable after its name is gone.
+        wal_files = open_wals(vfs.as_ref(), dir, &names)?;
         let r = VersionSet::recover(Arc::clone(&vfs), dir)?;
         checks::check_referenced(vfs.as_ref(), dir, &r.set)?;
         deleted = r.deleted;
@@ -177,10 +191,11 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             reason: "its CURRENT file disappeared while opening".into(),
         });
     } else {
-        VersionSet::create(Arc::clone(&vfs), dir)?
+        let set = VersionSet::create(Arc::clone(&vfs), dir)?;
+        names = vfs.list(dir)?;
+        set
     };
     let recovered_next_file = versions.next_file_number();
-    let names = vfs.list(dir)?;
 
     // Every numbered file in the directory counts as used: a WAL, or a file
     // an ingestion linked before the crash, may be newer than the MANIFEST's
@@ -192,7 +207,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         ranges,
         mut last_seq,
         rolled,
-    } = replay_wals(vfs.as_ref(), dir, &names, &versions, &opts)?;
+    } = replay_wals(vfs.as_ref(), dir, wal_files, &versions, &opts)?;
     let audit = checks::audit_unreferenced(
         vfs.as_ref(),
         dir,
@@ -459,21 +474,39 @@ struct ReplayOutcome {
 /// follows something no surviving record holds (a lost MANIFEST edit, such
 /// as an acknowledged ingestion's whose marker is gone too), so recovery
 /// stops and names the record instead of serving data with a hole in it.
+/// The WALs of a listing, opened, by number.
+type WalFiles = BTreeMap<u64, std::result::Result<Box<dyn SequentialFile>, Error>>;
+
+/// Opens every WAL in `names`. One that is gone by now keeps its error:
+/// beside a writer it was retired after the listing, so the MANIFEST read
+/// next no longer needs it, and if it does, [`replay_wals`] reports it.
+fn open_wals(vfs: &dyn Vfs, dir: &Path, names: &[String]) -> Result<WalFiles> {
+    let mut out = BTreeMap::new();
+    for n in names {
+        if let Some(filenames::FileKind::Wal(w)) = filenames::parse(n) {
+            let r = vfs.open_sequential(&filenames::wal(dir, w));
+            if let Err(e) = &r {
+                if e.io_error().map(|e| e.kind()) != Some(std::io::ErrorKind::NotFound) {
+                    return r.map(|_| out);
+                }
+            }
+            out.insert(w, r);
+        }
+    }
+    Ok(out)
+}
+
+/// Replays the WALs of `wal_files` (opened by [`open_wals`]) from the
+/// MANIFEST's log number on.
 fn replay_wals(
     vfs: &dyn Vfs,
     dir: &Path,
-    names: &[String],
+    mut wal_files: WalFiles,
     versions: &VersionSet,
     opts: &Options,
 ) -> Result<ReplayOutcome> {
-    let mut wals: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match filenames::parse(n) {
-            Some(filenames::FileKind::Wal(w)) if w >= versions.log_number() => Some(w),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
+    let wal_files = wal_files.split_off(&versions.log_number());
+    let wals: Vec<u64> = wal_files.keys().copied().collect();
     let mut last_seq = versions.last_sequence();
     let manifest_last = versions.last_sequence();
     let flushed_seq = versions.flushed_seq();
@@ -487,14 +520,10 @@ fn replay_wals(
     // The last sequence number of the last write batch replayed (markers
     // aside, as `strata check` judges them).
     let mut prev_batch_last = 0;
-    for (i, &w) in wals.iter().enumerate() {
+    for (i, (&w, file)) in wals.iter().zip(wal_files.into_values()).enumerate() {
         let path = filenames::wal(dir, w);
         let name = path.display().to_string();
-        let mut r = LogReader::new(
-            vfs.open_sequential(&path)?,
-            &name,
-            TailPolicy::TolerateTornTail,
-        );
+        let mut r = LogReader::new(file?, &name, TailPolicy::TolerateTornTail);
         while let Some(rec) = r.read_record()? {
             let off = r.last_record_offset();
             let b = WriteBatch::decode(rec).map_err(|(_, m)| Error::corruption(&name, off, m))?;
