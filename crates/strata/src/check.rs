@@ -174,6 +174,8 @@ struct ManifestState {
     version: Version,
     log_number: u64,
     last_sequence: u64,
+    /// Sequence numbers up to this are in tables.
+    flushed_seq: u64,
     next_file: u64,
     queued: Vec<FileMeta>,
     /// Files of ingestions past the MANIFEST's last sequence that recovery
@@ -218,6 +220,7 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
     let (mut log_number, mut last_sequence, mut next_file) = (0, None, None);
     let mut queued: BTreeMap<u64, Vec<FileMeta>> = BTreeMap::new();
     let mut ingested_seq = 0;
+    let mut flushed_seq = 0;
     loop {
         let rec = match reader.read_record() {
             Ok(Some(rec)) => rec,
@@ -267,6 +270,7 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
             last_sequence = Some(s);
         }
         next_file = edit.next_file_number.or(next_file);
+        flushed_seq = flushed_seq.max(edit.flushed_seq.unwrap_or(0));
         for f in &edit.queued_files {
             if let Some(s) = f.global_seqno {
                 queued.entry(s).or_default().push(f.clone());
@@ -286,6 +290,7 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
         version,
         log_number,
         last_sequence,
+        flushed_seq,
         next_file,
         queued: queued.into_values().flatten().collect(),
         redo: Vec::new(),
@@ -629,6 +634,11 @@ fn check_wals(
         })
         .collect();
     wals.sort_unstable();
+    // As recovery judges it (`db::open::replay_wals`).
+    if st.log_number > 0 && wals.first() != Some(&st.log_number) {
+        let e = crate::db::missing_wal(dir, st.log_number, st.flushed_seq);
+        r.error(&filenames::wal(dir, st.log_number).display().to_string(), e);
+    }
     let mut last_seq = 0u64;
     let mut redo = Vec::new();
     for (i, w) in wals.iter().enumerate() {

@@ -68,7 +68,9 @@
 //! - A rotation neither creates a file nor syncs one, allocates no
 //!   memtable and wakes no background thread when the WAL thread runs
 //!   (`wal_flush_interval` > 0): the thread creates the next WAL and its
-//!   memtable ahead of need (`spare`), and the old WAL is retired unsynced
+//!   memtable ahead of need (`spare`), syncing the directory so the WAL's
+//!   name is durable before any MANIFEST edit names it (recovery requires
+//!   that WAL), and the old WAL is retired unsynced
 //!   (`retired`) and written out and synced by the thread, which then
 //!   wakes the flush thread (`bg_wake_pending`). No byte of the new WAL is
 //!   written before that sync (`retired_pending`), so a later WAL never
@@ -102,7 +104,7 @@ use crate::memtable::skiplist::InsertHint;
 use crate::memtable::MemTable;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -368,6 +370,14 @@ pub(crate) struct CommitPipeline {
     /// a writer that finds another there looks up its entry's place in
     /// the memtable before it queues (`hint_for`).
     writers_in: AtomicUsize,
+    /// The highest WAL number created, and the highest whose directory
+    /// entry is known durable (every WAL numbered up to it was created
+    /// before a directory sync finished). A MANIFEST edit may name a WAL
+    /// as the oldest still needed only once its entry is durable
+    /// (`make_wal_entries_durable`), so recovery can require that WAL: a
+    /// power cut cannot take away a WAL a durable edit names.
+    wal_created: AtomicU64,
+    wal_entries_durable: AtomicU64,
 }
 
 /// Counts a caller in `CommitPipeline::writers_in` for as long as it lives.
@@ -388,8 +398,13 @@ impl Drop for WriterIn<'_> {
 }
 
 impl CommitPipeline {
+    /// The pipeline of a database whose active WAL is `wal`, whose
+    /// directory entry the caller made durable.
     pub fn new(last_seq: u64, wal: Wal) -> CommitPipeline {
+        let number = wal.number;
         CommitPipeline {
+            wal_created: AtomicU64::new(number),
+            wal_entries_durable: AtomicU64::new(number),
             q: Mutex::new(Queue {
                 writers: VecDeque::new(),
                 last_seq,
@@ -605,8 +620,17 @@ impl CommitPipeline {
             let number = db.new_file_number();
             let path = filenames::wal(&db.dir, number);
             let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
+            self.wal_created.fetch_max(number, Ordering::AcqRel);
+            let file = Arc::clone(&wal.file);
             let mem = Arc::new(MemTable::new(number));
             *self.spare.lock() = Some((number, wal, mem));
+            // The new WAL's directory entry is made durable here, off every
+            // foreground path (a rotation may take the spare meanwhile:
+            // nothing waits for this), so neither the flush that names it
+            // in the MANIFEST nor its first synced write syncs the
+            // directory.
+            self.make_wal_entries_durable(db)?;
+            file.lock().dir_synced = true;
             return Ok(true);
         }
         if self.spare_mem.lock().is_none() {
@@ -615,6 +639,22 @@ impl CommitPipeline {
             return Ok(true);
         }
         Ok(busy)
+    }
+
+    /// Makes the directory entry of every WAL created so far durable (a
+    /// directory sync, unless one since the newest WAL's creation did it).
+    /// Called before a MANIFEST edit names a WAL: by the flush thread, and
+    /// by the WAL thread for its spare, so it is a no-op for a flush
+    /// unless a rotation had to create its WAL itself.
+    pub fn make_wal_entries_durable(&self, db: &DbInner) -> Result<()> {
+        let created = self.wal_created.load(Ordering::Acquire);
+        if self.wal_entries_durable.load(Ordering::Acquire) >= created {
+            return Ok(());
+        }
+        db.vfs.sync_dir(&db.dir)?;
+        self.wal_entries_durable
+            .fetch_max(created, Ordering::AcqRel);
+        Ok(())
     }
 
     /// The memtable that replaces the active one when an ingestion queues
@@ -1289,11 +1329,11 @@ impl CommitPipeline {
             None => {
                 let number = db.new_file_number();
                 let path = filenames::wal(&db.dir, number);
-                (
-                    number,
-                    Wal::new(number, db.vfs.create(&path)?, path.display().to_string()),
-                    Arc::new(MemTable::new(number)),
-                )
+                let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
+                // Its directory entry is left to the flush that names it
+                // (`make_wal_entries_durable`) or its first synced write.
+                self.wal_created.fetch_max(number, Ordering::AcqRel);
+                (number, wal, Arc::new(MemTable::new(number)))
             }
         };
         // The old WAL is synced before anything goes to the new one, so a

@@ -78,6 +78,15 @@ fn flush_one(db: &DbInner, imm: Arc<dyn Flushable>) -> Result<()> {
     // them from the obsolete-file pass until they are installed.
     let floor = db.new_file_number();
     db.state.lock().pending_outputs.insert(floor);
+    // The edit below names the next memtable's WAL as the oldest still
+    // needed, and recovery requires the WAL such an edit names, so its
+    // directory entry must be durable first. Every WAL the edit can name
+    // was created before this point (when `imm` and the entries after it
+    // were sealed). Usually the WAL thread did it when it made the WAL.
+    if let Err(e) = db.commit.make_wal_entries_durable(db) {
+        db.state.lock().pending_outputs.remove(&floor);
+        return Err(e);
+    }
     if let Some(ing) = imm.ingested() {
         db.state.lock().pending_outputs.remove(&floor);
         return place_ingested(db, &imm, ing);

@@ -39,6 +39,7 @@ mod output;
 mod placement_data;
 mod read;
 mod recovery_checks;
+pub(crate) use recovery_checks::missing_wal;
 pub mod repair;
 mod snapshot;
 mod table_cache;

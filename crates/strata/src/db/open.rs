@@ -277,6 +277,9 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             vfs.create(&wal_path)?,
             wal_path.display().to_string(),
         );
+        // Durable before the edit names it: recovery requires that WAL.
+        vfs.sync_dir(dir)?;
+        log.file.lock().dir_synced = true;
         edit.log_number = Some(wal_number);
         versions.log_and_apply(edit, last_seq)?;
         // Tables nothing references that cannot be proven redundant, or
@@ -505,7 +508,17 @@ fn replay_wals(
     versions: &VersionSet,
     opts: &Options,
 ) -> Result<ReplayOutcome> {
-    let wal_files = wal_files.split_off(&versions.log_number());
+    let log_number = versions.log_number();
+    let wal_files = wal_files.split_off(&log_number);
+    // The WAL the MANIFEST names as the oldest still needed must be there:
+    // its directory entry was made durable before the edit naming it
+    // (`CommitPipeline::make_wal_entries_durable`), so only damage or a
+    // hand takes it away, and with it every write since the last flush,
+    // synced ones included. (Zero: no WAL named yet, a database whose
+    // first open stopped before it made one.)
+    if log_number > 0 && !wal_files.contains_key(&log_number) {
+        return Err(checks::missing_wal(dir, log_number, versions.flushed_seq()));
+    }
     let wals: Vec<u64> = wal_files.keys().copied().collect();
     let mut last_seq = versions.last_sequence();
     let manifest_last = versions.last_sequence();

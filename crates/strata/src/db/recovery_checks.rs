@@ -34,6 +34,10 @@
 //!   unlinks it. Files of an ingestion redone from its WAL marker (see
 //!   `db::marker`) count as referenced.
 //!
+//! - **The live WAL** ([`missing_wal`]): the WAL the MANIFEST names as the
+//!   oldest still needed exists (its directory entry was durable before
+//!   the edit naming it), or the writes since the last flush are gone.
+//!
 //! These checks read only; the caller decides what to delete or move, after
 //! they all pass.
 
@@ -615,4 +619,22 @@ pub(crate) fn move_to_lost(vfs: &dyn Vfs, dir: &Path, name: &str, why: &str) -> 
     vfs::write_all(vfs, &log, &text)?;
     vfs.sync_dir(&lost)?;
     vfs.sync_dir(dir)
+}
+
+/// A missing WAL that the MANIFEST names as the oldest still needed (log
+/// number `log_number`, everything up to `flushed_seq` in tables): the
+/// writes it held are gone, so recovery refuses and `strata check` reports
+/// it. The WAL's directory entry was made durable before any edit named it
+/// (`CommitPipeline::make_wal_entries_durable`), so a power cut cannot
+/// cause this; damage or a hand can.
+pub(crate) fn missing_wal(dir: &Path, log_number: u64, flushed_seq: u64) -> Error {
+    Error::corruption(
+        filenames::wal(dir, log_number).display().to_string(),
+        0,
+        format!(
+            "missing: the MANIFEST names this WAL as the oldest one still needed, so the \
+             writes after sequence number {flushed_seq} that it held are gone. `strata repair` \
+             opens the database without it"
+        ),
+    )
 }

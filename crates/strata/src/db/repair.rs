@@ -33,7 +33,10 @@
 //!    number with a gap before them (an ingestion whose record was lost and
 //!    whose marker did not survive) are kept; the gap is reported as lost
 //!    and the last sequence raised past it.
-//! 6. A new MANIFEST holding the repaired version is written and CURRENT
+//! 6. **The live WAL**: if the WAL the MANIFEST names as the oldest still
+//!    needed is missing (recovery refuses that, `recovery_checks`), its
+//!    writes are reported lost and an empty WAL takes its place.
+//! 7. A new MANIFEST holding the repaired version is written and CURRENT
 //!    pointed at it; then the database is opened normally (which replays
 //!    the WALs and moves what it cannot prove redundant to `lost/`), so a
 //!    repair that leaves the database unopenable fails.
@@ -230,6 +233,23 @@ fn repair_locked(
         })
         .collect();
     wals.sort_unstable();
+    // The WAL the MANIFEST names as the oldest still needed, which recovery
+    // requires: if it is gone, its writes are lost, and an empty one takes
+    // its place so the database opens (a gap before the next WAL's records
+    // is reported below, as for any other).
+    let log_number = set.log_number();
+    if log_number > 0 && wals.first() != Some(&log_number) {
+        report.lost.push(format!(
+            "{:06}.log: missing, though the MANIFEST names it as the oldest WAL still \
+             needed; the writes after sequence number {} that it held are lost (an empty \
+             WAL now takes its place)",
+            log_number,
+            set.flushed_seq()
+        ));
+        let path = filenames::wal(dir, log_number);
+        vfs.create(&path)?.sync()?;
+        vfs.sync_dir(dir)?;
+    }
     for w in wals {
         let path = filenames::wal(dir, w);
         let mut rd = LogReader::new(
