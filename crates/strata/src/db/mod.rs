@@ -519,8 +519,8 @@ impl Db {
     /// disk or a read-only directory. The live WALs are replayed into
     /// memory, so every acknowledged write is readable. The same recovery
     /// checks as `open` run, and fail the same way; beside a live writer,
-    /// an open that read the MANIFEST before an edit and the directory after
-    /// it starts again rather than report the mixed view as damage.
+    /// an open that a compaction or a new MANIFEST changed the files under
+    /// starts again rather than report the mixed view as damage.
     /// Writes, ingestions, flushes and compactions return
     /// `Error::NotSupported`. A missing path or a directory that is not a
     /// Strata database is an error; nothing is created.
