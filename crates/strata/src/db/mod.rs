@@ -520,7 +520,10 @@ impl Db {
     /// memory, so every acknowledged write is readable. The same recovery
     /// checks as `open` run, and fail the same way; beside a live writer,
     /// an open that a compaction or a new MANIFEST changed the files under
-    /// starts again rather than report the mixed view as damage.
+    /// starts again rather than report the mixed view as damage, and the
+    /// tables it opened on stay readable after the writer deletes them (it
+    /// keeps them open, if there are at most `max_open_files`; it sees the
+    /// database as it was when it opened).
     /// Writes, ingestions, flushes and compactions return
     /// `Error::NotSupported`. A missing path or a directory that is not a
     /// Strata database is an error; nothing is created.

@@ -34,10 +34,10 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::{SstOptions, Table, TableOptions};
 use crate::version::{FileMeta, VersionEdit, VersionSet};
-use crate::vfs::{OsVfs, SequentialFile, Vfs, WritableFile};
+use crate::vfs::{OsVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
 use crate::wal::reader::{LogReader, TailPolicy};
 use parking_lot::{Condvar, Mutex, RwLock};
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -174,6 +174,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     // on nearly every try.)
     let names;
     let mut wal_files = BTreeMap::new();
+    let mut pinned = HashMap::new();
     let mut versions = if exists {
         names = vfs.list(dir)?;
         // The WALs are opened at once, for the same reason: a writer may
@@ -182,6 +183,9 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         wal_files = open_wals(vfs.as_ref(), dir, &names)?;
         let r = VersionSet::recover(Arc::clone(&vfs), dir)?;
         checks::check_referenced(vfs.as_ref(), dir, &r.set)?;
+        if read_only {
+            pinned = pin_tables(vfs.as_ref(), dir, &r.set, opts.max_open_files)?;
+        }
         deleted = r.deleted;
         r.set
     } else if read_only {
@@ -219,12 +223,14 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     )?;
 
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
-    let table_cache = Arc::new(TableCache::new(
+    let mut table_cache = TableCache::new(
         Arc::clone(&vfs),
         dir.to_path_buf(),
         opts.max_open_files,
         block_cache,
-    ));
+    );
+    table_cache.pin(pinned);
+    let table_cache = Arc::new(table_cache);
 
     // Every check passed. A read-only open keeps what it replayed in the
     // immutable queue; a read-write open writes it to L0.
@@ -477,6 +483,37 @@ struct ReplayOutcome {
 /// follows something no surviving record holds (a lost MANIFEST edit, such
 /// as an acknowledged ingestion's whose marker is gone too), so recovery
 /// stops and names the record instead of serving data with a hole in it.
+/// A read-only open's tables, opened now (see `TableCache::pin`): every
+/// physical table of the recovered version and its queued ingestions, if
+/// there are at most `max_open_files` (more would stay open for the
+/// database's life; they are then opened by name as usual). A table gone
+/// by now fails the open, which starts again from the newer MANIFEST.
+fn pin_tables(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    set: &VersionSet,
+    max_open_files: usize,
+) -> Result<HashMap<u64, Arc<dyn RandomAccessFile>>> {
+    let v = set.current();
+    let queued = set.queued_ingestions();
+    let numbers: BTreeSet<u64> = v
+        .all_files()
+        .map(|(_, f)| f.backing_number())
+        .chain(
+            queued
+                .iter()
+                .flat_map(|(_, fs)| fs.iter().map(|f| f.backing_number())),
+        )
+        .collect();
+    if numbers.len() > max_open_files {
+        return Ok(HashMap::new());
+    }
+    numbers
+        .into_iter()
+        .map(|n| Ok((n, vfs.open_random(&filenames::table(dir, n))?)))
+        .collect()
+}
+
 /// The WALs of a listing, opened, by number.
 type WalFiles = BTreeMap<u64, std::result::Result<Box<dyn SequentialFile>, Error>>;
 
