@@ -259,6 +259,39 @@ fn second_open_in_process_is_busy() {
     Db::open_default(dir.path()).unwrap();
 }
 
+/// A snapshot or an iterator that outlives `close` (or a dropped `Db`)
+/// does not keep the LOCK: the next open succeeds at once (it was `Busy`
+/// until they dropped, which from Python meant until the garbage collector
+/// ran). They still read what they saw, and the reopened database holds
+/// every write.
+#[test]
+fn a_snapshot_or_iterator_outliving_close_does_not_hold_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_default(dir.path()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}"), "old").unwrap();
+    }
+    let snap = db.snapshot();
+    let mut it = db.iter();
+    assert_eq!(it.next().unwrap().unwrap().0, b"k000");
+    db.close().unwrap();
+    let db = Db::open_default(dir.path()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}"), "new").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(snap.get("k050").unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(it.count(), 99);
+    drop(snap);
+    assert_eq!(db.get("k050").unwrap().as_deref(), Some(&b"new"[..]));
+    // Dropping (rather than closing) releases it too.
+    let snap = db.snapshot();
+    drop(db);
+    let db = Db::open_default(dir.path()).unwrap();
+    assert_eq!(db.iter().count(), 100);
+    drop(snap);
+}
+
 /// With `create_if_missing` off, a path that is not a database fails with
 /// its own error and nothing is created: not the directory, not a LOCK.
 #[test]

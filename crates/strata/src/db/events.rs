@@ -297,6 +297,13 @@ impl EventLog {
         self.add(event, true);
     }
 
+    /// Writes what is pending and closes the log file: events recorded
+    /// later reach only the listener (at `Db::close`, which then releases
+    /// the LOCK, after which another open may write the log).
+    pub fn close(&self) {
+        drop(self.writer.lock().take());
+    }
+
     /// Writes the staged lines, if any.
     pub fn write_staged(&self) {
         if !self.staged.load(Ordering::Acquire) {

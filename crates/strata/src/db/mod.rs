@@ -346,7 +346,10 @@ pub(crate) struct DbInner {
     pub debt: AtomicU64,
     /// Opened with `Db::open_read_only`: every write is refused.
     pub read_only: bool,
-    _lock: Box<dyn std::any::Any + Send + Sync>,
+    /// The LOCK file's hold, released at `close` (a `Snapshot` or an
+    /// iterator may keep this struct alive past it, and must not keep the
+    /// next open out).
+    pub lock: Mutex<Option<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl DbInner {
@@ -1182,8 +1185,11 @@ impl Db {
         }
     }
 
-    /// Stops background work and syncs the WAL. Dropping a `Db` does the
-    /// same; `close` reports errors.
+    /// Stops background work, syncs the WAL and releases the directory's
+    /// LOCK, so the database can be opened again at once. Dropping a `Db`
+    /// does the same; `close` reports errors. A [`Snapshot`] or iterator
+    /// still alive keeps reading what it saw (it holds memory and open
+    /// tables, and writes nothing), but does not keep the next open out.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
@@ -1205,15 +1211,26 @@ impl Db {
         // is already in tables. An error here leaves the WAL to recover
         // from: the WAL is still synced below.
         let manifest = self.inner.manifest.sync();
-        if let Err(e) = self.inner.commit.sync_wal(&self.inner) {
-            self.inner.commit.write_out_on_error();
-            return Err(e);
-        }
-        self.inner.commit.discard_spare(&self.inner);
-        match self.inner.bg_error() {
-            Some(e) => Err(e),
-            None => manifest,
-        }
+        let r = match self.inner.commit.sync_wal(&self.inner) {
+            Err(e) => {
+                self.inner.commit.write_out_on_error();
+                Err(e)
+            }
+            Ok(()) => {
+                self.inner.commit.discard_spare(&self.inner);
+                match self.inner.bg_error() {
+                    Some(e) => Err(e),
+                    None => manifest,
+                }
+            }
+        };
+        // Nothing writes to the directory any more: what outlives the
+        // handle (a snapshot, an iterator) only reads, from memory and from
+        // tables, whose numbers the next open never reuses. So the LOCK
+        // goes now, and the next open need not wait for those to drop.
+        self.inner.events.close();
+        drop(self.inner.lock.lock().take());
+        r
     }
 }
 

@@ -351,7 +351,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         read_only,
         l0_depth: AtomicU64::new(0),
         debt: AtomicU64::new(0),
-        _lock: lock,
+        lock: Mutex::new(Some(lock)),
     });
     if !read_only {
         // Whatever a killed tool left in the scratch directory (the
