@@ -1188,8 +1188,11 @@ impl Db {
     /// Stops background work, syncs the WAL and releases the directory's
     /// LOCK, so the database can be opened again at once. Dropping a `Db`
     /// does the same; `close` reports errors. A [`Snapshot`] or iterator
-    /// still alive keeps reading what it saw (it holds memory and open
-    /// tables, and writes nothing), but does not keep the next open out.
+    /// still alive does not keep the next open out: it writes nothing, and
+    /// goes on reading what it saw from memory and from the tables it has
+    /// open; a table it had not opened yet that the next open's compactions
+    /// delete is an I/O error (table numbers are never reused, so never a
+    /// wrong answer).
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
