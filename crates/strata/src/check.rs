@@ -8,9 +8,12 @@
 //!   and that it applies (deletes only files the level holds, keeps every
 //!   level below L0 sorted and non-overlapping);
 //! - every table the version names: present, with the size the MANIFEST
-//!   recorded, every block's checksum, keys in order, every key inside the
-//!   bounds and sequence-number range the MANIFEST recorded, no sequence
-//!   number above the MANIFEST's last sequence;
+//!   recorded, a footer that declares a block checksum (a table saying
+//!   "none" is a problem: nothing in it can be verified, and a database
+//!   whose options write checksummed tables refuses it), every block's
+//!   checksum, keys in order, every key inside the bounds and
+//!   sequence-number range the MANIFEST recorded, no sequence number above
+//!   the MANIFEST's last sequence;
 //! - the shape of the tree: files of each L0 sublevel do not overlap, and,
 //!   key by key, a newer level or sublevel never holds an older version of
 //!   a key than a level below it (this keeps one entry per distinct user
@@ -413,6 +416,13 @@ fn check_tables(
                 continue;
             }
         };
+        // `check` cannot tell a table made without checksums on purpose
+        // (`SstOptions::checksum` none) from a footer whose checksum type
+        // was flipped to none: either way it verifies nothing in it, and
+        // the open refuses it unless the database writes such tables.
+        if let Err(e) = t.require_checksums("a database that writes checksummed tables") {
+            r.error(&name, e);
+        }
         if let Err(e) = t.verify() {
             r.error(&name, e);
             continue;

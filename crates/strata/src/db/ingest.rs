@@ -1,6 +1,8 @@
 //! External SST ingestion: whole files handed to the database.
 //!
-//! 1. **Prepare**, outside every lock: open each file, hard-link
+//! 1. **Prepare**, outside every lock: open each file (one whose footer
+//!    declares no block checksum is refused unless the database writes
+//!    such tables itself: `open_to_ingest`), hard-link
 //!    (`move_files`) or copy it into the database directory under a new
 //!    file number, then sync the directory on the calling thread while a
 //!    helper thread walks every block (checksums, every key at sequence
@@ -279,10 +281,16 @@ fn bounds(
 }
 
 /// Opens a file to ingest (footer, index, properties: a few reads) and
-/// checks what its properties say; the walk over its blocks is [`walk`].
-fn open_to_ingest(vfs: &dyn Vfs, path: &Path) -> Result<Arc<Table>> {
+/// checks what its footer and properties say; the walk over its blocks is
+/// [`walk`]. With `require_checksums` (`Options::requires_table_checksums`)
+/// a file whose footer declares no block checksum is refused: its walk
+/// could verify no block, and the database would serve them unverified.
+fn open_to_ingest(vfs: &dyn Vfs, path: &Path, require_checksums: bool) -> Result<Arc<Table>> {
     // Opened with the keys' own sequence numbers, which must all be 0.
     let t = Table::open_in(vfs, path, TableOptions::default())?;
+    if require_checksums {
+        t.require_checksums("ingestion")?;
+    }
     let p = t.properties();
     if let Some(v) = p.external_version {
         if v >= 2 && p.global_seqno.unwrap_or(0) != 0 {
@@ -1022,7 +1030,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     let vfs = db.vfs.as_ref();
     let tables = paths
         .iter()
-        .map(|p| open_to_ingest(vfs, p))
+        .map(|p| open_to_ingest(vfs, p, db.opts.requires_table_checksums()))
         .collect::<Result<Vec<_>>>()?;
     // Uncompressed bytes: a batch costs what it holds (memtable inserts,
     // WAL bytes), whatever the file's compression.
@@ -1523,7 +1531,7 @@ mod tests {
         let vfs = crate::vfs::OsVfs;
         let tables: Vec<_> = paths
             .iter()
-            .map(|p| open_to_ingest(&vfs, p).unwrap())
+            .map(|p| open_to_ingest(&vfs, p, true).unwrap())
             .collect();
         let mut shared = SharedWalk::new(
             &tables,
@@ -1587,7 +1595,7 @@ mod tests {
             checksums: true,
             trust_own: false,
         };
-        let t = open_to_ingest(&crate::vfs::OsVfs, p).unwrap();
+        let t = open_to_ingest(&crate::vfs::OsVfs, p, true).unwrap();
         let single = walk(&t, p, full);
         let shared = Arc::new(SharedWalk::new(&[t], &[p.to_path_buf()], full));
         let helper = {
@@ -1616,7 +1624,7 @@ mod tests {
         let (lo, hi, excl) = split.unwrap();
         assert_eq!((lo, hi, excl), single.unwrap());
         let clean = std::fs::read(&p).unwrap();
-        let t = open_to_ingest(&crate::vfs::OsVfs, &p).unwrap();
+        let t = open_to_ingest(&crate::vfs::OsVfs, &p, true).unwrap();
         let h = t.data_handles().unwrap();
         drop(t);
         let seam = PIECE_BLOCKS;
@@ -1713,7 +1721,7 @@ mod tests {
         w.delete_range("k0100", "k0200").unwrap();
         w.finish().unwrap();
         let vfs = crate::vfs::OsVfs;
-        let checked = open_to_ingest(&vfs, &p).unwrap();
+        let checked = open_to_ingest(&vfs, &p, true).unwrap();
         let full = Check {
             checksums: true,
             trust_own: false,

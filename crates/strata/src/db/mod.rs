@@ -643,6 +643,12 @@ impl Db {
     /// (see [`IngestOptions`](crate::IngestOptions)). A table, once in the
     /// database, is never modified.
     ///
+    /// Every file is checked before anything is linked: a file whose
+    /// footer declares no block checksum (unless this database's own
+    /// `Options::sst.checksum` is none), keys out of order, at a sequence
+    /// number other than 0 or repeated, or an index entry that does not
+    /// bound its data block refuses the whole call.
+    ///
     /// ```
     /// use strata::{Db, IngestOptions, SstOptions, SstWriter};
     /// # let dir = tempfile::tempdir()?;

@@ -209,6 +209,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         dir.to_path_buf(),
         opts.max_open_files,
         block_cache,
+        opts.requires_table_checksums(),
     ));
 
     // Every check passed. A read-only open keeps what it replayed in the

@@ -1,6 +1,8 @@
 //! The table cache: open `Table` readers by *physical* file number, at most
 //! `max_open_files` of them (least recently used closed first). Every table
-//! shares the database's block cache.
+//! shares the database's block cache. A table whose footer declares no
+//! block checksum is refused unless the database writes such tables itself
+//! (`Options::requires_table_checksums`).
 //!
 //! A virtual file (see `db::excise`) is read through its backing table: the
 //! cache opens and keys tables by `FileMeta::backing_number`, so all virtual
@@ -31,6 +33,9 @@ pub struct TableCache {
     dir: PathBuf,
     tables: LruCache<Arc<Table>>,
     block_cache: Arc<BlockCache>,
+    /// Refuse a table whose footer declares no block checksum
+    /// (`Options::requires_table_checksums`).
+    require_checksums: bool,
 }
 
 /// The user-key bounds of `f`.
@@ -54,6 +59,7 @@ impl TableCache {
         dir: PathBuf,
         max_open: usize,
         block_cache: Arc<BlockCache>,
+        require_checksums: bool,
     ) -> TableCache {
         TableCache {
             vfs,
@@ -61,6 +67,7 @@ impl TableCache {
             // Charge 1 per table: the budget counts open files.
             tables: LruCache::with_shards(max_open.max(1), 0),
             block_cache,
+            require_checksums,
         }
     }
 
@@ -83,6 +90,9 @@ impl TableCache {
             &filenames::table(&self.dir, number),
             opts,
         )?;
+        if self.require_checksums {
+            t.require_checksums("the database")?;
+        }
         self.tables.insert((0, number), Arc::clone(&t), 1);
         Ok(t)
     }

@@ -21,6 +21,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, seek_key, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::util::checksum::ChecksumType;
 use crate::util::coding::decode_fixed32;
 use crate::vfs::{OsVfs, RandomAccessFile, Vfs};
 use std::cmp::Ordering;
@@ -361,6 +362,36 @@ impl Table {
 
     pub fn footer(&self) -> &Footer {
         &self.footer
+    }
+
+    /// True if the footer declares no block checksum (`ChecksumType::None`):
+    /// nothing read from the table is verified.
+    pub fn has_no_checksums(&self) -> bool {
+        self.footer.checksum == ChecksumType::None
+    }
+
+    /// Refuses a table whose footer declares no block checksum, as
+    /// corruption naming the file and the footer's offset; `needs` says
+    /// who requires checksums ("the database", "ingestion"). The footer of
+    /// format_version 5 and older is not checksummed itself, so one
+    /// flipped bit turns crc32c (1) into none (0) and every block after
+    /// it is served unverified: a reader that expects checksummed tables
+    /// must not take "none" on the footer's word. (From format_version 6
+    /// the footer's own checksum catches that flip.)
+    pub fn require_checksums(&self, needs: &str) -> Result<()> {
+        if !self.has_no_checksums() {
+            return Ok(());
+        }
+        Err(Error::corruption(
+            &self.name,
+            self.data_limit,
+            format!(
+                "the footer declares no checksum (checksum type none, format_version {}), \
+                 so no block of this table could be verified, and {needs} requires one \
+                 (a flipped footer bit turns crc32c into none)",
+                self.footer.format_version
+            ),
+        ))
     }
 
     pub fn file_size(&self) -> u64 {
