@@ -11,7 +11,8 @@
 //!   recorded, a footer that declares a block checksum (a table saying
 //!   "none" is a problem: nothing in it can be verified, and a database
 //!   whose options write checksummed tables refuses it), every block's
-//!   checksum, keys in order, every key inside the bounds and
+//!   checksum, each index entry bounding its block (`Table::verify`), keys
+//!   in order, every key inside the bounds and
 //!   sequence-number range the MANIFEST recorded, no sequence number above
 //!   the MANIFEST's last sequence;
 //! - the shape of the tree: files of each L0 sublevel do not overlap, and,

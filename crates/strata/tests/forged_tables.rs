@@ -218,3 +218,176 @@ fn ingestion_refuses_a_file_without_checksums() {
     assert_eq!(db.get(key(1999)).unwrap(), Some(value(1999).into_bytes()));
     db.close().unwrap();
 }
+
+/// A file for ingestion of keys `key00000..key03999`, in uncompressed
+/// blocks of about 1 KiB (its index block holds the separators as user
+/// keys, in full: restart interval 1).
+fn file_to_ingest(path: &Path) {
+    let mut w = SstWriter::create(
+        path,
+        SstOptions {
+            block_size: 1024,
+            compression: CompressionType::None,
+            ..SstOptions::for_ingestion()
+        },
+    )
+    .unwrap();
+    for i in 0..4000 {
+        w.put(key(i), value(i)).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// Rewrites index entry `entry`'s separator of the table at `path` with
+/// `forge` (same length), re-signing the index block as a forger (or a
+/// bug that wrote a wrong separator) would: its checksum is valid.
+/// Returns the separator as it was and the index block's offset.
+fn forge_separator(path: &Path, entry: usize, forge: impl Fn(&mut [u8])) -> (Vec<u8>, u64) {
+    use strata::sstable::{Table, TableOptions};
+    use strata::util::checksum::block_checksum;
+    let t = Table::open_path(path, TableOptions::default()).unwrap();
+    let sep = t.index_entries().unwrap().separator(entry).to_vec();
+    let h = t.footer().index;
+    drop(t);
+    let mut b = std::fs::read(path).unwrap();
+    let (start, end) = (h.offset as usize, (h.offset + h.size) as usize);
+    let hits: Vec<usize> = b[start..end]
+        .windows(sep.len())
+        .enumerate()
+        .filter(|(_, w)| *w == sep.as_slice())
+        .map(|(i, _)| start + i)
+        .collect();
+    assert_eq!(hits.len(), 1, "separator {sep:?} is not once in the index");
+    forge(&mut b[hits[0]..hits[0] + sep.len()]);
+    let sum = block_checksum(ChecksumType::Crc32c, &b[start..end], b[end]);
+    b[end + 1..end + 5].copy_from_slice(&sum.to_le_bytes());
+    std::fs::write(path, b).unwrap();
+    (sep, h.offset)
+}
+
+/// The last byte of a separator one lower (the key before it, for these
+/// keys) or one higher.
+fn lower(k: &mut [u8]) {
+    k[k.len() - 1] -= 1;
+}
+fn higher(k: &mut [u8]) {
+    k[k.len() - 1] += 1;
+}
+
+/// `e` is corruption at `offset` of `file`, naming index entry `entry`,
+/// the key `key` and what is wrong.
+fn assert_index_refusal(e: &Error, file: &Path, offset: u64, entry: usize, key: &str, what: &str) {
+    match e {
+        Error::Corruption {
+            file: f,
+            offset: o,
+            msg,
+        } => {
+            assert_eq!(Path::new(f), file, "{e}");
+            assert_eq!(*o, offset, "{e}");
+            assert!(msg.contains(&format!("index entry {entry} ")), "{e}");
+            assert!(msg.contains(&format!("\"{key}\" @ 0")), "{e}");
+            assert!(msg.contains(what), "{e}");
+        }
+        e => panic!("not corruption: {e}"),
+    }
+}
+
+/// A separator re-signed below its block's last key makes a lookup of that
+/// key go to the next block: `get` misses a key a scan finds. Ingestion's
+/// walk now refuses it (whether or not it compares block checksums, as
+/// files or as a write batch), naming the file, the index block's offset,
+/// the entry and the key; so it does a separator raised to the next
+/// block's first key.
+#[test]
+fn ingestion_refuses_an_index_that_does_not_bound_its_blocks() {
+    use strata::iter::InternalIterator;
+    use strata::sstable::{Table, TableOptions};
+    let t = tempfile::tempdir().unwrap();
+    let low = t.path().join("low.sst");
+    file_to_ingest(&low);
+    let entry = 20;
+    let (sep, index_at) = forge_separator(&low, entry, lower);
+    let missed = String::from_utf8(sep).unwrap();
+    // The harm: a scan finds the key, `get` does not.
+    let table = Table::open_path(&low, TableOptions::default()).unwrap();
+    assert_eq!(table.get(missed.as_bytes(), u64::MAX).unwrap(), None);
+    let mut it = table.iter();
+    it.seek_to_first();
+    let mut found = false;
+    while it.valid() {
+        found |= strata::key::user_key(it.key()) == missed.as_bytes();
+        it.next();
+    }
+    it.status().unwrap();
+    assert!(found, "a scan does not find {missed}");
+    drop(table);
+
+    let high = t.path().join("high.sst");
+    file_to_ingest(&high);
+    let (sep, high_index_at) = forge_separator(&high, entry, higher);
+    // The next block's first key: the key after the separator's.
+    let mut next = sep;
+    higher(&mut next);
+    let next = String::from_utf8(next).unwrap();
+
+    let db = Db::open(t.path().join("db"), options(ChecksumType::Crc32c)).unwrap();
+    for verify_checksums in [true, false] {
+        for small_file_bytes in [0, u64::MAX] {
+            let opts = IngestOptions {
+                verify_checksums,
+                small_file_bytes,
+                ..IngestOptions::default()
+            };
+            let e = db.ingest(&[&low], &opts).unwrap_err();
+            assert_index_refusal(&e, &low, index_at, entry, &missed, "is below the last key");
+            let e = db.ingest(&[&high], &opts).unwrap_err();
+            assert_index_refusal(
+                &e,
+                &high,
+                high_index_at,
+                entry,
+                &next,
+                "is not below the first key",
+            );
+        }
+    }
+    assert_eq!(db.iter().count(), 0);
+    db.close().unwrap();
+}
+
+/// `Table::verify` (what `strata check` and `strata sst verify` run on
+/// every table) checks the same rule: a table of the database whose index
+/// was re-signed with a separator below its block's last key is a problem
+/// naming the table, the index block and the key.
+#[test]
+fn check_reports_an_index_that_does_not_bound_its_blocks() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("f.sst");
+    file_to_ingest(&src);
+    let dir = t.path().join("db");
+    let db = Db::open(&dir, options(ChecksumType::Crc32c)).unwrap();
+    let opts = IngestOptions {
+        small_file_bytes: 0,
+        ..IngestOptions::default()
+    };
+    db.ingest(&[&src], &opts).unwrap();
+    db.close().unwrap();
+    let r = strata::check::check_dir(&dir).unwrap();
+    assert!(r.is_ok(), "{r:?}");
+    let table = tables(&dir).pop().unwrap();
+    let (sep, index_at) = forge_separator(&table, 7, lower);
+    let key = String::from_utf8(sep).unwrap();
+    let r = strata::check::check_dir(&dir).unwrap();
+    let p = r
+        .problems
+        .iter()
+        .find(|p| p.what.contains("index entry 7 "))
+        .unwrap_or_else(|| panic!("check passed a forged index: {r:?}"));
+    assert_eq!(Path::new(&p.file), table);
+    assert_eq!(p.offset, index_at);
+    assert!(
+        p.what.contains(&format!("\"{key}\" @ ")) && p.what.contains("is below the last key"),
+        "{p}"
+    );
+}

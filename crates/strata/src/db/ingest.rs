@@ -5,8 +5,9 @@
 //!    such tables itself: `open_to_ingest`), hard-link
 //!    (`move_files`) or copy it into the database directory under a new
 //!    file number, then sync the directory on the calling thread while a
-//!    helper thread walks every block (checksums, every key at sequence
-//!    number 0, no key twice, the bounds), the calling thread taking a
+//!    helper thread walks every block (checksums, each index entry
+//!    bounding its block, every key at sequence number 0, no key twice,
+//!    the bounds), the calling thread taking a
 //!    share of the blocks once its fsync returns (`SharedWalk`: runs of
 //!    blocks, their seams checked after; `prepare` has the order and why
 //!    it is crash safe; with `IngestOptions::trust_own_files`, a file
@@ -99,8 +100,7 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::memtable::MemTable;
-use crate::sstable::format::BlockHandle;
-use crate::sstable::{Found, RangeTombstone, Table, TableOptions};
+use crate::sstable::{Found, IndexEntries, RangeTombstone, Table, TableOptions};
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 use crate::vfs::Vfs;
 use std::path::{Path, PathBuf};
@@ -394,8 +394,9 @@ const MAX_PIECES: usize = 64;
 enum Plan {
     /// Its bounds only ([`own_file_bounds`]), in one piece.
     Own,
-    /// Every data block (the index block's entries), in runs.
-    Blocks(Vec<BlockHandle>),
+    /// Every data block (the index block's entries: handles and
+    /// separators, each separator checked against its block), in runs.
+    Blocks(IndexEntries),
     /// Refused before any block is read: its index does not read.
     Failed(Error),
 }
@@ -405,7 +406,7 @@ impl Plan {
         if check.trust_own && !check.checksums && written_for_ingestion_by_strata(t) {
             return Plan::Own;
         }
-        match t.data_handles() {
+        match t.index_entries() {
             Ok(h) => Plan::Blocks(h),
             Err(e) => Plan::Failed(e),
         }
@@ -523,14 +524,22 @@ fn walk_piece(
     let handles = match plan {
         Plan::Own => return PieceOut::Whole(own_file_bounds(t, path)),
         Plan::Failed(e) => return PieceOut::Whole(Err(e.clone())),
-        Plan::Blocks(h) => &h[piece.blocks],
+        Plan::Blocks(h) => h,
     };
-    PieceOut::Run(walk_run(t, path, handles, check.checksums, watch))
+    PieceOut::Run(walk_run(
+        t,
+        path,
+        handles,
+        piece.blocks,
+        check.checksums,
+        watch,
+    ))
 }
 
-/// Walks a run of data blocks: checksums (unless `checksums` is off), and
-/// each key after the one before it, at sequence number 0, no user key
-/// twice. One comparison of user keys per entry: a user key greater than
+/// Walks a run of data blocks (`index`'s entries `run`): checksums
+/// (unless `checksums` is off), each block's first and last key against
+/// the index's separators (`Table::walk_blocks`), and each key after the
+/// one before it, at sequence number 0, no user key twice. One comparison of user keys per entry: a user key greater than
 /// the previous one is also greater as an internal key and no duplicate;
 /// only otherwise does [`check_follows`] find which check fails. (The walk
 /// compared internal keys and then user keys, two `memcmp` calls per
@@ -539,7 +548,8 @@ fn walk_piece(
 fn walk_run(
     t: &Arc<Table>,
     path: &Path,
-    handles: &[BlockHandle],
+    index: &IndexEntries,
+    run: std::ops::Range<usize>,
     checksums: bool,
     watch: Option<(&AtomicBool, &AtomicU64)>,
 ) -> Run {
@@ -555,7 +565,7 @@ fn walk_run(
         }
         Ok(())
     };
-    let walked = t.walk_blocks(handles, checksums, &mut on_block, &mut |ikey, offset| {
+    let walked = t.walk_blocks(index, run, checksums, &mut on_block, &mut |ikey, offset| {
         // `walk_blocks` hands over keys of 8 bytes or more only.
         if first.is_none() {
             first = Some((ikey.to_vec(), offset));
@@ -1611,10 +1621,13 @@ mod tests {
     /// helper each take runs of data blocks) finds what one walk finds:
     /// the same bounds for a sound file; for a damaged block in the first
     /// run, the last block before a seam, the first after it, or the last
-    /// run, the same corruption error, naming the file; and keys out of
-    /// order across a seam (two blocks traded places, each run still in
-    /// order) are caught there. (Planted: with the seam check in `combine`
-    /// left out, the out-of-order file is accepted.)
+    /// run, the same corruption error, naming the file; and a key out of
+    /// order across a seam (each run still in order) is caught there, by
+    /// the same error both ways: the index separator before it is not
+    /// below it (`Table::walk_blocks` checks each block against the index,
+    /// which implies the order across blocks; the seam check in `combine`
+    /// stays, and says "keys out of order" if the index is ever not
+    /// checked).
     #[test]
     fn a_walk_split_into_pieces_finds_what_one_walk_finds() {
         let d = tempfile::tempdir().unwrap();
@@ -1664,7 +1677,12 @@ mod tests {
         let (single, split, _) = walked_both_ways(&p);
         let e = split.expect_err("keys out of order across the seam");
         assert!(e.is_corruption(), "{e}");
-        assert!(e.to_string().contains("keys out of order"), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("index entry {} ", seam - 1))
+                && e.to_string().contains("is not below the first key \">"),
+            "{e}"
+        );
         assert!(e.to_string().contains(&name), "{e}");
         assert_eq!(e.to_string(), single.unwrap_err().to_string());
     }
