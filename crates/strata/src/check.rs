@@ -21,8 +21,10 @@
 //!   key in memory: fine for the databases tests and operators check by
 //!   hand, not for billions of keys);
 //! - every live WAL (numbered at or above the MANIFEST's log number): every
-//!   record's checksum, each decodes as a write batch, sequence numbers
-//!   increase;
+//!   record's checksum, each decodes as a write batch, and the open's rules
+//!   for their sequence numbers (`db::wal_sequence`: batches ascend, and
+//!   past the MANIFEST's flushed sequence no gap that the MANIFEST does not
+//!   account for, which shows a MANIFEST record is missing);
 //! - the `EVENTS` log parses (`strata::events`). It is a diagnostic record,
 //!   not data (recovery never reads it), so damage there is a warning
 //!   naming the line's offset, whatever else is checked.
@@ -35,6 +37,7 @@
 //! interrupted append does not leave one.
 
 use crate::db::filenames::{self, FileKind};
+use crate::db::wal_sequence::WalSequence;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey};
@@ -178,6 +181,9 @@ struct ManifestState {
     version: Version,
     log_number: u64,
     last_sequence: u64,
+    /// The largest flushed sequence recorded (the WALs' records at or
+    /// below it are in tables).
+    flushed_seq: u64,
     next_file: u64,
     queued: Vec<FileMeta>,
     /// Files of ingestions past the MANIFEST's last sequence that recovery
@@ -222,6 +228,7 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
     let (mut log_number, mut last_sequence, mut next_file) = (0, None, None);
     let mut queued: BTreeMap<u64, Vec<FileMeta>> = BTreeMap::new();
     let mut ingested_seq = 0;
+    let mut flushed_seq = 0;
     loop {
         let rec = match reader.read_record() {
             Ok(Some(rec)) => rec,
@@ -271,6 +278,7 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
             last_sequence = Some(s);
         }
         next_file = edit.next_file_number.or(next_file);
+        flushed_seq = flushed_seq.max(edit.flushed_seq.unwrap_or(0));
         for f in &edit.queued_files {
             if let Some(s) = f.global_seqno {
                 queued.entry(s).or_default().push(f.clone());
@@ -290,6 +298,7 @@ fn check_manifest(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) -> Option<Mani
         version,
         log_number,
         last_sequence,
+        flushed_seq,
         next_file,
         queued: queued.into_values().flatten().collect(),
         redo: Vec::new(),
@@ -640,7 +649,9 @@ fn check_wals(
         })
         .collect();
     wals.sort_unstable();
-    let mut last_seq = 0u64;
+    // The open's numbering rules (`db::wal_sequence`): what it refuses is
+    // a problem here, in its words.
+    let mut seqs = WalSequence::new(st.flushed_seq, st.last_sequence);
     let mut redo = Vec::new();
     for (i, w) in wals.iter().enumerate() {
         r.wals += 1;
@@ -696,21 +707,16 @@ fn check_wals(
                 break;
             };
             if b.count() > 0 {
-                if b.sequence() <= last_seq {
-                    r.problem(
-                        &name,
-                        off,
-                        format!(
-                            "batch at sequence {} does not follow sequence {last_seq}",
-                            b.sequence()
-                        ),
-                    );
+                if let Err(why) = seqs.batch(b.sequence(), b_last) {
+                    r.problem(&name, off, why);
                 }
-                last_seq = last_seq.max(b_last);
-            } else if b.sequence() > st.last_sequence {
+            } else {
+                seqs.marker(b.sequence());
                 // A marker that does not decode is the open's to refuse.
-                if let Ok(Some(m)) = crate::db::marker::IngestMarker::from_batch(&b) {
-                    redo.extend(m.files);
+                if b.sequence() > st.last_sequence {
+                    if let Ok(Some(m)) = crate::db::marker::IngestMarker::from_batch(&b) {
+                        redo.extend(m.files);
+                    }
                 }
             }
         }

@@ -43,6 +43,7 @@ pub mod repair;
 mod snapshot;
 mod table_cache;
 mod wal_buffer;
+pub(crate) mod wal_sequence;
 mod write_wait;
 
 pub use flushable::Flushable;
