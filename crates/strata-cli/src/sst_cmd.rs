@@ -199,7 +199,7 @@ fn verify(file: &Path) -> Result<()> {
 /// unless it writes such tables itself), so they say nothing was verified.
 fn no_checksums_note(t: &Table) -> &'static str {
     if t.has_no_checksums() {
-        " (the table has no checksums: no block was verified; a database \
+        " (the table has no checksums: nothing read from it is verified; a database \
          that writes checksummed tables refuses it)"
     } else {
         ""

@@ -154,10 +154,11 @@ pub struct IngestOptions {
     /// and finished itself, which nothing else has written since (`strata
     /// import`'s own): that writer refuses a key out of order, a user key
     /// twice and a sequence number other than 0 as each is added, which is
-    /// what the walk over every key would check again. A block damaged
-    /// after the writer finished is still reported when it is read (every
-    /// read checks its block's checksum), but after the ingestion rather
-    /// than by it. Files without those properties (RocksDB's, or Strata's
+    /// what the walk over every key would check again (the writer also
+    /// chose the index separators, so the walk's index check is skipped
+    /// too). A block damaged after the writer finished is still reported
+    /// when it is read (every read checks its block's checksum), but after
+    /// the ingestion rather than by it. Files without those properties (RocksDB's, or Strata's
     /// not written for ingestion) get the full walk, and so does every file
     /// when `verify_checksums` asks for every block. Default false.
     pub trust_own_files: bool,
@@ -521,7 +522,7 @@ fn walk_piece(
     check: Check,
     watch: Option<(&AtomicBool, &AtomicU64)>,
 ) -> PieceOut {
-    let handles = match plan {
+    let index = match plan {
         Plan::Own => return PieceOut::Whole(own_file_bounds(t, path)),
         Plan::Failed(e) => return PieceOut::Whole(Err(e.clone())),
         Plan::Blocks(h) => h,
@@ -529,7 +530,7 @@ fn walk_piece(
     PieceOut::Run(walk_run(
         t,
         path,
-        handles,
+        index,
         piece.blocks,
         check.checksums,
         watch,
@@ -539,7 +540,8 @@ fn walk_piece(
 /// Walks a run of data blocks (`index`'s entries `run`): checksums
 /// (unless `checksums` is off), each block's first and last key against
 /// the index's separators (`Table::walk_blocks`), and each key after the
-/// one before it, at sequence number 0, no user key twice. One comparison of user keys per entry: a user key greater than
+/// one before it, at sequence number 0, no user key twice. One comparison
+/// of user keys per entry: a user key greater than
 /// the previous one is also greater as an internal key and no duplicate;
 /// only otherwise does [`check_follows`] find which check fails. (The walk
 /// compared internal keys and then user keys, two `memcmp` calls per

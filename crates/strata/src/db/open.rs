@@ -455,8 +455,9 @@ struct ReplayOutcome {
 /// log number), oldest first, into memory.
 ///
 /// Sequence numbers must run on without a gap from the MANIFEST's flushed
-/// sequence (`wal_sequence`, whose rules `strata check` applies too), except for numbers the MANIFEST accounts for (ingestions: at
-/// or below its last sequence) and ingestions redone from their markers:
+/// sequence (`wal_sequence`, whose rules `strata check` applies too),
+/// except for numbers the MANIFEST accounts for (ingestions: at or below
+/// its last sequence) and ingestions redone from their markers:
 /// a WAL record whose number jumps past the MANIFEST's last sequence
 /// follows something no surviving record holds (a lost MANIFEST edit, such
 /// as an acknowledged ingestion's whose marker is gone too), so recovery

@@ -6,8 +6,9 @@
 //! and every decoding failure becomes `Error::Corruption` naming the file and
 //! the block's offset. A walk over every block (`verify`, `walk_blocks`)
 //! also checks that each index entry bounds its block (`check_separator`);
-//! a point lookup trusts the index. A damaged filter is dropped rather than trusted: the
-//! table then answers from its data blocks, which is slower but correct.
+//! a point lookup trusts the index. A damaged filter is dropped rather than
+//! trusted: the table then answers from its data blocks, which is slower
+//! but correct.
 
 use super::block::{Block, BlockIter, BlockIterMode, KeyOrder};
 use super::compression::CompressionType;
@@ -788,15 +789,10 @@ impl Table {
                 prev: i.checked_sub(1).map(|p| index.separator(p)),
                 sep: index.separator(i),
             };
-            let block = self.each_entry(
-                std::mem::take(&mut buf),
-                h.offset,
-                Some(&bounds),
-                &mut |k| {
-                    entries += 1;
-                    each(k, h.offset)
-                },
-            )?;
+            let block = self.each_entry(std::mem::take(&mut buf), h.offset, &bounds, &mut |k| {
+                entries += 1;
+                each(k, h.offset)
+            })?;
             // The block's buffer back for the next one (the walk was its
             // only other holder).
             if let Ok(b) = Arc::try_unwrap(block) {
@@ -809,16 +805,15 @@ impl Table {
     /// Parses the data block `data` (at `offset`, for error messages) and
     /// hands each entry's key, in block order, to `each`: a key shorter
     /// than its 8-byte trailer, a block that does not parse, or an entry
-    /// that does not decode is corruption, and so (with `bounds`) is a
-    /// first or last key the index's separators do not bound
-    /// (`check_separator`; the first before `each` sees it, the last
-    /// after). Returns the block, so that a caller can take its buffer
-    /// back.
+    /// that does not decode is corruption, and so is a first or last key
+    /// the index's separators (`bounds`) do not bound (`check_separator`;
+    /// the first before `each` sees it, the last after). Returns the
+    /// block, so that a caller can take its buffer back.
     fn each_entry(
         &self,
         data: Vec<u8>,
         offset: u64,
-        bounds: Option<&SeparatorBounds<'_>>,
+        bounds: &SeparatorBounds<'_>,
         each: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<Arc<Block>> {
         let b = Block::new(data)
@@ -834,18 +829,14 @@ impl Table {
                     "key shorter than its trailer",
                 ));
             }
-            if let Some(b) = bounds {
-                if first {
-                    self.check_separator(b, it.key(), offset, true)?;
-                }
-                each(it.key())?;
-                if it.at_last_entry() {
-                    self.check_separator(b, it.key(), offset, false)?;
-                }
-            } else {
-                each(it.key())?;
+            if first {
+                self.check_separator(bounds, it.key(), offset, true)?;
+                first = false;
             }
-            first = false;
+            each(it.key())?;
+            if it.at_last_entry() {
+                self.check_separator(bounds, it.key(), offset, false)?;
+            }
             it.next();
         }
         if let Some(e) = it.error() {
@@ -859,7 +850,9 @@ impl Table {
     }
 
     /// Reads every block with checksum verification and checks that keys
-    /// increase and that the entry count matches the properties.
+    /// increase, that each index entry bounds its block
+    /// (`check_separator`) and that the entry count matches the
+    /// properties.
     pub fn verify(self: &Arc<Self>) -> Result<BlockStats> {
         self.verify_with(true, &mut |_, _| Ok(()))
     }
@@ -923,7 +916,7 @@ impl Table {
                 prev: (entry > 0).then_some(prev_sep.as_slice()),
                 sep: idx.key(),
             };
-            self.each_entry(c.data, h.offset, Some(&bounds), &mut |k| {
+            self.each_entry(c.data, h.offset, &bounds, &mut |k| {
                 if have_last && key::compare_internal(&last, k) != Ordering::Less {
                     return Err(Error::corruption(&self.name, h.offset, "keys out of order"));
                 }
@@ -986,7 +979,7 @@ impl IndexEntries {
         self.handles.is_empty()
     }
 
-    /// Entry `i`'s separator.
+    /// Entry `i`'s separator (`i < len()`).
     pub fn separator(&self, i: usize) -> &[u8] {
         let start = i.checked_sub(1).map_or(0, |p| self.ends[p]);
         &self.keys[start..self.ends[i]]
