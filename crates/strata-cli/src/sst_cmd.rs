@@ -1,4 +1,6 @@
-//! `strata sst ...`: dump, verify and write single SST files.
+//! `strata sst ...`: dump, verify and write single SST files. A table
+//! whose footer declares no checksum is read (these commands look at one
+//! file, not a database), and the output says nothing in it was verified.
 
 use crate::gen;
 use anyhow::{bail, Context, Result};
@@ -90,9 +92,10 @@ fn dump(a: DumpArgs) -> Result<()> {
     let f = t.footer();
     writeln!(
         out,
-        "Footer: format_version {}, checksum {}",
+        "Footer: format_version {}, checksum {}{}",
         f.format_version,
-        f.checksum.name()
+        f.checksum.name(),
+        no_checksums_note(&t)
     )?;
     writeln!(out, "Properties:")?;
     for (k, v) in &t.properties().all {
@@ -181,13 +184,26 @@ fn verify(file: &Path) -> Result<()> {
         .verify()
         .with_context(|| format!("verifying {}", file.display()))?;
     outln!(
-        "OK {}: {} entries in {} data blocks, {} range tombstones",
+        "OK {}: {} entries in {} data blocks, {} range tombstones{}",
         file.display(),
         s.entries,
         s.data_blocks,
-        t.range_tombstones().len()
+        t.range_tombstones().len(),
+        no_checksums_note(&t)
     )?;
     Ok(())
+}
+
+/// What to add where a table's footer is shown: these commands read a
+/// table whose footer declares no block checksum (a database refuses one
+/// unless it writes such tables itself), so they say nothing was verified.
+fn no_checksums_note(t: &Table) -> &'static str {
+    if t.has_no_checksums() {
+        " (the table has no checksums: nothing read from it is verified; a database \
+         that writes checksummed tables refuses it)"
+    } else {
+        ""
+    }
 }
 
 pub fn options(

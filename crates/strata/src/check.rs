@@ -8,17 +8,23 @@
 //!   and that it applies (deletes only files the level holds, keeps every
 //!   level below L0 sorted and non-overlapping);
 //! - every table the version names: present, with the size the MANIFEST
-//!   recorded, every block's checksum, keys in order, every key inside the
-//!   bounds and sequence-number range the MANIFEST recorded, no sequence
-//!   number above the MANIFEST's last sequence;
+//!   recorded, a footer that declares a block checksum (a table saying
+//!   "none" is a problem: nothing in it can be verified, and a database
+//!   whose options write checksummed tables refuses it), every block's
+//!   checksum, each index entry bounding its block (`Table::verify`), keys
+//!   in order, every key inside the bounds and
+//!   sequence-number range the MANIFEST recorded, no sequence number above
+//!   the MANIFEST's last sequence;
 //! - the shape of the tree: files of each L0 sublevel do not overlap, and,
 //!   key by key, a newer level or sublevel never holds an older version of
 //!   a key than a level below it (this keeps one entry per distinct user
 //!   key in memory: fine for the databases tests and operators check by
 //!   hand, not for billions of keys);
 //! - every live WAL (numbered at or above the MANIFEST's log number): every
-//!   record's checksum, each decodes as a write batch, sequence numbers
-//!   increase;
+//!   record's checksum, each decodes as a write batch, and the open's rules
+//!   for their sequence numbers (`db::wal_sequence`: batches ascend, and
+//!   past the MANIFEST's flushed sequence no gap that the MANIFEST does not
+//!   account for, which shows a MANIFEST record is missing);
 //! - the `EVENTS` log parses (`strata::events`). It is a diagnostic record,
 //!   not data (recovery never reads it), so damage there is a warning
 //!   naming the line's offset, whatever else is checked.
@@ -31,6 +37,7 @@
 //! interrupted append does not leave one.
 
 use crate::db::filenames::{self, FileKind};
+use crate::db::wal_sequence::WalSequence;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey};
@@ -174,7 +181,8 @@ struct ManifestState {
     version: Version,
     log_number: u64,
     last_sequence: u64,
-    /// Sequence numbers up to this are in tables.
+    /// The largest flushed sequence recorded (the WALs' records at or
+    /// below it are in tables).
     flushed_seq: u64,
     next_file: u64,
     queued: Vec<FileMeta>,
@@ -418,6 +426,13 @@ fn check_tables(
                 continue;
             }
         };
+        // `check` cannot tell a table made without checksums on purpose
+        // (`SstOptions::checksum` none) from a footer whose checksum type
+        // was flipped to none: either way it verifies nothing in it, and
+        // the open refuses it unless the database writes such tables.
+        if let Err(e) = t.require_checksums("a database that writes checksummed tables") {
+            r.error(&name, e);
+        }
         if let Err(e) = t.verify() {
             r.error(&name, e);
             continue;
@@ -634,12 +649,15 @@ fn check_wals(
         })
         .collect();
     wals.sort_unstable();
-    // As recovery judges it (`db::open::replay_wals`).
+    // As recovery judges it (`db::open::replay_wals`): the WAL the
+    // MANIFEST names must be there.
     if st.log_number > 0 && wals.first() != Some(&st.log_number) {
         let e = crate::db::missing_wal(dir, st.log_number, st.flushed_seq);
         r.error(&filenames::wal(dir, st.log_number).display().to_string(), e);
     }
-    let mut last_seq = 0u64;
+    // The open's numbering rules (`db::wal_sequence`): what it refuses is
+    // a problem here, in its words.
+    let mut seqs = WalSequence::new(st.flushed_seq, st.last_sequence);
     let mut redo = Vec::new();
     for (i, w) in wals.iter().enumerate() {
         r.wals += 1;
@@ -695,21 +713,16 @@ fn check_wals(
                 break;
             };
             if b.count() > 0 {
-                if b.sequence() <= last_seq {
-                    r.problem(
-                        &name,
-                        off,
-                        format!(
-                            "batch at sequence {} does not follow sequence {last_seq}",
-                            b.sequence()
-                        ),
-                    );
+                if let Err(why) = seqs.batch(b.sequence(), b_last) {
+                    r.problem(&name, off, why);
                 }
-                last_seq = last_seq.max(b_last);
-            } else if b.sequence() > st.last_sequence {
+            } else {
+                seqs.marker(b.sequence());
                 // A marker that does not decode is the open's to refuse.
-                if let Ok(Some(m)) = crate::db::marker::IngestMarker::from_batch(&b) {
-                    redo.extend(m.files);
+                if b.sequence() > st.last_sequence {
+                    if let Ok(Some(m)) = crate::db::marker::IngestMarker::from_batch(&b) {
+                        redo.extend(m.files);
+                    }
                 }
             }
         }

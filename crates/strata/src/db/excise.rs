@@ -278,6 +278,7 @@ mod tests {
             dir.to_path_buf(),
             10,
             Arc::new(BlockCache::new(1 << 20)),
+            true,
         );
         (cache, f)
     }

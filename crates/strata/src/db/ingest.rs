@@ -1,10 +1,13 @@
 //! External SST ingestion: whole files handed to the database.
 //!
-//! 1. **Prepare**, outside every lock: open each file, hard-link
+//! 1. **Prepare**, outside every lock: open each file (one whose footer
+//!    declares no block checksum is refused unless the database writes
+//!    such tables itself: `open_to_ingest`), hard-link
 //!    (`move_files`) or copy it into the database directory under a new
 //!    file number, then sync the directory on the calling thread while a
-//!    helper thread walks every block (checksums, every key at sequence
-//!    number 0, no key twice, the bounds), the calling thread taking a
+//!    helper thread walks every block (checksums, each index entry
+//!    bounding its block, every key at sequence number 0, no key twice,
+//!    the bounds), the calling thread taking a
 //!    share of the blocks once its fsync returns (`SharedWalk`: runs of
 //!    blocks, their seams checked after; `prepare` has the order and why
 //!    it is crash safe; with `IngestOptions::trust_own_files`, a file
@@ -97,8 +100,7 @@ use crate::iter::merging::MergingIterator;
 use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
 use crate::memtable::MemTable;
-use crate::sstable::format::BlockHandle;
-use crate::sstable::{Found, RangeTombstone, Table, TableOptions};
+use crate::sstable::{Found, IndexEntries, RangeTombstone, Table, TableOptions};
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 use crate::vfs::Vfs;
 use std::path::{Path, PathBuf};
@@ -152,10 +154,11 @@ pub struct IngestOptions {
     /// and finished itself, which nothing else has written since (`strata
     /// import`'s own): that writer refuses a key out of order, a user key
     /// twice and a sequence number other than 0 as each is added, which is
-    /// what the walk over every key would check again. A block damaged
-    /// after the writer finished is still reported when it is read (every
-    /// read checks its block's checksum), but after the ingestion rather
-    /// than by it. Files without those properties (RocksDB's, or Strata's
+    /// what the walk over every key would check again (the writer also
+    /// chose the index separators, so the walk's index check is skipped
+    /// too). A block damaged after the writer finished is still reported
+    /// when it is read (every read checks its block's checksum), but after
+    /// the ingestion rather than by it. Files without those properties (RocksDB's, or Strata's
     /// not written for ingestion) get the full walk, and so does every file
     /// when `verify_checksums` asks for every block. Default false.
     pub trust_own_files: bool,
@@ -279,10 +282,16 @@ fn bounds(
 }
 
 /// Opens a file to ingest (footer, index, properties: a few reads) and
-/// checks what its properties say; the walk over its blocks is [`walk`].
-fn open_to_ingest(vfs: &dyn Vfs, path: &Path) -> Result<Arc<Table>> {
+/// checks what its footer and properties say; the walk over its blocks is
+/// [`walk`]. With `require_checksums` (`Options::requires_table_checksums`)
+/// a file whose footer declares no block checksum is refused: its walk
+/// could verify no block, and the database would serve them unverified.
+fn open_to_ingest(vfs: &dyn Vfs, path: &Path, require_checksums: bool) -> Result<Arc<Table>> {
     // Opened with the keys' own sequence numbers, which must all be 0.
     let t = Table::open_in(vfs, path, TableOptions::default())?;
+    if require_checksums {
+        t.require_checksums("ingestion")?;
+    }
     let p = t.properties();
     if let Some(v) = p.external_version {
         if v >= 2 && p.global_seqno.unwrap_or(0) != 0 {
@@ -386,8 +395,9 @@ const MAX_PIECES: usize = 64;
 enum Plan {
     /// Its bounds only ([`own_file_bounds`]), in one piece.
     Own,
-    /// Every data block (the index block's entries), in runs.
-    Blocks(Vec<BlockHandle>),
+    /// Every data block (the index block's entries: handles and
+    /// separators, each separator checked against its block), in runs.
+    Blocks(IndexEntries),
     /// Refused before any block is read: its index does not read.
     Failed(Error),
 }
@@ -397,7 +407,7 @@ impl Plan {
         if check.trust_own && !check.checksums && written_for_ingestion_by_strata(t) {
             return Plan::Own;
         }
-        match t.data_handles() {
+        match t.index_entries() {
             Ok(h) => Plan::Blocks(h),
             Err(e) => Plan::Failed(e),
         }
@@ -512,17 +522,26 @@ fn walk_piece(
     check: Check,
     watch: Option<(&AtomicBool, &AtomicU64)>,
 ) -> PieceOut {
-    let handles = match plan {
+    let index = match plan {
         Plan::Own => return PieceOut::Whole(own_file_bounds(t, path)),
         Plan::Failed(e) => return PieceOut::Whole(Err(e.clone())),
-        Plan::Blocks(h) => &h[piece.blocks],
+        Plan::Blocks(h) => h,
     };
-    PieceOut::Run(walk_run(t, path, handles, check.checksums, watch))
+    PieceOut::Run(walk_run(
+        t,
+        path,
+        index,
+        piece.blocks,
+        check.checksums,
+        watch,
+    ))
 }
 
-/// Walks a run of data blocks: checksums (unless `checksums` is off), and
-/// each key after the one before it, at sequence number 0, no user key
-/// twice. One comparison of user keys per entry: a user key greater than
+/// Walks a run of data blocks (`index`'s entries `run`): checksums
+/// (unless `checksums` is off), each block's first and last key against
+/// the index's separators (`Table::walk_blocks`), and each key after the
+/// one before it, at sequence number 0, no user key twice. One comparison
+/// of user keys per entry: a user key greater than
 /// the previous one is also greater as an internal key and no duplicate;
 /// only otherwise does [`check_follows`] find which check fails. (The walk
 /// compared internal keys and then user keys, two `memcmp` calls per
@@ -531,7 +550,8 @@ fn walk_piece(
 fn walk_run(
     t: &Arc<Table>,
     path: &Path,
-    handles: &[BlockHandle],
+    index: &IndexEntries,
+    run: std::ops::Range<usize>,
     checksums: bool,
     watch: Option<(&AtomicBool, &AtomicU64)>,
 ) -> Run {
@@ -547,7 +567,7 @@ fn walk_run(
         }
         Ok(())
     };
-    let walked = t.walk_blocks(handles, checksums, &mut on_block, &mut |ikey, offset| {
+    let walked = t.walk_blocks(index, run, checksums, &mut on_block, &mut |ikey, offset| {
         // `walk_blocks` hands over keys of 8 bytes or more only.
         if first.is_none() {
             first = Some((ikey.to_vec(), offset));
@@ -1022,7 +1042,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     let vfs = db.vfs.as_ref();
     let tables = paths
         .iter()
-        .map(|p| open_to_ingest(vfs, p))
+        .map(|p| open_to_ingest(vfs, p, db.opts.requires_table_checksums()))
         .collect::<Result<Vec<_>>>()?;
     // Uncompressed bytes: a batch costs what it holds (memtable inserts,
     // WAL bytes), whatever the file's compression.
@@ -1523,7 +1543,7 @@ mod tests {
         let vfs = crate::vfs::OsVfs;
         let tables: Vec<_> = paths
             .iter()
-            .map(|p| open_to_ingest(&vfs, p).unwrap())
+            .map(|p| open_to_ingest(&vfs, p, true).unwrap())
             .collect();
         let mut shared = SharedWalk::new(
             &tables,
@@ -1587,7 +1607,7 @@ mod tests {
             checksums: true,
             trust_own: false,
         };
-        let t = open_to_ingest(&crate::vfs::OsVfs, p).unwrap();
+        let t = open_to_ingest(&crate::vfs::OsVfs, p, true).unwrap();
         let single = walk(&t, p, full);
         let shared = Arc::new(SharedWalk::new(&[t], &[p.to_path_buf()], full));
         let helper = {
@@ -1603,10 +1623,13 @@ mod tests {
     /// helper each take runs of data blocks) finds what one walk finds:
     /// the same bounds for a sound file; for a damaged block in the first
     /// run, the last block before a seam, the first after it, or the last
-    /// run, the same corruption error, naming the file; and keys out of
-    /// order across a seam (two blocks traded places, each run still in
-    /// order) are caught there. (Planted: with the seam check in `combine`
-    /// left out, the out-of-order file is accepted.)
+    /// run, the same corruption error, naming the file; and a key out of
+    /// order across a seam (each run still in order) is caught there, by
+    /// the same error both ways: the index separator before it is not
+    /// below it (`Table::walk_blocks` checks each block against the index,
+    /// which implies the order across blocks; the seam check in `combine`
+    /// stays, and says "keys out of order" if the index is ever not
+    /// checked).
     #[test]
     fn a_walk_split_into_pieces_finds_what_one_walk_finds() {
         let d = tempfile::tempdir().unwrap();
@@ -1616,7 +1639,7 @@ mod tests {
         let (lo, hi, excl) = split.unwrap();
         assert_eq!((lo, hi, excl), single.unwrap());
         let clean = std::fs::read(&p).unwrap();
-        let t = open_to_ingest(&crate::vfs::OsVfs, &p).unwrap();
+        let t = open_to_ingest(&crate::vfs::OsVfs, &p, true).unwrap();
         let h = t.data_handles().unwrap();
         drop(t);
         let seam = PIECE_BLOCKS;
@@ -1656,7 +1679,12 @@ mod tests {
         let (single, split, _) = walked_both_ways(&p);
         let e = split.expect_err("keys out of order across the seam");
         assert!(e.is_corruption(), "{e}");
-        assert!(e.to_string().contains("keys out of order"), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("index entry {} ", seam - 1))
+                && e.to_string().contains("is not below the first key \">"),
+            "{e}"
+        );
         assert!(e.to_string().contains(&name), "{e}");
         assert_eq!(e.to_string(), single.unwrap_err().to_string());
     }
@@ -1713,7 +1741,7 @@ mod tests {
         w.delete_range("k0100", "k0200").unwrap();
         w.finish().unwrap();
         let vfs = crate::vfs::OsVfs;
-        let checked = open_to_ingest(&vfs, &p).unwrap();
+        let checked = open_to_ingest(&vfs, &p, true).unwrap();
         let full = Check {
             checksums: true,
             trust_own: false,

@@ -44,6 +44,7 @@ pub mod repair;
 mod snapshot;
 mod table_cache;
 mod wal_buffer;
+pub(crate) mod wal_sequence;
 mod write_wait;
 
 pub use flushable::Flushable;
@@ -649,6 +650,12 @@ impl Db {
     /// through the WAL and memtable, and its files are left where they were
     /// (see [`IngestOptions`](crate::IngestOptions)). A table, once in the
     /// database, is never modified.
+    ///
+    /// Every file is checked before anything is linked: a file whose
+    /// footer declares no block checksum (unless this database's own
+    /// `Options::sst.checksum` is none), keys out of order, at a sequence
+    /// number other than 0 or repeated, or an index entry that does not
+    /// bound its data block refuses the whole call.
     ///
     /// ```
     /// use strata::{Db, IngestOptions, SstOptions, SstWriter};

@@ -27,6 +27,7 @@ use super::options::Options;
 use super::recovery_checks::{self as checks, DirKind, SeqRanges, Unreferenced};
 use super::table_cache::TableCache;
 use super::wal_buffer::Wal;
+use super::wal_sequence::WalSequence;
 use super::write_batch::WriteBatch;
 use super::{filenames, Db, DbInner, DbState, Stats};
 use crate::cache::BlockCache;
@@ -228,6 +229,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         dir.to_path_buf(),
         opts.max_open_files,
         block_cache,
+        opts.requires_table_checksums(),
     );
     table_cache.pin(pinned);
     let table_cache = Arc::new(table_cache);
@@ -477,8 +479,9 @@ struct ReplayOutcome {
 /// log number), oldest first, into memory.
 ///
 /// Sequence numbers must run on without a gap from the MANIFEST's flushed
-/// sequence, except for numbers the MANIFEST accounts for (ingestions: at
-/// or below its last sequence) and ingestions redone from their markers:
+/// sequence (`wal_sequence`, whose rules `strata check` applies too),
+/// except for numbers the MANIFEST accounts for (ingestions: at or below
+/// its last sequence) and ingestions redone from their markers:
 /// a WAL record whose number jumps past the MANIFEST's last sequence
 /// follows something no surviving record holds (a lost MANIFEST edit, such
 /// as an acknowledged ingestion's whose marker is gone too), so recovery
@@ -566,10 +569,8 @@ fn replay_wals(
     let mut ranges = SeqRanges::default();
     let mut mem = Arc::new(MemTable::new(0));
     let mut mem_last = flushed_seq;
-    let mut expect = flushed_seq + 1;
-    // The last sequence number of the last write batch replayed (markers
-    // aside, as `strata check` judges them).
-    let mut prev_batch_last = 0;
+    // The numbering rules, shared with `strata check`.
+    let mut seqs = WalSequence::new(flushed_seq, manifest_last);
     for (i, (&w, file)) in wals.iter().zip(wal_files.into_values()).enumerate() {
         let path = filenames::wal(dir, w);
         let name = path.display().to_string();
@@ -620,47 +621,22 @@ fn replay_wals(
                 }
                 if s > flushed_seq {
                     ranges.add(s, s);
-                    expect = expect.max(s + 1);
                 }
+                seqs.marker(s);
                 continue;
             }
-            // Writes are numbered in the order they are logged: a record
-            // numbered at or below one before it is damaged or forged, and
-            // replaying it would put an older value over a newer one.
-            if b.sequence() <= prev_batch_last {
-                return Err(Error::corruption(
-                    &name,
-                    off,
-                    format!(
-                        "this record has sequence number {}, but a record before it \
-                         already reached {prev_batch_last}: log records must ascend",
-                        b.sequence()
-                    ),
-                ));
-            }
-            prev_batch_last = b_last;
+            // Numbered out of order, or after a gap past the MANIFEST
+            // (`wal_sequence`): refused, naming the record.
+            let replay = seqs
+                .batch(b.sequence(), b_last)
+                .map_err(|why| Error::corruption(&name, off, why))?;
             last_seq = last_seq.max(b_last);
             ranges.add(b.sequence(), b_last);
             // Already in a table: the WAL was shared with a memtable that
             // was flushed before the crash.
-            if b_last <= flushed_seq {
+            if !replay {
                 continue;
             }
-            if b.sequence() > expect && b.sequence() - 1 > manifest_last {
-                return Err(Error::corruption(
-                    &name,
-                    off,
-                    format!(
-                        "this record has sequence number {}, but {}..={} appear in no WAL \
-                         record and are past the MANIFEST's last sequence {manifest_last}: \
-                         a MANIFEST record is missing",
-                        b.sequence(),
-                        expect,
-                        b.sequence() - 1
-                    ),
-                ));
-            }
-            expect = expect.max(b_last + 1);
             queue_before(b.sequence(), &mut queued, &mut mem, &mut mem_last, &mut out);
             apply(&mem, &b)?;
             mem_last = mem_last.max(b_last);

@@ -207,6 +207,17 @@ impl Options {
         }
         Ok(())
     }
+
+    /// Whether this database reads (and ingests) tables whose footer
+    /// declares no block checksum. Only when it writes such tables itself
+    /// (`sst.checksum` is `ChecksumType::None`): otherwise a table saying
+    /// "none" is far likelier a flipped footer bit (format_version 5
+    /// footers carry no checksum of their own) than a table made that way
+    /// on purpose, and trusting it would serve unverified blocks. The
+    /// table cache and ingestion both ask here.
+    pub(crate) fn requires_table_checksums(&self) -> bool {
+        self.sst.checksum != crate::util::checksum::ChecksumType::None
+    }
 }
 
 impl std::fmt::Debug for Options {

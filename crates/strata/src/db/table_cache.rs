@@ -1,6 +1,8 @@
 //! The table cache: open `Table` readers by *physical* file number, at most
 //! `max_open_files` of them (least recently used closed first). Every table
-//! shares the database's block cache.
+//! shares the database's block cache. A table whose footer declares no
+//! block checksum is refused unless the database writes such tables itself
+//! (`Options::requires_table_checksums`).
 //!
 //! A virtual file (see `db::excise`) is read through its backing table: the
 //! cache opens and keys tables by `FileMeta::backing_number`, so all virtual
@@ -35,6 +37,9 @@ pub struct TableCache {
     /// Files opened once and read through these handles, not their names
     /// (a read-only database's tables: `pin`).
     pinned: HashMap<u64, Arc<dyn RandomAccessFile>>,
+    /// Refuse a table whose footer declares no block checksum
+    /// (`Options::requires_table_checksums`).
+    require_checksums: bool,
 }
 
 /// The user-key bounds of `f`.
@@ -58,6 +63,7 @@ impl TableCache {
         dir: PathBuf,
         max_open: usize,
         block_cache: Arc<BlockCache>,
+        require_checksums: bool,
     ) -> TableCache {
         TableCache {
             vfs,
@@ -66,6 +72,7 @@ impl TableCache {
             tables: LruCache::with_shards(max_open.max(1), 0),
             block_cache,
             pinned: HashMap::new(),
+            require_checksums,
         }
     }
 
@@ -101,6 +108,9 @@ impl TableCache {
                 opts,
             )?,
         };
+        if self.require_checksums {
+            t.require_checksums("the database")?;
+        }
         self.tables.insert((0, number), Arc::clone(&t), 1);
         Ok(t)
     }

@@ -159,6 +159,12 @@ impl BlockIter {
         self.err.is_none() && self.current < self.block.restarts_off
     }
 
+    /// True if the iterator is at the block's last entry (nothing but the
+    /// restart array follows it).
+    pub fn at_last_entry(&self) -> bool {
+        self.valid() && self.next_off >= self.block.restarts_off
+    }
+
     /// The error that made the iterator invalid, if any.
     pub fn error(&self) -> Option<&str> {
         self.err.as_deref()

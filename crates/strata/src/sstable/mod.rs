@@ -27,4 +27,4 @@ pub use writer::{PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
 #[doc(hidden)]
 pub mod reader;
 #[doc(hidden)]
-pub use reader::{Found, RangeTombstone, Table, TableIter, TableOptions};
+pub use reader::{Found, IndexEntries, RangeTombstone, Table, TableIter, TableOptions};

@@ -4,8 +4,11 @@
 //!
 //! Every block read verifies its checksum (unless the caller turns that off)
 //! and every decoding failure becomes `Error::Corruption` naming the file and
-//! the block's offset. A damaged filter is dropped rather than trusted: the
-//! table then answers from its data blocks, which is slower but correct.
+//! the block's offset. A walk over every block (`verify`, `walk_blocks`)
+//! also checks that each index entry bounds its block (`check_separator`);
+//! a point lookup trusts the index. A damaged filter is dropped rather than
+//! trusted: the table then answers from its data blocks, which is slower
+//! but correct.
 
 use super::block::{Block, BlockIter, BlockIterMode, KeyOrder};
 use super::compression::CompressionType;
@@ -21,6 +24,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, seek_key, ParsedKey, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::util::checksum::ChecksumType;
 use crate::util::coding::decode_fixed32;
 use crate::vfs::{OsVfs, RandomAccessFile, Vfs};
 use std::cmp::Ordering;
@@ -363,6 +367,36 @@ impl Table {
         &self.footer
     }
 
+    /// True if the footer declares no block checksum (`ChecksumType::None`):
+    /// nothing read from the table is verified.
+    pub fn has_no_checksums(&self) -> bool {
+        self.footer.checksum == ChecksumType::None
+    }
+
+    /// Refuses a table whose footer declares no block checksum, as
+    /// corruption naming the file and the footer's offset; `needs` says
+    /// who requires checksums ("the database", "ingestion"). The footer of
+    /// format_version 5 and older is not checksummed itself, so one
+    /// flipped bit turns crc32c (1) into none (0) and every block after
+    /// it is served unverified: a reader that expects checksummed tables
+    /// must not take "none" on the footer's word. (From format_version 6
+    /// the footer's own checksum catches that flip.)
+    pub fn require_checksums(&self, needs: &str) -> Result<()> {
+        if !self.has_no_checksums() {
+            return Ok(());
+        }
+        Err(Error::corruption(
+            &self.name,
+            self.data_limit,
+            format!(
+                "the footer declares no checksum (checksum type none, format_version {}), \
+                 so no block of this table could be verified, and {needs} requires one \
+                 (a flipped footer bit turns crc32c into none)",
+                self.footer.format_version
+            ),
+        ))
+    }
+
     pub fn file_size(&self) -> u64 {
         self.file.len()
     }
@@ -607,17 +641,26 @@ impl Table {
     /// The data blocks' handles, in file order: the index block's entries
     /// (a walk split into pieces, `db::ingest`, takes them in ranges).
     pub fn data_handles(&self) -> Result<Vec<BlockHandle>> {
-        let mut out = Vec::new();
+        Ok(self.index_entries()?.handles)
+    }
+
+    /// The index block's entries in file order: each data block's handle
+    /// and separator, for a walk over every block that also checks each
+    /// separator bounds its block ([`walk_blocks`](Self::walk_blocks)).
+    pub fn index_entries(&self) -> Result<IndexEntries> {
+        let mut out = IndexEntries::default();
         let mut idx = self.index_iter();
         idx.seek_to_first();
         while idx.valid() {
-            out.push(idx.handle().ok_or_else(|| {
+            out.handles.push(idx.handle().ok_or_else(|| {
                 Error::corruption(
                     &self.name,
                     self.footer.index.offset,
                     "index entry is not a block handle",
                 )
             })?);
+            out.keys.extend_from_slice(idx.key());
+            out.ends.push(out.keys.len());
             idx.next();
         }
         if let Some(e) = idx.error() {
@@ -630,24 +673,99 @@ impl Table {
         Ok(out)
     }
 
-    /// Reads the data blocks `handles` (a run of [`data_handles`]) in
-    /// order through one read window, each block's checksum compared
-    /// unless `checksums` is off, and hands every entry's key (at least
-    /// the 8-byte trailer long, else corruption) to `each` with its
-    /// block's offset; `on_block` runs before each block. Returns the
-    /// number of entries. Key order is the caller's to check (the
-    /// ingestion's walk compares user keys once per entry:
-    /// `db::ingest::walk_piece`); the buffers (window, decompressed block)
-    /// are reused from block to block.
+    /// Refuses a data block's first key (`ikey`, of the block at `offset`)
+    /// at or below the previous index entry's separator, and its last key
+    /// above its own entry's: RocksDB's rule for separators (`last key of
+    /// block i <= separator i < first key of block i + 1`, compared as the
+    /// index's keys are: internal keys, or user keys when the index holds
+    /// those). A lookup seeks the index for the first separator at or past
+    /// its key, so a separator below a key of its block sends the lookup
+    /// of that key to the next block, and `get` misses a key a scan finds.
+    fn check_separator(
+        &self,
+        b: &SeparatorBounds<'_>,
+        ikey: &[u8],
+        offset: u64,
+        first: bool,
+    ) -> Result<()> {
+        let user = self.index_mode.order == KeyOrder::Bytewise;
+        let cmp = |s: &[u8], k: &[u8]| {
+            if user {
+                s.cmp(key::user_key(k))
+            } else {
+                key::compare_internal(s, k)
+            }
+        };
+        let internal = |k: &[u8]| {
+            format!(
+                "{:?} @ {}",
+                crate::util::hex::escape(key::user_key(k)),
+                key::trailer(k) >> 8
+            )
+        };
+        let (entry, sep, ok, what) = if first {
+            let Some(prev) = b.prev else { return Ok(()) };
+            let ok = cmp(prev, ikey) == Ordering::Less;
+            (
+                b.entry - 1,
+                prev,
+                ok,
+                ("is not below the first key", "the next"),
+            )
+        } else {
+            let ok = cmp(b.sep, ikey) != Ordering::Less;
+            (b.entry, b.sep, ok, ("is below the last key", "its"))
+        };
+        if ok {
+            return Ok(());
+        }
+        let sep = if user {
+            format!("{:?}", crate::util::hex::escape(sep))
+        } else {
+            internal(sep)
+        };
+        Err(Error::corruption(
+            &self.name,
+            self.footer.index.offset,
+            format!(
+                "index entry {entry} (separator {sep}) {} {} of {} data block (offset \
+                 {offset}): the index does not bound its blocks, and a lookup of that key \
+                 would miss it",
+                what.0,
+                internal(ikey),
+                what.1,
+            ),
+        ))
+    }
+
+    /// Reads the data blocks `index.handles[run]` (a run of
+    /// [`index_entries`]) in order through one read window, each block's
+    /// checksum compared unless `checksums` is off and each block's first
+    /// and last key checked against the index's separators
+    /// (`check_separator`: two comparisons a block, on keys the walk holds
+    /// anyway), and hands every entry's key (at least the 8-byte trailer
+    /// long, else corruption) to `each` with its block's offset; `on_block`
+    /// runs before each block. Returns the number of entries. Key order is
+    /// the caller's to check (the ingestion's walk compares user keys once
+    /// per entry: `db::ingest::walk_piece`); the buffers (window,
+    /// decompressed block) are reused from block to block.
     ///
-    /// [`data_handles`]: Self::data_handles
+    /// [`index_entries`]: Self::index_entries
     pub fn walk_blocks(
         &self,
-        handles: &[BlockHandle],
+        index: &IndexEntries,
+        run: std::ops::Range<usize>,
         checksums: bool,
         on_block: &mut dyn FnMut() -> Result<()>,
         each: &mut dyn FnMut(&[u8], u64) -> Result<()>,
     ) -> Result<u64> {
+        let Some(handles) = index.handles.get(run.clone()) else {
+            return Err(Error::internal(format!(
+                "{}: blocks {run:?} of {} walked",
+                self.name,
+                index.len()
+            )));
+        };
         let Some(last) = handles.last() else {
             return Ok(0);
         };
@@ -663,10 +781,15 @@ impl Table {
         let checksum = self.footer.block_checksum();
         let mut buf = Vec::new();
         let mut entries = 0u64;
-        for &h in handles {
+        for (i, &h) in run.zip(handles) {
             on_block()?;
             window.block_into(h, checksum, checksums, &mut buf)?;
-            let block = self.each_entry(std::mem::take(&mut buf), h.offset, &mut |k| {
+            let bounds = SeparatorBounds {
+                entry: i,
+                prev: i.checked_sub(1).map(|p| index.separator(p)),
+                sep: index.separator(i),
+            };
+            let block = self.each_entry(std::mem::take(&mut buf), h.offset, &bounds, &mut |k| {
                 entries += 1;
                 each(k, h.offset)
             })?;
@@ -682,18 +805,22 @@ impl Table {
     /// Parses the data block `data` (at `offset`, for error messages) and
     /// hands each entry's key, in block order, to `each`: a key shorter
     /// than its 8-byte trailer, a block that does not parse, or an entry
-    /// that does not decode is corruption. Returns the block, so that a
-    /// caller can take its buffer back.
+    /// that does not decode is corruption, and so is a first or last key
+    /// the index's separators (`bounds`) do not bound (`check_separator`;
+    /// the first before `each` sees it, the last after). Returns the
+    /// block, so that a caller can take its buffer back.
     fn each_entry(
         &self,
         data: Vec<u8>,
         offset: u64,
+        bounds: &SeparatorBounds<'_>,
         each: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<Arc<Block>> {
         let b = Block::new(data)
             .map_err(|m| Error::corruption(&self.name, offset, format!("data block: {m}")))?;
         let mut it = BlockIter::new(Arc::new(b), self.data_mode);
         it.seek_to_first();
+        let mut first = true;
         while it.valid() {
             if it.key().len() < 8 {
                 return Err(Error::corruption(
@@ -702,7 +829,14 @@ impl Table {
                     "key shorter than its trailer",
                 ));
             }
+            if first {
+                self.check_separator(bounds, it.key(), offset, true)?;
+                first = false;
+            }
             each(it.key())?;
+            if it.at_last_entry() {
+                self.check_separator(bounds, it.key(), offset, false)?;
+            }
             it.next();
         }
         if let Some(e) = it.error() {
@@ -716,7 +850,9 @@ impl Table {
     }
 
     /// Reads every block with checksum verification and checks that keys
-    /// increase and that the entry count matches the properties.
+    /// increase, that each index entry bounds its block
+    /// (`check_separator`) and that the entry count matches the
+    /// properties.
     pub fn verify(self: &Arc<Self>) -> Result<BlockStats> {
         self.verify_with(true, &mut |_, _| Ok(()))
     }
@@ -752,6 +888,9 @@ impl Table {
         // The previous key, in a buffer reused for every entry.
         let mut last: Vec<u8> = Vec::new();
         let mut have_last = false;
+        // The previous index entry's separator (`check_separator`).
+        let mut prev_sep: Vec<u8> = Vec::new();
+        let mut entry = 0usize;
         while idx.valid() {
             let h = idx.handle().ok_or_else(|| {
                 Error::corruption(
@@ -772,7 +911,12 @@ impl Table {
                 Some((_, n)) => *n += 1,
                 None => stats.blocks_by_compression.push((c.compression, 1)),
             }
-            self.each_entry(c.data, h.offset, &mut |k| {
+            let bounds = SeparatorBounds {
+                entry,
+                prev: (entry > 0).then_some(prev_sep.as_slice()),
+                sep: idx.key(),
+            };
+            self.each_entry(c.data, h.offset, &bounds, &mut |k| {
                 if have_last && key::compare_internal(&last, k) != Ordering::Less {
                     return Err(Error::corruption(&self.name, h.offset, "keys out of order"));
                 }
@@ -783,6 +927,9 @@ impl Table {
                 stats.entries += 1;
                 Ok(())
             })?;
+            prev_sep.clear();
+            prev_sep.extend_from_slice(idx.key());
+            entry += 1;
             idx.next();
         }
         if let Some(e) = idx.error() {
@@ -808,6 +955,43 @@ impl Table {
         }
         Ok(stats)
     }
+}
+
+/// The index block's entries, in file order ([`Table::index_entries`]):
+/// each data block's handle and its separator key (all separators in one
+/// buffer: no allocation per block).
+#[derive(Clone, Debug, Default)]
+pub struct IndexEntries {
+    /// The data blocks' handles.
+    pub handles: Vec<BlockHandle>,
+    keys: Vec<u8>,
+    /// Where each separator ends in `keys`.
+    ends: Vec<usize>,
+}
+
+impl IndexEntries {
+    /// The number of entries (data blocks).
+    pub fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+
+    /// Entry `i`'s separator (`i < len()`).
+    pub fn separator(&self, i: usize) -> &[u8] {
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p]);
+        &self.keys[start..self.ends[i]]
+    }
+}
+
+/// What bounds one data block's keys in the index: its entry number, the
+/// previous entry's separator (none for the first block) and its own.
+struct SeparatorBounds<'a> {
+    entry: usize,
+    prev: Option<&'a [u8]>,
+    sep: &'a [u8],
 }
 
 impl Drop for Table {

@@ -35,7 +35,9 @@ pub struct SstReader {
 }
 
 impl SstReader {
-    /// Opens `path` (checksums verified on every block read).
+    /// Opens `path` (checksums verified on every block read). A table whose
+    /// footer declares no checksum is read unverified (a database refuses
+    /// to ingest one unless it writes such tables itself).
     pub fn open(path: impl AsRef<Path>) -> Result<SstReader> {
         let table: Arc<Table> = Table::open_path(path.as_ref(), TableOptions::default())?;
         let name = table.name().to_string();

@@ -55,7 +55,10 @@ pub struct SstOptions {
     pub block_restart_interval: usize,
     /// Block compression.
     pub compression: CompressionType,
-    /// Block checksum type.
+    /// Block checksum type. `ChecksumType::None` writes tables nothing can
+    /// verify: a database refuses to read or ingest them unless its own
+    /// `Options::sst.checksum` is none too (a footer saying "none" is
+    /// otherwise taken for a flipped bit).
     pub checksum: ChecksumType,
     /// Bloom filter bits per key; `None` for no filter.
     pub bloom_bits_per_key: Option<f64>,
