@@ -83,9 +83,9 @@ fn overwrite(path: &Path, from: &[u8], to: &[u8]) {
     std::fs::write(path, b).unwrap();
 }
 
-/// `e` is corruption at `offset` of `file`, saying the footer declares no
-/// checksum and that `who` requires one.
-fn assert_no_checksum_refusal(e: &Error, file: &Path, offset: u64, who: &str) {
+/// `e` is corruption at `offset` of `file` whose message holds each of
+/// `needles`.
+fn assert_corruption(e: &Error, file: &Path, offset: u64, needles: &[&str]) {
     match e {
         Error::Corruption {
             file: f,
@@ -94,11 +94,19 @@ fn assert_no_checksum_refusal(e: &Error, file: &Path, offset: u64, who: &str) {
         } => {
             assert_eq!(Path::new(f), file, "{e}");
             assert_eq!(*o, offset, "{e}");
-            assert!(msg.contains("the footer declares no checksum"), "{e}");
-            assert!(msg.contains(&format!("{who} requires one")), "{e}");
+            for n in needles {
+                assert!(msg.contains(n), "{n:?} not in {e}");
+            }
         }
         e => panic!("not corruption: {e}"),
     }
+}
+
+/// `e` is corruption at `offset` of `file`, saying the footer declares no
+/// checksum and that `who` requires one.
+fn assert_no_checksum_refusal(e: &Error, file: &Path, offset: u64, who: &str) {
+    let who = format!("{who} requires one");
+    assert_corruption(e, file, offset, &["the footer declares no checksum", &who]);
 }
 
 /// The footer's checksum type flipped to none and a value byte changed:
@@ -277,20 +285,9 @@ fn higher(k: &mut [u8]) {
 /// `e` is corruption at `offset` of `file`, naming index entry `entry`,
 /// the key `key` and what is wrong.
 fn assert_index_refusal(e: &Error, file: &Path, offset: u64, entry: usize, key: &str, what: &str) {
-    match e {
-        Error::Corruption {
-            file: f,
-            offset: o,
-            msg,
-        } => {
-            assert_eq!(Path::new(f), file, "{e}");
-            assert_eq!(*o, offset, "{e}");
-            assert!(msg.contains(&format!("index entry {entry} ")), "{e}");
-            assert!(msg.contains(&format!("\"{key}\" @ 0")), "{e}");
-            assert!(msg.contains(what), "{e}");
-        }
-        e => panic!("not corruption: {e}"),
-    }
+    let entry = format!("index entry {entry} ");
+    let key = format!("\"{key}\" @ 0");
+    assert_corruption(e, file, offset, &[&entry, &key, what]);
 }
 
 /// A separator re-signed below its block's last key makes a lookup of that

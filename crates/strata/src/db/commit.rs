@@ -549,7 +549,7 @@ impl CommitPipeline {
                 continue;
             }
             let bytes = w.take_pending();
-            let file = Arc::clone(&w.file);
+            let (file, number) = (Arc::clone(&w.file), w.number);
             drop(w);
             let mut f = file.lock();
             f.write(&bytes)?;
@@ -561,10 +561,7 @@ impl CommitPipeline {
                     return Err(e);
                 }
                 f.sync()?;
-                if !f.dir_synced {
-                    db.vfs.sync_dir(&db.dir)?;
-                    f.dir_synced = true;
-                }
+                self.make_wal_entry_durable(db, number)?;
             }
             return Ok(());
         }
@@ -585,10 +582,7 @@ impl CommitPipeline {
                 return Err(e);
             }
             f.sync()?;
-            if !f.dir_synced {
-                db.vfs.sync_dir(&db.dir)?;
-                f.dir_synced = true;
-            }
+            self.make_wal_entry_durable(db, old.number)?;
         }
         *r = None;
         self.retired_pending.store(false, Ordering::Release);
@@ -621,7 +615,6 @@ impl CommitPipeline {
             let path = filenames::wal(&db.dir, number);
             let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
             self.wal_created.fetch_max(number, Ordering::AcqRel);
-            let file = Arc::clone(&wal.file);
             let mem = Arc::new(MemTable::new(number));
             *self.spare.lock() = Some((number, wal, mem));
             // The new WAL's directory entry is made durable here, off every
@@ -630,7 +623,6 @@ impl CommitPipeline {
             // in the MANIFEST nor its first synced write syncs the
             // directory.
             self.make_wal_entries_durable(db)?;
-            file.lock().dir_synced = true;
             return Ok(true);
         }
         if self.spare_mem.lock().is_none() {
@@ -647,13 +639,22 @@ impl CommitPipeline {
     /// by the WAL thread for its spare, so it is a no-op for a flush
     /// unless a rotation had to create its WAL itself.
     pub fn make_wal_entries_durable(&self, db: &DbInner) -> Result<()> {
-        let created = self.wal_created.load(Ordering::Acquire);
-        if self.wal_entries_durable.load(Ordering::Acquire) >= created {
+        self.make_wal_entry_durable(db, self.wal_created.load(Ordering::Acquire))
+    }
+
+    /// Makes WAL `number`'s directory entry durable (and every other WAL's
+    /// created by then), unless it is already. A synced write calls it for
+    /// its WAL too: without it, a power cut would remove the file with
+    /// every synced write in it (found by the power-cut tests on
+    /// `FaultVfs`; RocksDB syncs the WAL directory the same way).
+    fn make_wal_entry_durable(&self, db: &DbInner, number: u64) -> Result<()> {
+        if self.wal_entries_durable.load(Ordering::Acquire) >= number {
             return Ok(());
         }
+        let created = self.wal_created.load(Ordering::Acquire);
         db.vfs.sync_dir(&db.dir)?;
         self.wal_entries_durable
-            .fetch_max(created, Ordering::AcqRel);
+            .fetch_max(created.max(number), Ordering::AcqRel);
         Ok(())
     }
 
@@ -1331,7 +1332,7 @@ impl CommitPipeline {
                 let path = filenames::wal(&db.dir, number);
                 let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
                 // Its directory entry is left to the flush that names it
-                // (`make_wal_entries_durable`) or its first synced write.
+                // or its first synced write (`make_wal_entry_durable`).
                 self.wal_created.fetch_max(number, Ordering::AcqRel);
                 (number, wal, Arc::new(MemTable::new(number)))
             }

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::sstable::{SstOptions, Table, TableOptions};
 use crate::version::{FileMeta, VersionEdit, VersionSet};
-use crate::vfs::{OsVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use crate::vfs::{OsVfs, SequentialFile, Vfs, WritableFile};
 use crate::wal::reader::{LogReader, TailPolicy};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
@@ -74,9 +74,6 @@ impl WritableFile for NoWal {
 /// under it (see [`open`]).
 const READ_ONLY_ATTEMPTS: usize = 20;
 
-/// Times a failed read-only open is tried whether or not anything changed.
-const READ_ONLY_RETRIES: usize = 4;
-
 pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     opts.check()?;
     if !read_only {
@@ -86,21 +83,18 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     // retire a WAL while it reads. `open_once` lists the directory and
     // opens the WALs before it reads the MANIFEST, which rules out the
     // flush races (see there). A compaction can still delete an input
-    // table between the MANIFEST's read and the check that it exists, and
-    // such a view is no state the database was in: a failure while CURRENT
-    // or the directory's files changed is not reported, and the open
-    // starts again from the new MANIFEST. A failure is also tried a few
-    // times regardless; damage on disk fails every time and costs only
-    // those few read-only opens.
+    // table between the MANIFEST's read and the table's open, and such a
+    // view is no state the database was in: a failure while CURRENT or
+    // the directory's files changed is not reported, and the open starts
+    // again from the new MANIFEST. (Failures with nothing changed used to
+    // be tried 4 times as well, for the flush race this ordering removed.)
     let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
     let mut attempt = 1;
     loop {
         let before = manifest_mark(vfs.as_ref(), dir);
         match open_once(dir, opts.clone(), true) {
             Err(_)
-                if attempt < READ_ONLY_RETRIES
-                    || (attempt < READ_ONLY_ATTEMPTS
-                        && manifest_mark(vfs.as_ref(), dir) != before) =>
+                if attempt < READ_ONLY_ATTEMPTS && manifest_mark(vfs.as_ref(), dir) != before =>
             {
                 attempt += 1;
             }
@@ -183,10 +177,9 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         // readable after its name is gone.
         wal_files = open_wals(vfs.as_ref(), dir, &names)?;
         let r = VersionSet::recover(Arc::clone(&vfs), dir)?;
-        checks::check_referenced(vfs.as_ref(), dir, &r.set)?;
-        if read_only {
-            pinned = pin_tables(vfs.as_ref(), dir, &r.set, opts.max_open_files)?;
-        }
+        // A read-only open keeps its tables open (`TableCache::pin`).
+        let keep = if read_only { opts.max_open_files } else { 0 };
+        pinned = checks::check_referenced(vfs.as_ref(), dir, &r.set, keep)?;
         deleted = r.deleted;
         r.set
     } else if read_only {
@@ -285,9 +278,9 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             vfs.create(&wal_path)?,
             wal_path.display().to_string(),
         );
-        // Durable before the edit names it: recovery requires that WAL.
+        // Durable before the edit names it: recovery requires that WAL
+        // (the commit pipeline starts with it counted as durable).
         vfs.sync_dir(dir)?;
-        log.file.lock().dir_synced = true;
         edit.log_number = Some(wal_number);
         versions.log_and_apply(edit, last_seq)?;
         // Tables nothing references that cannot be proven redundant, or
@@ -475,48 +468,6 @@ struct ReplayOutcome {
     rolled: HashSet<u64>,
 }
 
-/// Replays the WALs the MANIFEST does not cover (numbered at or above its
-/// log number), oldest first, into memory.
-///
-/// Sequence numbers must run on without a gap from the MANIFEST's flushed
-/// sequence (`wal_sequence`, whose rules `strata check` applies too),
-/// except for numbers the MANIFEST accounts for (ingestions: at or below
-/// its last sequence) and ingestions redone from their markers:
-/// a WAL record whose number jumps past the MANIFEST's last sequence
-/// follows something no surviving record holds (a lost MANIFEST edit, such
-/// as an acknowledged ingestion's whose marker is gone too), so recovery
-/// stops and names the record instead of serving data with a hole in it.
-/// A read-only open's tables, opened now (see `TableCache::pin`): every
-/// physical table of the recovered version and its queued ingestions, if
-/// there are at most `max_open_files` (more would stay open for the
-/// database's life; they are then opened by name as usual). A table gone
-/// by now fails the open, which starts again from the newer MANIFEST.
-fn pin_tables(
-    vfs: &dyn Vfs,
-    dir: &Path,
-    set: &VersionSet,
-    max_open_files: usize,
-) -> Result<HashMap<u64, Arc<dyn RandomAccessFile>>> {
-    let v = set.current();
-    let queued = set.queued_ingestions();
-    let numbers: BTreeSet<u64> = v
-        .all_files()
-        .map(|(_, f)| f.backing_number())
-        .chain(
-            queued
-                .iter()
-                .flat_map(|(_, fs)| fs.iter().map(|f| f.backing_number())),
-        )
-        .collect();
-    if numbers.len() > max_open_files {
-        return Ok(HashMap::new());
-    }
-    numbers
-        .into_iter()
-        .map(|n| Ok((n, vfs.open_random(&filenames::table(dir, n))?)))
-        .collect()
-}
-
 /// The WALs of a listing, opened, by number.
 type WalFiles = BTreeMap<u64, std::result::Result<Box<dyn SequentialFile>, Error>>;
 
@@ -539,8 +490,18 @@ fn open_wals(vfs: &dyn Vfs, dir: &Path, names: &[String]) -> Result<WalFiles> {
     Ok(out)
 }
 
-/// Replays the WALs of `wal_files` (opened by [`open_wals`]) from the
-/// MANIFEST's log number on.
+/// Replays the WALs of `wal_files` (opened by [`open_wals`]) that the
+/// MANIFEST does not cover (numbered at or above its log number), oldest
+/// first, into memory.
+///
+/// Sequence numbers must run on without a gap from the MANIFEST's flushed
+/// sequence (`wal_sequence`, whose rules `strata check` applies too),
+/// except for numbers the MANIFEST accounts for (ingestions: at or below
+/// its last sequence) and ingestions redone from their markers:
+/// a WAL record whose number jumps past the MANIFEST's last sequence
+/// follows something no surviving record holds (a lost MANIFEST edit, such
+/// as an acknowledged ingestion's whose marker is gone too), so recovery
+/// stops and names the record instead of serving data with a hole in it.
 fn replay_wals(
     vfs: &dyn Vfs,
     dir: &Path,

@@ -47,7 +47,7 @@ use crate::iter::InternalIterator;
 use crate::key::ParsedKey;
 use crate::sstable::{RangeTombstone, Table, TableOptions};
 use crate::version::{FileMeta, VersionSet};
-use crate::vfs::{self, Vfs};
+use crate::vfs::{self, RandomAccessFile, Vfs};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -149,34 +149,57 @@ pub(crate) fn classify_dir(vfs: &dyn Vfs, dir: &Path) -> Result<DirKind> {
 
 /// Every table the recovered state names is present with its recorded
 /// size, and no file holds a sequence number past the MANIFEST's last one.
-pub(crate) fn check_referenced(vfs: &dyn Vfs, dir: &Path, set: &VersionSet) -> Result<()> {
+/// Each physical table is opened to check it; the handles are returned if
+/// there are at most `keep_up_to` tables (a read-only open reads through
+/// them, `TableCache::pin`), else dropped (nothing, for a read-write open,
+/// which passes 0).
+pub(crate) fn check_referenced(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    set: &VersionSet,
+    keep_up_to: usize,
+) -> Result<HashMap<u64, Arc<dyn RandomAccessFile>>> {
     let mname = filenames::manifest(dir, set.manifest_number())
         .display()
         .to_string();
     let v = set.current();
     let queued = set.queued_ingestions();
-    let files = v.all_files().map(|(l, f)| (Some(l), f.as_ref())).chain(
-        queued
-            .iter()
-            .flat_map(|(_, fs)| fs.iter().map(|f| (None, f))),
-    );
+    let files: Vec<(Option<usize>, &FileMeta)> = v
+        .all_files()
+        .map(|(l, f)| (Some(l), f.as_ref()))
+        .chain(
+            queued
+                .iter()
+                .flat_map(|(_, fs)| fs.iter().map(|f| (None, f))),
+        )
+        .collect();
+    let physical: HashSet<u64> = files.iter().map(|(_, f)| f.backing_number()).collect();
+    let keep = physical.len() <= keep_up_to;
+    let mut opened: HashMap<u64, Arc<dyn RandomAccessFile>> = HashMap::new();
     for (level, f) in files {
         let path = filenames::table(dir, f.backing_number());
         let where_ = match level {
             Some(l) => format!("level {l}"),
             None => "a queued ingestion".to_string(),
         };
-        if !vfs.exists(&path) {
-            return Err(Error::corruption(
-                path.display().to_string(),
-                0,
-                format!("missing: {mname} names it ({where_}, file {})", f.number),
-            ));
-        }
+        let file = match opened.get(&f.backing_number()) {
+            Some(file) => Arc::clone(file),
+            None => match vfs.open_random(&path) {
+                Ok(file) => file,
+                Err(e) if e.io_error().map(|e| e.kind()) == Some(std::io::ErrorKind::NotFound) => {
+                    return Err(Error::corruption(
+                        path.display().to_string(),
+                        0,
+                        format!("missing: {mname} names it ({where_}, file {})", f.number),
+                    ));
+                }
+                Err(e) => return Err(e),
+            },
+        };
         // A virtual file's size is that of its key range, not of the
         // physical table.
         if !f.is_virtual() {
-            let size = vfs.file_size(&path)?;
+            let size = file.len();
             if size != f.size {
                 return Err(Error::corruption(
                     path.display().to_string(),
@@ -188,6 +211,9 @@ pub(crate) fn check_referenced(vfs: &dyn Vfs, dir: &Path, set: &VersionSet) -> R
                     ),
                 ));
             }
+        }
+        if keep {
+            opened.insert(f.backing_number(), file);
         }
         let top = f.global_seqno.unwrap_or(f.largest_seq);
         if top > set.last_sequence() {
@@ -203,7 +229,7 @@ pub(crate) fn check_referenced(vfs: &dyn Vfs, dir: &Path, set: &VersionSet) -> R
             ));
         }
     }
-    Ok(())
+    Ok(opened)
 }
 
 /// Sorted, merged inclusive ranges of sequence numbers.

@@ -30,14 +30,6 @@ type Pending = Staged;
 /// The WAL file itself.
 pub(crate) struct WalFile {
     file: Box<dyn WritableFile>,
-    /// Whether the WAL's directory entry is known durable. The WAL thread
-    /// syncs the directory when it makes a WAL ahead of need, and the open
-    /// for the WAL it starts; a WAL a rotation had to create itself is
-    /// left unsynced (rotation stays cheap), and the first sync of its
-    /// records syncs the directory too, or a power cut would remove the
-    /// file with every synced write in it (found by the power-cut tests on
-    /// `FaultVfs`; RocksDB syncs the WAL directory the same way).
-    pub dir_synced: bool,
     /// Bytes taken for this file whose write failed.
     unwritten: Vec<u8>,
 }
@@ -94,7 +86,6 @@ impl Wal {
             pending,
             file: Arc::new(Mutex::new(WalFile {
                 file,
-                dir_synced: false,
                 unwritten: Vec::new(),
             })),
         }
