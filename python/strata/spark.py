@@ -65,13 +65,17 @@ def _schema_text(schema: str) -> str:
 def _values(row: Any, n: int, null: Optional[str]) -> list:
     """The first ``n`` values of ``row`` (selected in table column order).
     For CSV text (``null`` not None) the fields are normalised as ``strata
-    import`` reads them: a field equal to the NULL marker is NULL and any
-    other field is its text, so whether Spark's reader gave an empty field
-    as None or "" does not matter."""
+    import`` reads them. Spark's reader (``nullValue`` a byte no text
+    holds, ``emptyValue`` "") gives an unquoted empty field as None and a
+    quoted one (``""``) as "": None is NULL under the empty marker and the
+    empty text under any other, "" is always the empty text, and a field
+    equal to a non-empty marker is NULL. Spark does not say whether that
+    field was quoted, so a quoted ``"\\N"`` is NULL here where ``strata
+    import`` reads it as text (the one difference, in docs/python.md)."""
     vals = list(row[:n])
-    if null is None:
+    if null is None or null == "":
         return vals
-    return [None if ("" if v is None else v) == null else ("" if v is None else v) for v in vals]
+    return [None if v == null else ("" if v is None else v) for v in vals]
 
 
 def _encode_partition(schema: str, table: str, table_id: int, columns: Sequence[str], null: Optional[str]):
@@ -224,7 +228,8 @@ def build_table(
         reader = reader.option("quote", quote).option("escape", quote)
         reader = reader.option("multiLine", True).option("mode", "FAILFAST")
         # Every field as text; `_values` applies the NULL marker (the
-        # empty field by default, as in `strata import`'s CSV dialect).
+        # unquoted empty field by default, as in `strata import`'s CSV
+        # dialect: Spark gives it as None, a quoted "" as "").
         text_null = "" if null is None else null
         reader = reader.option("nullValue", "\u0000")
         reader = reader.option("emptyValue", "")

@@ -127,6 +127,23 @@ def test_nulls_decimals_dates_unicode_spark_equals_import_csv(tmp_path, session)
     assert pa == pb
 
 
+def test_quoted_empty_is_text_and_unquoted_empty_is_null(tmp_path, session):
+    """Under the default NULL marker both paths read ``""`` as the empty
+    string and an unquoted empty field as NULL (Spark gives them as "" and
+    None, which ``_values`` keeps apart)."""
+    csv = tmp_path / "q.csv"
+    csv.write_text('id,a,b\n1,,x\n2,"",y\n3,"",\n4,z,""\n', encoding="utf-8")
+    schema = "CREATE TABLE q (id INT PRIMARY KEY, a TEXT, b TEXT);"
+    a, b, m, _ = import_both(tmp_path, session, schema, "q", csv, partitions=1)
+    assert m["rows"] == 4
+    assert all_pairs(a) == all_pairs(b)
+    with strata.DB(str(a), read_only=True) as db:
+        t = db.table("q")
+        assert [t.get(i) for i in range(1, 5)] == [
+            (1, None, "x"), (2, "", "y"), (3, "", None), (4, "z", ""),
+        ]
+
+
 def test_duplicate_primary_key_names_both_rows(tmp_path, session):
     csv = tmp_path / "people.csv"
     mixed_csv(csv, n=500, dup=True)

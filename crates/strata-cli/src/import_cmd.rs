@@ -20,7 +20,8 @@ use strata_import::{ImportOptions, Mode, Schema, Summary};
 /// Input formats.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
-    /// Comma-separated, `"` quotes, empty field is NULL (unless --null).
+    /// Comma-separated, `"` quotes, an unquoted empty field is NULL
+    /// (unless --null; `""` is the empty string).
     Csv,
     /// Tab-separated, no quoting, `\N` is NULL.
     Tsv,
@@ -103,7 +104,8 @@ pub struct ImportArgs {
     /// used to map columns by name.
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "skip")]
     pub header: Option<HeaderArg>,
-    /// The field text that means NULL (e.g. `\N`).
+    /// The field text that means NULL (e.g. `\N`); a quoted field is
+    /// never NULL, whatever its text.
     #[arg(long)]
     pub null: Option<String>,
     /// Memory budget of the whole import (reader chunks, parsers, sort

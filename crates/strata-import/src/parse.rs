@@ -224,7 +224,9 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
             let col = &table.columns[c];
             let range = rec.range(i);
             let field = &rec.bytes[range.clone()];
-            if field == null {
+            // A quoted field is text even when it reads as the NULL
+            // marker (`""` is the empty string), as in PostgreSQL.
+            if field == null && !rec.quoted(i) {
                 if col.not_null {
                     failed = Some(bad(Some(c), "NULL in a NOT NULL column".into()));
                     break;

@@ -372,7 +372,6 @@ fn gen_text(max: usize) -> impl Strategy<Value = String> {
         0..=max,
     )
     .prop_map(|v| v.into_iter().collect::<String>())
-    .prop_filter("the NULL marker", |s| s != "\\N")
 }
 
 fn gen_value(ty: &'static str, nullable: bool) -> BoxedStrategy<Value> {
@@ -419,6 +418,10 @@ struct Case {
     crlf: bool,
     chunk: usize,
     memory: usize,
+    /// The NULL marker is the empty field (CSV's default) rather than
+    /// `\N`: either way a text equal to the marker is written quoted and
+    /// must come back as text.
+    empty_null: bool,
 }
 
 fn gen_case() -> impl Strategy<Value = Case> {
@@ -467,14 +470,16 @@ fn gen_case() -> impl Strategy<Value = Case> {
                 any::<bool>(),
                 prop_oneof![Just(64usize), Just(1 << 20)],
                 prop_oneof![Just(2048usize), Just(64 << 20)],
+                any::<bool>(),
             )
         })
-        .prop_map(|(ddl, rows, crlf, chunk, memory)| Case {
+        .prop_map(|(ddl, rows, crlf, chunk, memory, empty_null)| Case {
             ddl,
             rows,
             crlf,
             chunk,
             memory,
+            empty_null,
         })
 }
 
@@ -482,8 +487,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     /// Random schemas and rows written as CSV (quoted fields with
-    /// delimiters, quotes and newlines, CRLF or LF), imported, and read back
-    /// equal through get, scan of every index, and count.
+    /// delimiters, quotes and newlines, CRLF or LF, texts equal to the
+    /// NULL marker quoted), imported, and read back equal through get,
+    /// scan of every index, and count.
     #[test]
     fn import_round_trips(case in gen_case()) {
         let schema = Schema::parse(&case.ddl).unwrap();
@@ -511,7 +517,11 @@ proptest! {
             rows.push(r);
         }
         let mut dialect = Dialect::csv();
-        dialect.null = "\\N".into();
+        // One column's NULL under the empty marker is a blank line, which
+        // CSV readers skip: that table gets `\N`.
+        if !case.empty_null || t.input_columns().len() == 1 {
+            dialect.null = "\\N".into();
+        }
         let eol = if case.crlf { "\r\n" } else { "\n" };
         let fmt = |r: &[Value]| -> Vec<Option<String>> {
             t.input_columns().iter().zip(r).map(|(c, v)| match v {

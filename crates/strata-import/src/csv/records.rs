@@ -13,11 +13,21 @@
 //! are the `csv` crate's either way (a property test checks them against
 //! it on arbitrary input, mixing both paths).
 //!
+//! Whether a field was quoted matters for one thing: a quoted field is
+//! never NULL, even when its text is the NULL marker (`""` is the empty
+//! string, as in PostgreSQL's CSV format), and `csv_core` does not say.
+//! A line on the plain path has no quote byte, so none of its fields is
+//! quoted; a `csv_core` record with a field equal to the NULL marker is
+//! read a second time, field by field, by a second reader that notes the
+//! byte each field starts with ([`Records`]'s `probe`). Records without
+//! such a field (nearly all) pay nothing.
+//!
 //! Invariants: a record's `start` is where the reader stood before it (so
 //! it includes blank lines skipped before the record, as the `csv` crate's
 //! position does) and its `end` where the reader stands after it; records
 //! come in input order; the field bytes of the current record are valid
-//! until the next call.
+//! until the next call; `quoted` is exact for every field whose text is
+//! the NULL marker (and false for every field of a plain line).
 
 use super::dialect::Dialect;
 use csv_core::ReadRecordResult;
@@ -37,6 +47,17 @@ pub struct Records<'a> {
     ends: Vec<usize>,
     /// The current record's fields, as ranges of [`Record::bytes`].
     fields: Vec<std::ops::Range<usize>>,
+    /// `quoted[i]`: field `i` of the current record was quoted. Filled
+    /// only for a `csv_core` record with a field equal to `null`; empty
+    /// (no field quoted) otherwise.
+    quoted: Vec<bool>,
+    /// The NULL marker, and the dialect's quote byte (`None`: no field is
+    /// ever quoted, so nothing needs probing).
+    null: Vec<u8>,
+    quote: Option<u8>,
+    /// A second `csv_core` reader, configured as `rdr`, that re-reads a
+    /// record field by field to find which fields were quoted.
+    probe: csv_core::Reader,
     done: bool,
 }
 
@@ -58,6 +79,10 @@ pub struct Record<'r> {
     /// found by the plain path's pass; false when not known (csv_core's
     /// records).
     pub ascii: bool,
+    /// Which fields were quoted in the input, for the fields whose text
+    /// is the NULL marker (see the module documentation); read it with
+    /// [`Record::quoted`].
+    quoted: &'r [bool],
 }
 
 impl Record<'_> {
@@ -74,6 +99,12 @@ impl Record<'_> {
     /// Field `i`'s range in `bytes`.
     pub fn range(&self, i: usize) -> std::ops::Range<usize> {
         self.fields[i].clone()
+    }
+    /// Whether field `i` was quoted in the input. Exact for a field whose
+    /// text is the dialect's NULL marker; may be false for other quoted
+    /// fields (nobody asks about them).
+    pub fn quoted(&self, i: usize) -> bool {
+        self.quoted.get(i).copied().unwrap_or(false)
     }
 }
 
@@ -92,6 +123,10 @@ impl<'a> Records<'a> {
             out: vec![0; 1024],
             ends: vec![0; 64],
             fields: Vec::with_capacity(64),
+            quoted: Vec::new(),
+            null: dialect.null.as_bytes().to_vec(),
+            quote: dialect.quote,
+            probe: dialect.core_reader(),
             done: false,
         }
     }
@@ -129,6 +164,7 @@ impl<'a> Records<'a> {
                 fields: &self.fields,
                 plain: true,
                 ascii,
+                quoted: &[],
             });
         }
         self.read_core(start)
@@ -137,6 +173,7 @@ impl<'a> Records<'a> {
     /// One record read by csv_core from `self.pos` (the reader stood at
     /// `start` before it).
     fn read_core(&mut self, start: usize) -> Option<Record<'_>> {
+        let record_from = self.pos;
         let (mut nout, mut nend) = (0, 0);
         loop {
             // An empty input tells csv_core the data ended (it then ends a
@@ -171,6 +208,15 @@ impl<'a> Records<'a> {
             self.fields.push(from..e);
             from = e;
         }
+        self.quoted.clear();
+        if self.quote.is_some()
+            && self
+                .fields
+                .iter()
+                .any(|f| self.out[f.clone()] == self.null[..])
+        {
+            self.probe_quoted(record_from);
+        }
         Some(Record {
             start,
             end: self.pos,
@@ -178,7 +224,49 @@ impl<'a> Records<'a> {
             fields: &self.fields,
             plain: false,
             ascii: false,
+            quoted: &self.quoted,
         })
+    }
+
+    /// Fills `quoted` for the record `rdr` just read from `from` to
+    /// `self.pos`: the probe reads the same bytes field by field from
+    /// the state every record starts in (`rdr` stands there after each
+    /// record, and the plain path never moves it), so it finds the same
+    /// fields, and notes whether each one's first byte is the quote. The
+    /// first field's blank lines before it (skipped by the reader) are
+    /// skipped here too. A field's output is not needed, so one small
+    /// buffer is overwritten as often as it fills.
+    fn probe_quoted(&mut self, from: usize) {
+        let Some(quote) = self.quote else {
+            return;
+        };
+        let raw = &self.data[from..self.pos];
+        self.probe.reset();
+        let mut sink = [0u8; 256];
+        let (mut at, mut field_start) = (0, 0);
+        loop {
+            // Past the record's bytes, an empty input tells the probe the
+            // data ended (a last record without a line break ends there).
+            let (res, n, _) = self.probe.read_field(&raw[at..], &mut sink);
+            at += n;
+            match res {
+                csv_core::ReadFieldResult::Field { record_end } => {
+                    let head = &raw[field_start..];
+                    let first = if self.quoted.is_empty() {
+                        head.iter().find(|&&b| b != b'\r' && b != b'\n')
+                    } else {
+                        head.first()
+                    };
+                    self.quoted.push(first == Some(&quote));
+                    field_start = at;
+                    if record_end || self.quoted.len() == self.fields.len() {
+                        return;
+                    }
+                }
+                csv_core::ReadFieldResult::InputEmpty | csv_core::ReadFieldResult::OutputFull => {}
+                csv_core::ReadFieldResult::End => return,
+            }
+        }
     }
 }
 
@@ -381,6 +469,114 @@ mod tests {
             data.splice(at..at, std::iter::repeat_n(b'x', long));
             for d in dialects() {
                 prop_assert_eq!(by_records(&d, &data), by_csv_crate(&d, &data), "{:?}", d);
+            }
+        }
+    }
+
+    /// A field written `(text, quoted)` in dialect `d`: quoted ones
+    /// between quotes (an inner quote escaped or doubled), others as is.
+    fn write_field(d: &Dialect, text: &str, quoted: bool, out: &mut Vec<u8>) {
+        let Some(q) = d.quote.filter(|_| quoted) else {
+            out.extend_from_slice(text.as_bytes());
+            return;
+        };
+        out.push(q);
+        for &b in text.as_bytes() {
+            if b == q || Some(b) == d.escape {
+                out.push(d.escape.unwrap_or(q));
+            }
+            out.push(b);
+        }
+        out.push(q);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// Every field whose text is the NULL marker is reported quoted
+        /// exactly when it was written quoted, on both reader paths (a
+        /// line with no quoted field and no CR takes the plain path), for
+        /// records with blank lines before them, CRLF or LF, and a last
+        /// record without a line break.
+        #[test]
+        fn quoted_is_exact_for_fields_equal_to_the_null_marker(
+            records in proptest::collection::vec(
+                proptest::collection::vec(
+                    (prop_oneof![
+                        Just(""), Just("\\N"), Just("a"), Just("a,b"), Just("\""),
+                        Just("x\ny"), Just("\r"), Just("\\"), Just("'"),
+                    ], any::<bool>()),
+                    1..6,
+                ),
+                1..8,
+            ),
+            blank in proptest::collection::vec(any::<bool>(), 8),
+            crlf in any::<bool>(),
+            last_break in any::<bool>(),
+        ) {
+            let mut esc = Dialect::csv();
+            esc.escape = Some(b'\\');
+            esc.null = "\\N".into();
+            let mut semi = Dialect::csv();
+            semi.delimiter = b';';
+            semi.quote = Some(b'\'');
+            for d in [Dialect::csv(), esc, semi] {
+                // What each field must read as: its text, and (if that is
+                // the NULL marker) whether it was quoted. A field holding
+                // a special byte is always quoted.
+                let mut data = Vec::new();
+                let mut want = Vec::new();
+                for (r, fields) in records.iter().enumerate() {
+                    if blank[r] {
+                        data.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                    }
+                    let mut row = Vec::new();
+                    for (i, (text, quoted)) in fields.iter().enumerate() {
+                        if i > 0 {
+                            data.push(d.delimiter);
+                        }
+                        let special = text.bytes().any(|b| {
+                            b == d.delimiter || Some(b) == d.quote || b == b'\r' || b == b'\n'
+                        });
+                        let quoted = *quoted || special;
+                        write_field(&d, text, quoted, &mut data);
+                        row.push((text.as_bytes().to_vec(), quoted));
+                    }
+                    // A record of one empty unquoted field is a blank line
+                    // (the reader skips it): not a case here.
+                    if row.len() == 1 && row[0].0.is_empty() && !row[0].1 {
+                        data.push(d.delimiter);
+                        row.push((Vec::new(), false));
+                    }
+                    if r + 1 < records.len() || last_break {
+                        data.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                    }
+                    want.push(row);
+                }
+                let mut reader = Records::new(&d, &data);
+                let mut got = Vec::new();
+                while let Some(rec) = reader.next_record() {
+                    let row: Vec<(Vec<u8>, Option<bool>)> = (0..rec.len())
+                        .map(|i| {
+                            let text = rec.bytes[rec.range(i)].to_vec();
+                            let q = (text == d.null.as_bytes()).then(|| rec.quoted(i));
+                            (text, q)
+                        })
+                        .collect();
+                    got.push(row);
+                }
+                let want: Vec<Vec<(Vec<u8>, Option<bool>)>> = want
+                    .into_iter()
+                    .map(|row| {
+                        row.into_iter()
+                            .map(|(t, q)| {
+                                let is_null = t == d.null.as_bytes();
+                                (t, is_null.then_some(q))
+                            })
+                            .collect()
+                    })
+                    .collect();
+                prop_assert_eq!(got, want, "{:?} {:?}", d, String::from_utf8_lossy(&data));
             }
         }
     }
