@@ -95,7 +95,14 @@ fn open_input(a: &LoadArgs) -> Result<(String, Box<dyn Read>, Option<u64>)> {
     Ok(match &a.file {
         Some(p) => {
             let f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
-            let len = f.metadata().ok().map(|m| m.len());
+            let md = f.metadata().ok();
+            if md.as_ref().is_some_and(|m| m.is_dir()) {
+                bail!(
+                    "{} is a directory, not a file of `key ==> value` lines",
+                    p.display()
+                );
+            }
+            let len = md.map(|m| m.len());
             (p.display().to_string(), Box::new(f), len)
         }
         None => (
@@ -164,8 +171,10 @@ pub fn load(a: LoadArgs) -> Result<()> {
         block_cache_bytes: LOAD_BLOCK_CACHE_BYTES,
         ..Options::default()
     };
-    let db = crate::open::or_create(&a.db, opts)?;
+    // The input is opened first: a missing or unreadable file must fail the
+    // load before the database is created.
     let (name, input, len) = open_input(&a)?;
+    let db = crate::open::or_create(&a.db, opts)?;
     let pb = progress_bar(len, "loading");
     let start = Instant::now();
     let mut batch = WriteBatch::new();

@@ -449,3 +449,33 @@ fn load_from_a_pipe_loads_every_row() {
     let (_, out, _) = strata(&["kv", "scan", db2.to_str().unwrap(), "--count"]);
     assert_eq!(out.trim(), "2500");
 }
+
+/// `kv load` of an input it cannot read (a missing file, a directory)
+/// fails before it opens the database: a missing path stays missing and an
+/// empty directory stays empty (it used to become an empty database).
+#[test]
+fn load_of_an_unreadable_input_creates_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let empty = root.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let missing = root.path().join("new-db");
+    let no_file = root.path().join("no-such-input.txt");
+    let before = tree(root.path());
+    for db in [&missing, &empty] {
+        for (input, says) in [(&no_file, "No such file"), (&empty, "is a directory")] {
+            let args = ["kv", "load", db.to_str().unwrap(), input.to_str().unwrap()];
+            let (ok, out, err) = strata(&args);
+            assert!(!ok, "{args:?} succeeded: {out}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert!(
+                err.contains(input.to_str().unwrap()),
+                "{args:?} does not name the input: {err}"
+            );
+            assert_eq!(
+                tree(root.path()),
+                before,
+                "{args:?} changed the file system"
+            );
+        }
+    }
+}
