@@ -423,3 +423,41 @@ fn the_rejects_file_never_overwrites_an_input_or_the_database() {
     assert_eq!(std::fs::read_to_string(p("rej.csv")).unwrap(), "3,x\n");
     assert_eq!(strata(&["count", &p("db"), "t"]).1.trim(), "4");
 }
+
+/// A row that does not decode under the table's definition (raw keys
+/// written over the table's key space) is an error naming the row's key,
+/// from `get` and from `scan`.
+#[test]
+fn a_row_that_does_not_decode_is_named_by_its_key() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("t.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v INT);").unwrap();
+    std::fs::write(p("in.csv"), "1,10\n2,20\n").unwrap();
+    let db = p("db");
+    let (ok, _, err) = strata(&[
+        "import",
+        &db,
+        "--schema",
+        &p("t.sql"),
+        "--table",
+        "t",
+        "--quiet",
+        &p("in.csv"),
+    ]);
+    assert!(ok, "{err}");
+    // Table 1, primary index 0, the INT 9 (tag 1, sign-flipped i64).
+    let key = "\\x01\\x00\\x00\\x00\\x01\\x00\\x00\\x01\\x80\\x00\\x00\\x00\\x00\\x00\\x00\\x09";
+    let (ok, _, err) = strata(&["kv", "put", &db, key, "not a row"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = strata(&["get", &db, "t", "9"]);
+    assert!(
+        !ok && err.contains("table t: the row with primary key (9) does not decode"),
+        "{err}"
+    );
+    let (ok, out, err) = strata(&["scan", &db, "t"]);
+    assert_eq!(out, "1,10\n2,20\n");
+    assert!(
+        !ok && err.contains("table t: the row with primary key (9) does not decode"),
+        "{err}"
+    );
+}
