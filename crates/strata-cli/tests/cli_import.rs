@@ -122,6 +122,8 @@ fn demo_tells_the_story() {
     ]);
     assert!(ok, "{err}\n{out}");
     assert!(out.contains("imported 100000 rows into stock"), "{out}");
+    // The command it says it runs carries the budget it runs with.
+    assert!(out.contains("--table stock --memory 16MiB)"), "{out}");
     assert!(
         out.contains("by primary key (s_w_id=1, s_i_id=42):\n     42,1,"),
         "{out}"
@@ -422,6 +424,53 @@ fn the_rejects_file_never_overwrites_an_input_or_the_database() {
     assert!(ok, "{err}");
     assert_eq!(std::fs::read_to_string(p("rej.csv")).unwrap(), "3,x\n");
     assert_eq!(strata(&["count", &p("db"), "t"]).1.trim(), "4");
+}
+
+/// The summary says where bad rows went (the `--rejects` file, or nowhere
+/// without one) and, when a small import went in as a write batch and the
+/// tree holds no file yet, says so instead of ending in an empty list.
+#[test]
+fn the_summary_says_where_bad_rows_and_rows_went() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("t.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v INT);").unwrap();
+    std::fs::write(p("in.csv"), "1,10\n2,x\n3,30\n").unwrap();
+    let (schema, input) = (p("t.sql"), p("in.csv"));
+    let import = |db: &str, extra: &[&str]| {
+        let mut args = vec![
+            "import",
+            db,
+            "--schema",
+            &schema,
+            "--table",
+            "t",
+            "--max-bad-rows",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        args.push(&input);
+        let (ok, out, err) = strata(&args);
+        assert!(ok, "{err}");
+        out
+    };
+    let out = import(&p("db1"), &[]);
+    assert!(
+        out.contains("rejected 1 bad rows (not kept: --rejects FILE keeps them"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the tree now holds no table files (the rows are in the write-ahead log"),
+        "{out}"
+    );
+    let rejects = p("rej.csv");
+    let out = import(&p("db2"), &["--rejects", &rejects]);
+    assert!(
+        out.contains(&format!(
+            "rejected 1 bad rows: the records are in {rejects}, the reasons in {rejects}.reasons"
+        )),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "2,x\n");
 }
 
 /// A row that does not decode under the table's definition (raw keys
