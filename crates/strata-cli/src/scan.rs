@@ -23,7 +23,7 @@ pub struct ScanArgs {
     /// Only keys starting with this (combines with --from / --to).
     #[arg(long)]
     pub prefix: Option<String>,
-    /// Newest key first (descending order).
+    /// Largest key first (descending key order).
     #[arg(long)]
     pub reverse: bool,
     /// Print at most this many entries.
