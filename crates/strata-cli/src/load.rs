@@ -35,7 +35,7 @@ const LOAD_BLOCK_CACHE_BYTES: usize = 8 << 20;
 pub struct LoadArgs {
     /// Database directory (created if missing).
     pub db: PathBuf,
-    /// Input file (`key ==> value` lines); standard input if absent.
+    /// Input file (`key ==> value` lines); standard input if absent or `-`.
     pub file: Option<PathBuf>,
     /// Keys and values are hex (`0xKEY ==> 0xVALUE`).
     #[arg(long)]
@@ -144,7 +144,11 @@ pub(crate) fn keep_large_allocations_mapped() {
     }
 }
 
-pub fn load(a: LoadArgs) -> Result<()> {
+pub fn load(mut a: LoadArgs) -> Result<()> {
+    // `-` is standard input, as for `strata import`.
+    if a.file.as_deref() == Some(std::path::Path::new("-")) {
+        a.file = None;
+    }
     keep_large_allocations_mapped();
     if a.batch_rows == 0 {
         bail!("--batch-rows must be at least 1");

@@ -408,7 +408,7 @@ fn load_from_a_pipe_loads_every_row() {
     use std::process::{Command, Stdio};
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("db");
-    let run = |input: &str, db: &Path| {
+    let run_from = |input: &str, db: &Path, file: &str| {
         let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
             .args([
                 "kv",
@@ -416,7 +416,7 @@ fn load_from_a_pipe_loads_every_row() {
                 "--batch-rows",
                 "1000",
                 db.to_str().unwrap(),
-                "/dev/stdin",
+                file,
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -435,7 +435,14 @@ fn load_from_a_pipe_loads_every_row() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
+    let run = |input: &str, db: &Path| run_from(input, db, "/dev/stdin");
     let good: String = (0..2500).map(|i| format!("k{i:05} ==> v{i}\n")).collect();
+    // `-` is standard input too (it used to be opened as a file named `-`).
+    let db3 = d.path().join("db3");
+    let (ok, err) = run_from(&good, &db3, "-");
+    assert!(ok, "{err}");
+    let (_, out, _) = strata(&["kv", "scan", db3.to_str().unwrap(), "--count"]);
+    assert_eq!(out.trim(), "2500");
     let (ok, err) = run(&good, &db);
     assert!(ok, "{err}");
     let (_, out, _) = strata(&["kv", "scan", db.to_str().unwrap(), "--count"]);
