@@ -510,3 +510,40 @@ fn a_row_that_does_not_decode_is_named_by_its_key() {
         "{err}"
     );
 }
+
+/// A schema file without the table names the tables it has, and one with
+/// no table at all says so (it printed an empty list).
+#[test]
+fn a_schema_without_the_table_says_what_it_holds() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        p("two.sql"),
+        "CREATE TABLE a (x INT); CREATE TABLE b (y INT);",
+    )
+    .unwrap();
+    std::fs::write(p("empty.sql"), "-- nothing yet\n").unwrap();
+    std::fs::write(p("in.csv"), "1\n").unwrap();
+    let run = |schema: &str| {
+        strata(&[
+            "import",
+            &p("db"),
+            "--schema",
+            &p(schema),
+            "--table",
+            "c",
+            &p("in.csv"),
+        ])
+    };
+    let (ok, _, err) = run("two.sql");
+    assert!(
+        !ok && err.contains("defines no table c (it defines: a, b)"),
+        "{err}"
+    );
+    let (ok, _, err) = run("empty.sql");
+    assert!(
+        !ok && err.contains("defines no table c (it holds no CREATE TABLE at all)"),
+        "{err}"
+    );
+    assert!(!d.path().join("db").exists());
+}
