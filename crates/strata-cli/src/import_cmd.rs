@@ -223,6 +223,20 @@ pub fn run(a: ImportArgs) -> Result<()> {
             names.join(", ")
         );
     };
+    // The rejects file is written when the first bad row arrives: it must
+    // not be the schema file (the import checks it is not an input and not
+    // inside the database).
+    if let (Some(r), Ok(schema_file)) = (&a.rejects, a.schema.canonicalize()) {
+        for target in [r.clone(), strata_import::pipeline::reasons_path(r)] {
+            if target.canonicalize().is_ok_and(|t| t == schema_file) {
+                bail!(
+                    "the rejects file {} is the schema file {}",
+                    target.display(),
+                    a.schema.display()
+                );
+            }
+        }
+    }
     let inputs = input::expand(&a.files)?;
     let total: Option<u64> = inputs.iter().map(|i| i.size()).sum();
     let memory = match &a.memory {

@@ -411,6 +411,26 @@ fn the_rejects_file_never_overwrites_an_input_or_the_database() {
         "the database is intact"
     );
 
+    // Nor the schema file (it was overwritten with the bad records).
+    let (ok, _, err) = strata(&[
+        "import",
+        &p("db"),
+        "--schema",
+        &p("t.sql"),
+        "--table",
+        "t",
+        "--max-bad-rows",
+        "1",
+        "--rejects",
+        &p("t.sql"),
+        &p("in.csv"),
+    ]);
+    assert!(!ok && err.contains("is the schema file"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(p("t.sql")).unwrap(),
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT);"
+    );
+
     std::fs::write(p("keep.txt"), "mine").unwrap();
     std::fs::write(p("five.csv"), "5,50\n").unwrap();
     let (ok, _, err) = import(&p("db"), &p("keep.txt"), &p("five.csv"));
