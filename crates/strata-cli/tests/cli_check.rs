@@ -166,6 +166,18 @@ fn check_of_what_is_not_a_database_says_so() {
     std::fs::write(p("file"), "x").unwrap();
     std::fs::create_dir(p("photos")).unwrap();
     std::fs::write(p("photos/cat.jpg"), "jpeg").unwrap();
+    // A RocksDB database (its marker files; check used to report its
+    // MANIFEST as a Strata MANIFEST that does not decode).
+    std::fs::create_dir(p("rocks")).unwrap();
+    for f in [
+        "CURRENT",
+        "IDENTITY",
+        "LOG",
+        "MANIFEST-000005",
+        "OPTIONS-000007",
+    ] {
+        std::fs::write(p(&format!("rocks/{f}")), "x").unwrap();
+    }
     std::fs::create_dir(p("damaged")).unwrap();
     std::fs::write(p("damaged/MANIFEST-000002"), "").unwrap();
     let before = listing(d.path());
@@ -175,6 +187,10 @@ fn check_of_what_is_not_a_database_says_so() {
         (
             p("photos"),
             "is not a Strata database: the directory has no CURRENT and no MANIFEST",
+        ),
+        (
+            p("rocks"),
+            "is not a Strata database: it is a RocksDB or LevelDB database",
         ),
     ] {
         let (ok, out, err) = strata(&["check", &path]);
