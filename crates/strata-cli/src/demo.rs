@@ -18,7 +18,9 @@ use strata_import::{ImportOptions, Schema};
 /// Arguments of `strata demo`.
 #[derive(Args)]
 pub struct DemoArgs {
-    /// Where to write the demo's files (the CSV, the schema, the database).
+    /// Where to write the demo's files (stock.csv, schema.sql and the
+    /// database db/). Each run overwrites the first two and deletes and
+    /// recreates DIR/db, whatever it holds.
     #[arg(long, default_value = "demo-output")]
     dir: PathBuf,
     /// TPC-C warehouses (100,000 stock rows, about 31 MB of CSV, each).
@@ -74,10 +76,11 @@ pub fn run(a: DemoArgs) -> Result<()> {
 
     outln!("== 2. Import it: parse on all cores, sort per index, write SSTs, one atomic ingest")?;
     outln!(
-        "   (the same as: strata import {} {} --schema {} --table stock)",
+        "   (the same as: strata import {} {} --schema {} --table stock --memory {})",
         db_dir.display(),
         csv.display(),
-        schema_path.display()
+        schema_path.display(),
+        a.memory
     )?;
     let schema = Schema::parse(tpcc::SCHEMA)?;
     let Some(table) = schema.table("stock") else {
@@ -92,7 +95,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
     let summary = strata_import::import(&db, table, &[Input::File(csv.clone())], &opts)?;
     let elapsed = start.elapsed();
     let levels: Vec<usize> = db.metrics().levels.iter().map(|l| l.files).collect();
-    import_cmd::print_summary(&summary, elapsed, &levels)?;
+    import_cmd::print_summary(&summary, elapsed, &levels, None)?;
 
     outln!("== 3. Read rows back")?;
     let t = TableReader::open(&db, "stock")?;

@@ -113,7 +113,8 @@ pub struct ImportArgs {
     /// quarter of RAM).
     #[arg(long)]
     pub memory: Option<String>,
-    /// Bad rows to tolerate (written to --rejects) before failing.
+    /// Bad rows to tolerate before failing (written to --rejects if given;
+    /// without it they are only counted).
     #[arg(long, default_value_t = 0)]
     pub max_bad_rows: u64,
     /// File for rejected records (reasons go to FILE.reasons).
@@ -209,18 +210,35 @@ pub fn run(a: ImportArgs) -> Result<()> {
         .with_context(|| format!("reading schema {}", a.schema.display()))?;
     let schema = Schema::parse(&sql).with_context(|| a.schema.display().to_string())?;
     let Some(table) = schema.table(&a.table) else {
+        let names: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
+        if names.is_empty() {
+            bail!(
+                "{} defines no table {} (it holds no CREATE TABLE at all)",
+                a.schema.display(),
+                a.table
+            );
+        }
         bail!(
             "{} defines no table {} (it defines: {})",
             a.schema.display(),
             a.table,
-            schema
-                .tables
-                .iter()
-                .map(|t| t.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names.join(", ")
         );
     };
+    // The rejects file is written when the first bad row arrives: it must
+    // not be the schema file (the import checks it is not an input and not
+    // inside the database).
+    if let (Some(r), Ok(schema_file)) = (&a.rejects, a.schema.canonicalize()) {
+        for target in [r.clone(), strata_import::pipeline::reasons_path(r)] {
+            if target.canonicalize().is_ok_and(|t| t == schema_file) {
+                bail!(
+                    "the rejects file {} is the schema file {}",
+                    target.display(),
+                    a.schema.display()
+                );
+            }
+        }
+    }
     let inputs = input::expand(&a.files)?;
     let total: Option<u64> = inputs.iter().map(|i| i.size()).sum();
     let memory = match &a.memory {
@@ -282,7 +300,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
     let printed = if a.json {
         outln!("{}", json_summary(&summary, elapsed, &levels))
     } else if !a.quiet {
-        print_summary(&summary, elapsed, &levels)
+        print_summary(&summary, elapsed, &levels, a.rejects.as_deref())
     } else {
         Ok(())
     };
@@ -335,7 +353,13 @@ fn report_progress(p: &Progress, total: Option<u64>, done: &std::sync::atomic::A
 }
 
 /// Prints the summary of an import for people.
-pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> Result<()> {
+/// `rejects`: the `--rejects` file, named in the bad-row line.
+pub fn print_summary(
+    s: &Summary,
+    elapsed: Duration,
+    levels: &[usize],
+    rejects: Option<&std::path::Path>,
+) -> Result<()> {
     outln!(
         "imported {} rows into {} ({}) from {:.1} MB in {:.2} s ({:.0} rows/s)",
         s.rows,
@@ -350,7 +374,18 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> Result
         s.rows as f64 / elapsed.as_secs_f64().max(1e-6)
     )?;
     if s.bad_rows > 0 {
-        outln!("rejected {} bad rows", s.bad_rows)?;
+        match rejects {
+            Some(f) => outln!(
+                "rejected {} bad rows: the records are in {}, the reasons in {}.reasons",
+                s.bad_rows,
+                f.display(),
+                f.display()
+            )?,
+            None => outln!(
+                "rejected {} bad rows (not kept: --rejects FILE keeps them and their reasons)",
+                s.bad_rows
+            )?,
+        }
     }
     if s.duplicates_ignored > 0 {
         outln!(
@@ -425,7 +460,11 @@ pub fn print_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> Result
         } else {
             landed.join(", ")
         },
-        tree.join(", ")
+        if tree.is_empty() {
+            "no table files (the rows are in the write-ahead log and memtable)".to_string()
+        } else {
+            tree.join(", ")
+        }
     )
 }
 

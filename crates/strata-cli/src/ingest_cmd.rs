@@ -8,7 +8,9 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct IngestArgs {
+    /// Database directory (created if missing).
     pub db: PathBuf,
+    /// SST files written for ingestion (every sequence number 0).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Move the files into the database (hard-link them in, then remove

@@ -35,7 +35,7 @@ const LOAD_BLOCK_CACHE_BYTES: usize = 8 << 20;
 pub struct LoadArgs {
     /// Database directory (created if missing).
     pub db: PathBuf,
-    /// Input file (`key ==> value` lines); standard input if absent.
+    /// Input file (`key ==> value` lines); standard input if absent or `-`.
     pub file: Option<PathBuf>,
     /// Keys and values are hex (`0xKEY ==> 0xVALUE`).
     #[arg(long)]
@@ -95,7 +95,14 @@ fn open_input(a: &LoadArgs) -> Result<(String, Box<dyn Read>, Option<u64>)> {
     Ok(match &a.file {
         Some(p) => {
             let f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
-            let len = f.metadata().ok().map(|m| m.len());
+            let md = f.metadata().ok();
+            if md.as_ref().is_some_and(|m| m.is_dir()) {
+                bail!(
+                    "{} is a directory, not a file of `key ==> value` lines",
+                    p.display()
+                );
+            }
+            let len = md.map(|m| m.len());
             (p.display().to_string(), Box::new(f), len)
         }
         None => (
@@ -137,7 +144,11 @@ pub(crate) fn keep_large_allocations_mapped() {
     }
 }
 
-pub fn load(a: LoadArgs) -> Result<()> {
+pub fn load(mut a: LoadArgs) -> Result<()> {
+    // `-` is standard input, as for `strata import`.
+    if a.file.as_deref() == Some(std::path::Path::new("-")) {
+        a.file = None;
+    }
     keep_large_allocations_mapped();
     if a.batch_rows == 0 {
         bail!("--batch-rows must be at least 1");
@@ -164,8 +175,10 @@ pub fn load(a: LoadArgs) -> Result<()> {
         block_cache_bytes: LOAD_BLOCK_CACHE_BYTES,
         ..Options::default()
     };
-    let db = crate::open::or_create(&a.db, opts)?;
+    // The input is opened first: a missing or unreadable file must fail the
+    // load before the database is created.
     let (name, input, len) = open_input(&a)?;
+    let db = crate::open::or_create(&a.db, opts)?;
     let pb = progress_bar(len, "loading");
     let start = Instant::now();
     let mut batch = WriteBatch::new();

@@ -42,7 +42,7 @@ pub fn print_tree(db: &Db) -> Result<()> {
         )?;
     }
     outln!(
-        "L0: {} files in {} sublevels; read amplification {}",
+        "L0: {} files in {} sublevels; whole-tree read amplification {} (memtables + L0 sublevels + non-empty levels)",
         m.l0_files,
         m.l0_sublevels,
         m.read_amplification

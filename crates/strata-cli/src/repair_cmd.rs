@@ -11,6 +11,7 @@ use strata::{Db, Options};
 
 #[derive(Args)]
 pub struct RepairArgs {
+    /// Database directory (must exist).
     pub db: PathBuf,
 }
 

@@ -23,7 +23,7 @@ pub struct ScanArgs {
     /// Only keys starting with this (combines with --from / --to).
     #[arg(long)]
     pub prefix: Option<String>,
-    /// Newest key first (descending order).
+    /// Largest key first (descending key order).
     #[arg(long)]
     pub reverse: bool,
     /// Print at most this many entries.
@@ -42,7 +42,8 @@ pub struct OutArgs {
     /// Keys and values in hex (`0xKEY ==> 0xVALUE`, as `ldb --hex`).
     #[arg(long)]
     pub hex: bool,
-    /// One JSON object per line (`{"key":..,"value":..}`).
+    /// One JSON object per line (`{"key":..,"value":..}`; a key or value
+    /// that is not UTF-8 is given as `key_hex` or `value_hex` instead).
     #[arg(long)]
     pub json: bool,
 }

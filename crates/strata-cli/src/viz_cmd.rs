@@ -18,6 +18,16 @@ pub struct VizArgs {
 }
 
 pub fn run(a: VizArgs) -> Result<()> {
+    // A missing path or a file gets the words the other commands use.
+    if !a.db.exists() {
+        anyhow::bail!("no database at {}: nothing exists there", a.db.display());
+    }
+    if !a.db.is_dir() {
+        anyhow::bail!(
+            "{} is not a Strata database: it is a file, not a directory",
+            a.db.display()
+        );
+    }
     // The page's directory, resolved (the page itself may not exist yet).
     let parent = match a.output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

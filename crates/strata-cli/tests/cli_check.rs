@@ -68,7 +68,10 @@ fn check_passes_then_reports_a_damaged_table() {
     assert_eq!(before, listing(&dir), "check changed the directory");
 
     let (ok, _, err) = strata(&["check", "/nonexistent/strata-db"]);
-    assert!(!ok && err.contains("not a directory"), "{err}");
+    assert!(
+        !ok && err.contains("no database at /nonexistent/strata-db: nothing exists there"),
+        "{err}"
+    );
 }
 
 /// A damaged EVENTS log (a garbage line in the middle, a flipped byte, a
@@ -150,4 +153,57 @@ fn damaged_events_are_reported_by_every_reader() {
             "{case}: a reader changed the directory"
         );
     }
+}
+
+/// `check` of what is not a database says so in the words the other
+/// commands use (a missing path, a file, a directory with neither CURRENT
+/// nor a MANIFEST) and creates nothing; a directory with a MANIFEST but no
+/// CURRENT is a damaged database, reported as a problem in CURRENT.
+#[test]
+fn check_of_what_is_not_a_database_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("file"), "x").unwrap();
+    std::fs::create_dir(p("photos")).unwrap();
+    std::fs::write(p("photos/cat.jpg"), "jpeg").unwrap();
+    // A RocksDB database (its marker files; check used to report its
+    // MANIFEST as a Strata MANIFEST that does not decode).
+    std::fs::create_dir(p("rocks")).unwrap();
+    for f in [
+        "CURRENT",
+        "IDENTITY",
+        "LOG",
+        "MANIFEST-000005",
+        "OPTIONS-000007",
+    ] {
+        std::fs::write(p(&format!("rocks/{f}")), "x").unwrap();
+    }
+    std::fs::create_dir(p("damaged")).unwrap();
+    std::fs::write(p("damaged/MANIFEST-000002"), "").unwrap();
+    let before = listing(d.path());
+    for (path, says) in [
+        (p("missing"), "no database at"),
+        (p("file"), "is not a Strata database: it is a file"),
+        (
+            p("photos"),
+            "is not a Strata database: the directory has no CURRENT and no MANIFEST",
+        ),
+        (
+            p("rocks"),
+            "is not a Strata database: it is a RocksDB or LevelDB database",
+        ),
+    ] {
+        let (ok, out, err) = strata(&["check", &path]);
+        assert!(!ok, "check {path} passed: {out}");
+        assert!(
+            err.contains(says) && err.contains(&path),
+            "check {path}: {err}"
+        );
+    }
+    let (ok, out, _) = strata(&["check", &p("damaged")]);
+    assert!(
+        !ok && out.contains("problem:") && out.contains("CURRENT"),
+        "{out}"
+    );
+    assert_eq!(listing(d.path()), before);
 }

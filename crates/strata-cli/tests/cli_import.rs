@@ -122,6 +122,8 @@ fn demo_tells_the_story() {
     ]);
     assert!(ok, "{err}\n{out}");
     assert!(out.contains("imported 100000 rows into stock"), "{out}");
+    // The command it says it runs carries the budget it runs with.
+    assert!(out.contains("--table stock --memory 16MiB)"), "{out}");
     assert!(
         out.contains("by primary key (s_w_id=1, s_i_id=42):\n     42,1,"),
         "{out}"
@@ -409,6 +411,26 @@ fn the_rejects_file_never_overwrites_an_input_or_the_database() {
         "the database is intact"
     );
 
+    // Nor the schema file (it was overwritten with the bad records).
+    let (ok, _, err) = strata(&[
+        "import",
+        &p("db"),
+        "--schema",
+        &p("t.sql"),
+        "--table",
+        "t",
+        "--max-bad-rows",
+        "1",
+        "--rejects",
+        &p("t.sql"),
+        &p("in.csv"),
+    ]);
+    assert!(!ok && err.contains("is the schema file"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(p("t.sql")).unwrap(),
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT);"
+    );
+
     std::fs::write(p("keep.txt"), "mine").unwrap();
     std::fs::write(p("five.csv"), "5,50\n").unwrap();
     let (ok, _, err) = import(&p("db"), &p("keep.txt"), &p("five.csv"));
@@ -422,4 +444,126 @@ fn the_rejects_file_never_overwrites_an_input_or_the_database() {
     assert!(ok, "{err}");
     assert_eq!(std::fs::read_to_string(p("rej.csv")).unwrap(), "3,x\n");
     assert_eq!(strata(&["count", &p("db"), "t"]).1.trim(), "4");
+}
+
+/// The summary says where bad rows went (the `--rejects` file, or nowhere
+/// without one) and, when a small import went in as a write batch and the
+/// tree holds no file yet, says so instead of ending in an empty list.
+#[test]
+fn the_summary_says_where_bad_rows_and_rows_went() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("t.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v INT);").unwrap();
+    std::fs::write(p("in.csv"), "1,10\n2,x\n3,30\n").unwrap();
+    let (schema, input) = (p("t.sql"), p("in.csv"));
+    let import = |db: &str, extra: &[&str]| {
+        let mut args = vec![
+            "import",
+            db,
+            "--schema",
+            &schema,
+            "--table",
+            "t",
+            "--max-bad-rows",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        args.push(&input);
+        let (ok, out, err) = strata(&args);
+        assert!(ok, "{err}");
+        out
+    };
+    let out = import(&p("db1"), &[]);
+    assert!(
+        out.contains("rejected 1 bad rows (not kept: --rejects FILE keeps them"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the tree now holds no table files (the rows are in the write-ahead log"),
+        "{out}"
+    );
+    let rejects = p("rej.csv");
+    let out = import(&p("db2"), &["--rejects", &rejects]);
+    assert!(
+        out.contains(&format!(
+            "rejected 1 bad rows: the records are in {rejects}, the reasons in {rejects}.reasons"
+        )),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "2,x\n");
+}
+
+/// A row that does not decode under the table's definition (raw keys
+/// written over the table's key space) is an error naming the row's key,
+/// from `get` and from `scan`.
+#[test]
+fn a_row_that_does_not_decode_is_named_by_its_key() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("t.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v INT);").unwrap();
+    std::fs::write(p("in.csv"), "1,10\n2,20\n").unwrap();
+    let db = p("db");
+    let (ok, _, err) = strata(&[
+        "import",
+        &db,
+        "--schema",
+        &p("t.sql"),
+        "--table",
+        "t",
+        "--quiet",
+        &p("in.csv"),
+    ]);
+    assert!(ok, "{err}");
+    // Table 1, primary index 0, the INT 9 (tag 1, sign-flipped i64).
+    let key = "\\x01\\x00\\x00\\x00\\x01\\x00\\x00\\x01\\x80\\x00\\x00\\x00\\x00\\x00\\x00\\x09";
+    let (ok, _, err) = strata(&["kv", "put", &db, key, "not a row"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = strata(&["get", &db, "t", "9"]);
+    assert!(
+        !ok && err.contains("table t: the row with primary key (9) does not decode"),
+        "{err}"
+    );
+    let (ok, out, err) = strata(&["scan", &db, "t"]);
+    assert_eq!(out, "1,10\n2,20\n");
+    assert!(
+        !ok && err.contains("table t: the row with primary key (9) does not decode"),
+        "{err}"
+    );
+}
+
+/// A schema file without the table names the tables it has, and one with
+/// no table at all says so (it printed an empty list).
+#[test]
+fn a_schema_without_the_table_says_what_it_holds() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        p("two.sql"),
+        "CREATE TABLE a (x INT); CREATE TABLE b (y INT);",
+    )
+    .unwrap();
+    std::fs::write(p("empty.sql"), "-- nothing yet\n").unwrap();
+    std::fs::write(p("in.csv"), "1\n").unwrap();
+    let run = |schema: &str| {
+        strata(&[
+            "import",
+            &p("db"),
+            "--schema",
+            &p(schema),
+            "--table",
+            "c",
+            &p("in.csv"),
+        ])
+    };
+    let (ok, _, err) = run("two.sql");
+    assert!(
+        !ok && err.contains("defines no table c (it defines: a, b)"),
+        "{err}"
+    );
+    let (ok, _, err) = run("empty.sql");
+    assert!(
+        !ok && err.contains("defines no table c (it holds no CREATE TABLE at all)"),
+        "{err}"
+    );
+    assert!(!d.path().join("db").exists());
 }

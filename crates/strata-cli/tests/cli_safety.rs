@@ -408,7 +408,7 @@ fn load_from_a_pipe_loads_every_row() {
     use std::process::{Command, Stdio};
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("db");
-    let run = |input: &str, db: &Path| {
+    let run_from = |input: &str, db: &Path, file: &str| {
         let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
             .args([
                 "kv",
@@ -416,7 +416,7 @@ fn load_from_a_pipe_loads_every_row() {
                 "--batch-rows",
                 "1000",
                 db.to_str().unwrap(),
-                "/dev/stdin",
+                file,
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -435,7 +435,14 @@ fn load_from_a_pipe_loads_every_row() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
+    let run = |input: &str, db: &Path| run_from(input, db, "/dev/stdin");
     let good: String = (0..2500).map(|i| format!("k{i:05} ==> v{i}\n")).collect();
+    // `-` is standard input too (it used to be opened as a file named `-`).
+    let db3 = d.path().join("db3");
+    let (ok, err) = run_from(&good, &db3, "-");
+    assert!(ok, "{err}");
+    let (_, out, _) = strata(&["kv", "scan", db3.to_str().unwrap(), "--count"]);
+    assert_eq!(out.trim(), "2500");
     let (ok, err) = run(&good, &db);
     assert!(ok, "{err}");
     let (_, out, _) = strata(&["kv", "scan", db.to_str().unwrap(), "--count"]);
@@ -448,4 +455,80 @@ fn load_from_a_pipe_loads_every_row() {
     );
     let (_, out, _) = strata(&["kv", "scan", db2.to_str().unwrap(), "--count"]);
     assert_eq!(out.trim(), "2500");
+}
+
+/// `kv load` of an input it cannot read (a missing file, a directory)
+/// fails before it opens the database: a missing path stays missing and an
+/// empty directory stays empty (it used to become an empty database).
+#[test]
+fn load_of_an_unreadable_input_creates_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let empty = root.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let missing = root.path().join("new-db");
+    let no_file = root.path().join("no-such-input.txt");
+    let before = tree(root.path());
+    for db in [&missing, &empty] {
+        for (input, says) in [(&no_file, "No such file"), (&empty, "is a directory")] {
+            let args = ["kv", "load", db.to_str().unwrap(), input.to_str().unwrap()];
+            let (ok, out, err) = strata(&args);
+            assert!(!ok, "{args:?} succeeded: {out}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert!(
+                err.contains(input.to_str().unwrap()),
+                "{args:?} does not name the input: {err}"
+            );
+            assert_eq!(
+                tree(root.path()),
+                before,
+                "{args:?} changed the file system"
+            );
+        }
+    }
+}
+
+/// `sst dump` and `sst verify` of a directory say so (they used to report
+/// an I/O error at a made-up offset: the directory's size less a footer).
+#[test]
+fn sst_commands_on_a_directory_say_it_is_one() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().to_str().unwrap();
+    for cmd in ["dump", "verify"] {
+        let (ok, _, err) = strata(&["sst", cmd, dir]);
+        assert!(!ok, "sst {cmd} of a directory succeeded");
+        assert!(
+            err.contains(&format!("{dir} is a directory, not an SST file"))
+                && !err.contains("offset"),
+            "sst {cmd}: {err}"
+        );
+    }
+}
+
+/// `sst verify` compares the footer's bytes with its encoding, as `strata
+/// check` does: a flipped byte in the footer's padding (which the reader
+/// ignores) fails it with the file and offset instead of printing OK.
+#[test]
+fn sst_verify_reports_a_damaged_footer_padding() {
+    let root = tempfile::tempdir().unwrap();
+    let sst = root.path().join("t.sst");
+    let sst = sst.to_str().unwrap();
+    let (ok, _, err) = strata(&["sst", "write", sst, "--keys", "100"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = strata(&["sst", "verify", sst]);
+    assert!(ok && out.starts_with("OK "), "{out}{err}");
+    let mut bytes = std::fs::read(sst).unwrap();
+    // format_version 5: checksum byte, two handles, zero padding to 41
+    // bytes, version, magic; byte 35 of the footer is padding.
+    let at = bytes.len() - 53 + 35;
+    assert_eq!(bytes[at], 0);
+    bytes[at] ^= 0x10;
+    std::fs::write(sst, &bytes).unwrap();
+    let (ok, out, err) = strata(&["sst", "verify", sst]);
+    assert!(!ok, "verify passed a damaged footer: {out}");
+    assert!(
+        err.contains(&format!(
+            "corruption in {sst} at offset {at}: footer byte differs"
+        )),
+        "{err}"
+    );
 }

@@ -70,8 +70,27 @@ fn viz_writes_a_page_and_changes_nothing() {
         "-o",
         page.to_str().unwrap(),
     ]);
-    assert!(!ok && err.contains("not a Strata database"), "{err}");
+    assert!(
+        !ok && err.contains(&format!(
+            "no database at {}: nothing exists there",
+            missing.display()
+        )),
+        "{err}"
+    );
     assert!(!missing.exists());
+    // A file, and a directory that is not a database.
+    let file = d.path().join("file.txt");
+    std::fs::write(&file, "x").unwrap();
+    let other = d.path().join("photos");
+    std::fs::create_dir(&other).unwrap();
+    for (path, says) in [
+        (&file, "is not a Strata database: it is a file"),
+        (&other, "not a Strata database"),
+    ] {
+        let (ok, _, err) = strata(&["viz", path.to_str().unwrap(), "-o", page.to_str().unwrap()]);
+        assert!(!ok && err.contains(says), "{err}");
+    }
+    assert!(std::fs::read_dir(&other).unwrap().next().is_none());
 
     // The text chart leads `strata lsm`.
     let (ok, out, err) = strata(&["lsm", dbs]);

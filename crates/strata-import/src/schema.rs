@@ -312,8 +312,7 @@ impl Schema {
                         columns: cols,
                         unique: ci.unique,
                     });
-                    t.validate()
-                        .map_err(|e| Error::schema(format!("{what}: {e}")))?;
+                    t.validate().map_err(|e| in_statement(&what, e))?;
                 }
                 _ => {
                     return Err(Error::schema(format!(
@@ -468,9 +467,17 @@ fn create_table(ct: &sqlparser::ast::CreateTable, stmt: &Statement) -> Result<Ta
         indexes,
         hidden_rowid,
     };
-    t.validate()
-        .map_err(|e| Error::schema(format!("{what}: {e}")))?;
+    t.validate().map_err(|e| in_statement(&what, e))?;
     Ok(t)
+}
+
+/// A validation error placed in its statement: `what: reason`, without a
+/// second "schema: " inside the first.
+fn in_statement(what: &str, e: Error) -> Error {
+    match e {
+        Error::Schema(m) => Error::schema(format!("{what}: {m}")),
+        e => Error::schema(format!("{what}: {e}")),
+    }
 }
 
 fn column_type(dt: &DataType) -> std::result::Result<ColumnType, String> {
@@ -615,6 +622,8 @@ mod tests {
         for (sql, stmt, part) in cases {
             let e = Schema::parse(sql).unwrap_err().to_string();
             assert!(e.contains(stmt) && e.contains(part), "{sql}: {e}");
+            // One "schema: " prefix, not one per layer.
+            assert_eq!(e.matches("schema: ").count(), 1, "{sql}: {e}");
         }
     }
 }

@@ -73,8 +73,9 @@ impl<'a> TableReader<'a> {
     fn decode(&self, k: &[u8], v: &[u8]) -> Result<Vec<Value>> {
         self.codec.decode_primary(k, v).map_err(|m| {
             Error::Catalog(format!(
-                "table {}: row does not decode: {m}",
-                self.codec.table.name
+                "table {}: the row with primary key {} does not decode: {m}",
+                self.codec.table.name,
+                self.codec.describe_key(0, k)
             ))
         })
     }
@@ -104,14 +105,21 @@ impl<'a> TableReader<'a> {
             let row = if index == 0 {
                 self.decode(&k, &v)?
             } else {
-                let pk = self
-                    .codec
-                    .primary_of_entry(index, &k, &v)
-                    .map_err(|m| Error::Catalog(format!("index entry does not decode: {m}")))?;
+                let pk = self.codec.primary_of_entry(index, &k, &v).map_err(|m| {
+                    Error::Catalog(format!(
+                        "table {}: the entry {} of index {} does not decode: {m}",
+                        self.codec.table.name,
+                        self.codec.describe_key(index, &k),
+                        self.codec.table.indexes[index].name
+                    ))
+                })?;
                 let Some(rv) = self.db.get(&pk)? else {
                     return Err(Error::Catalog(format!(
-                        "table {}: index {} names a row that does not exist",
-                        self.codec.table.name, self.codec.table.indexes[index].name
+                        "table {}: the entry {} of index {} names a row that does not exist (primary key {})",
+                        self.codec.table.name,
+                        self.codec.describe_key(index, &k),
+                        self.codec.table.indexes[index].name,
+                        self.codec.describe_key(0, &pk)
                     )));
                 };
                 self.decode(&pk, &rv)?

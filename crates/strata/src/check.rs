@@ -127,10 +127,13 @@ pub fn check_dir(dir: &Path) -> Result<CheckReport> {
 }
 
 /// Checks the database in `dir` (see the module doc). Only an unreadable
-/// directory is an `Err`; everything found in the files is in the report.
+/// directory, or a RocksDB or LevelDB database (`Error::NotADatabase`, as
+/// opening it is), is an `Err`; everything found in the files is in the
+/// report.
 pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
     let mut r = CheckReport::default();
     let names = vfs.list(dir)?;
+    crate::db::recovery_checks::refuse_foreign(dir, &names)?;
     check_events(vfs, dir, &mut r);
     let Some(mut state) = check_manifest(vfs, dir, &mut r) else {
         return Ok(r);

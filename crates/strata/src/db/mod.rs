@@ -38,7 +38,7 @@ mod output;
 #[cfg(test)]
 mod placement_data;
 mod read;
-mod recovery_checks;
+pub(crate) mod recovery_checks;
 pub(crate) use recovery_checks::missing_wal;
 pub mod repair;
 mod snapshot;

@@ -98,25 +98,32 @@ pub(crate) fn list_dir(vfs: &dyn Vfs, dir: &Path) -> Result<Option<Vec<String>>>
     }
 }
 
+/// `NotADatabase` if `names` (a directory's listing) hold the files of a
+/// RocksDB or LevelDB database.
+pub(crate) fn refuse_foreign(dir: &Path, names: &[String]) -> Result<()> {
+    let mut markers: Vec<&String> = names.iter().filter(|n| foreign_marker(n)).collect();
+    if markers.is_empty() {
+        return Ok(());
+    }
+    markers.sort();
+    let list: Vec<&str> = markers.iter().map(|s| s.as_str()).collect();
+    Err(Error::NotADatabase {
+        path: dir.display().to_string(),
+        reason: format!(
+            "it is a RocksDB or LevelDB database (it has {}); Strata can ingest its SST \
+             files (`strata ingest`) or load what `ldb dump` prints (`strata kv load`), \
+             but does not open it",
+            list.join(", ")
+        ),
+    })
+}
+
 /// Decides what `dir` is before anything in it is read or written.
 pub(crate) fn classify_dir(vfs: &dyn Vfs, dir: &Path) -> Result<DirKind> {
     let Some(names) = list_dir(vfs, dir)? else {
         return Ok(DirKind::Missing);
     };
-    let mut markers: Vec<&String> = names.iter().filter(|n| foreign_marker(n)).collect();
-    if !markers.is_empty() {
-        markers.sort();
-        let list: Vec<&str> = markers.iter().map(|s| s.as_str()).collect();
-        return Err(Error::NotADatabase {
-            path: dir.display().to_string(),
-            reason: format!(
-                "it is a RocksDB or LevelDB database (it has {}); Strata can ingest its SST \
-                 files (`strata ingest`) or load what `ldb dump` prints (`strata kv load`), \
-                 but does not open it",
-                list.join(", ")
-            ),
-        });
-    }
+    refuse_foreign(dir, &names)?;
     if names.iter().any(|n| n == "CURRENT") {
         return Ok(DirKind::Database);
     }
