@@ -49,12 +49,12 @@ use super::filenames::{self, FileKind};
 use super::marker::IngestMarker;
 use super::options::Options;
 use super::recovery_checks::{self as checks, DirKind};
+use super::table_cache::{ChecksumRule, TableFiles};
 use super::write_batch::WriteBatch;
 use super::Db;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
-use crate::sstable::{Table, TableOptions};
 use crate::version::{FileMeta, VersionEdit, VersionSet};
 use crate::vfs::{OsVfs, Vfs};
 use crate::wal::{LogReader, TailPolicy};
@@ -105,7 +105,7 @@ pub(crate) fn repair(dir: &Path, opts: Options) -> Result<RepairReport> {
     }
     let manifest = {
         let _lock = vfs.lock(&filenames::lock(dir))?;
-        repair_locked(&vfs, dir, &names, &mut report)?
+        repair_locked(&vfs, dir, &names, ChecksumRule::of(&opts), &mut report)?
     };
     report.manifest = manifest;
     // The normal open finishes the job; what it moves aside is reported.
@@ -142,8 +142,16 @@ fn repair_locked(
     vfs: &Arc<dyn Vfs>,
     dir: &Path,
     names: &[String],
+    rule: ChecksumRule,
     report: &mut RepairReport,
 ) -> Result<String> {
+    // Every table this repair reads is opened under the database's
+    // checksum rule, as the open that ends the repair would read it.
+    let tables = TableFiles {
+        vfs: vfs.as_ref(),
+        dir,
+        rule,
+    };
     let number = match crate::version::set::read_current(vfs.as_ref(), dir) {
         Ok(n) => n,
         Err(e) => {
@@ -306,7 +314,7 @@ fn repair_locked(
         if s <= flushed || s <= manifest_last {
             continue;
         }
-        match super::open::roll_forward(vfs.as_ref(), dir, b, manifest_last) {
+        match super::open::roll_forward(tables, b, manifest_last) {
             Ok(m) => redo.push(m),
             Err(why) => not_redone.push((s, why)),
         }
@@ -341,7 +349,10 @@ fn repair_locked(
             continue;
         }
         let accounted = |s: u64| s <= flushed || in_wal(s) || ingested.contains(&s);
-        let Ok(Some((meta, unaccounted))) = table_meta(vfs.as_ref(), dir, n, &accounted) else {
+        // One that does not open (under the checksum rule too) is not put
+        // back: the open that ends the repair moves it to `lost/`, and the
+        // report lists it with the reason.
+        let Ok(Some((meta, unaccounted))) = table_meta(tables, n, &accounted) else {
             continue;
         };
         if meta.smallest_seq == 0 {
@@ -439,15 +450,16 @@ fn repair_locked(
 
 /// The MANIFEST record of table `n`, read from its entries (`None` if it
 /// holds none), and whether some entry's sequence number is not
-/// `accounted` for.
+/// `accounted` for. Opened under the database's checksum rule: a table
+/// whose footer says "none" would be put back on bytes nothing verified,
+/// and every read of it would then fail in the table cache.
 fn table_meta(
-    vfs: &dyn Vfs,
-    dir: &Path,
+    tables: TableFiles<'_>,
     n: u64,
     accounted: &dyn Fn(u64) -> bool,
 ) -> Result<Option<(FileMeta, bool)>> {
-    let path = filenames::table(dir, n);
-    let t = Table::open_in(vfs, &path, TableOptions::default())?;
+    let path = tables.path(n);
+    let t = tables.open(n)?;
     let mut it = t.iter();
     it.seek_to_first();
     let mut smallest: Option<Vec<u8>> = None;
