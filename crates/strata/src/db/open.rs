@@ -535,7 +535,16 @@ fn replay_wals(
         let mut r = LogReader::new(file?, &name, TailPolicy::TolerateTornTail);
         while let Some(rec) = r.read_record()? {
             let off = r.last_record_offset();
-            let b = WriteBatch::decode(rec).map_err(|(_, m)| Error::corruption(&name, off, m))?;
+            // Reported where the bad record of the batch is in the file
+            // (the batch's offset mapped through the log's fragments),
+            // with the log record's own offset in the message.
+            let b = WriteBatch::decode(rec).map_err(|(at, m)| {
+                Error::corruption(
+                    &name,
+                    r.last_record_byte_offset(at),
+                    format!("the write batch of the log record at offset {off}: {m}"),
+                )
+            })?;
             let Some(b_last) = b.last_sequence() else {
                 return Err(Error::corruption(
                     &name,
