@@ -716,10 +716,11 @@ fn check_wals(
             };
             if b.count() > 0 {
                 if let Err(why) = seqs.batch(b.sequence(), b_last) {
-                    r.problem(&name, off, why);
+                    r.problem(&name, off, why.to_string());
                 }
             } else {
-                seqs.marker(b.sequence());
+                // A gap before a marker is the open's to accept too.
+                let _ = seqs.marker(b.sequence());
                 // A marker that does not decode is the open's to refuse.
                 if b.sequence() > st.last_sequence {
                     if let Ok(Some(m)) = crate::db::marker::IngestMarker::from_batch(&b) {

@@ -236,3 +236,43 @@ fn a_bad_record_inside_a_batch_is_reported_where_it_is_in_the_wal() {
         );
     }
 }
+
+/// A gap in the WAL's numbers past the MANIFEST (the last batch renumbered
+/// from 20 to 25): the open refuses it, naming the record; `Db::repair`,
+/// whose policy differs but which finds the gap by the same rule
+/// (`wal_sequence`), keeps the record after it and reports exactly the
+/// numbers missing as lost.
+#[test]
+fn repair_keeps_the_records_after_a_gap_and_reports_its_numbers_lost() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let wal = build(&dir);
+    let recs = records(&std::fs::read(&wal).unwrap());
+    // Batches 0..=18 take 1..=19; the last (a put and a delete) 20..=21.
+    set_sequence(&wal, recs[19], 25);
+    match Db::open(&dir, Options::default()) {
+        Err(Error::Corruption { offset, msg, .. }) => {
+            assert_eq!(offset, recs[19] as u64, "{msg}");
+            assert!(msg.contains("20..=24 appear in no WAL record"), "{msg}");
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("a gap was accepted"),
+    }
+    let r = Db::repair(&dir, Options::default()).unwrap();
+    let gaps: Vec<&String> = r
+        .lost
+        .iter()
+        .filter(|l| l.contains("in no WAL record"))
+        .collect();
+    assert_eq!(gaps.len(), 1, "{r:?}");
+    assert!(gaps[0].starts_with("sequence numbers 20..=24:"), "{r:?}");
+    let db = Db::open(&dir, Options::default()).unwrap();
+    assert_eq!(db.get("k019").unwrap(), Some(b"v19".to_vec()));
+    assert_eq!(
+        db.get("k005").unwrap(),
+        None,
+        "the record after the gap is kept"
+    );
+    assert_eq!(db.get("k018").unwrap(), Some(b"v18".to_vec()));
+    db.close().unwrap();
+}

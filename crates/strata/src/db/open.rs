@@ -594,14 +594,15 @@ fn replay_wals(
                 if s > flushed_seq {
                     ranges.add(s, s);
                 }
-                seqs.marker(s);
+                // A gap before a marker is accepted (`wal_sequence`).
+                let _ = seqs.marker(s);
                 continue;
             }
             // Numbered out of order, or after a gap past the MANIFEST
             // (`wal_sequence`): refused, naming the record.
             let replay = seqs
                 .batch(b.sequence(), b_last)
-                .map_err(|why| Error::corruption(&name, off, why))?;
+                .map_err(|why| Error::corruption(&name, off, why.to_string()))?;
             last_seq = last_seq.max(b_last);
             ranges.add(b.sequence(), b_last);
             // Already in a table: the WAL was shared with a memtable that

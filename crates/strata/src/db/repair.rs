@@ -32,7 +32,8 @@
 //! 5. **Sequence numbers**: WAL records past the MANIFEST's last sequence
 //!    number with a gap before them (an ingestion whose record was lost and
 //!    whose marker did not survive) are kept; the gap is reported as lost
-//!    and the last sequence raised past it.
+//!    and the last sequence raised past it. What a gap is, is the open's
+//!    rule (`wal_sequence`); only what is done about it differs.
 //! 6. **The live WAL**: if the WAL the MANIFEST names as the oldest still
 //!    needed is missing (recovery refuses that, `recovery_checks`), its
 //!    writes are reported lost and an empty WAL takes its place.
@@ -50,6 +51,7 @@ use super::marker::IngestMarker;
 use super::options::Options;
 use super::recovery_checks::{self as checks, DirKind};
 use super::table_cache::{ChecksumRule, TableFiles};
+use super::wal_sequence::{SeqBreak, WalSequence};
 use super::write_batch::WriteBatch;
 use super::Db;
 use crate::error::{Error, Result};
@@ -376,26 +378,35 @@ fn repair_locked(
         }
     }
 
-    // Gaps in the WAL's sequence numbers past the MANIFEST's last one. An
-    // ingestion's number is not one: its marker is in the WAL, and it is
-    // redone or reported lost below.
-    wal_ranges.extend(redo.iter().map(|m| (m.seq, m.seq)));
-    wal_ranges.extend(not_redone.iter().map(|&(s, _)| (s, s)));
-    wal_ranges.sort_unstable();
-    let mut expect = flushed + 1;
-    for &(a, b) in &wal_ranges {
-        if b <= flushed {
-            continue;
-        }
-        if a > expect && a - 1 > top {
+    // Gaps in the WAL's sequence numbers past the MANIFEST's last one (and
+    // the tables put back above), found by the open's rule
+    // (`wal_sequence`): repair keeps the records after a gap and reports
+    // its numbers lost where the open refuses, and it reports a gap before
+    // a marker too, which the open accepts. An ingestion's number is not a
+    // gap: its marker is in the WAL, and it is redone or reported lost
+    // below. Taken in number order, as this step always took them: a log
+    // out of order is the open's to refuse.
+    let mut numbered: Vec<(u64, u64, bool)> = wal_ranges
+        .iter()
+        .map(|&(a, b)| (a, b, false))
+        .chain(redo.iter().map(|m| (m.seq, m.seq, true)))
+        .chain(not_redone.iter().map(|&(s, _)| (s, s, true)))
+        .collect();
+    numbered.sort_unstable();
+    let mut seqs = WalSequence::new(flushed, top);
+    for &(a, b, marker) in &numbered {
+        let found = if marker {
+            seqs.marker(a)
+        } else {
+            seqs.batch(a, b).err()
+        };
+        if let Some(SeqBreak::Gap { from, to, .. }) = found {
             report.lost.push(format!(
-                "sequence numbers {}..={}: in no WAL record, past every surviving MANIFEST \
+                "sequence numbers {}..={to}: in no WAL record, past every surviving MANIFEST \
                  record (an ingestion whose record was lost)",
-                expect.max(top + 1),
-                a - 1
+                from.max(top + 1)
             ));
         }
-        expect = expect.max(b + 1);
     }
     for (s, why) in &not_redone {
         report.lost.push(format!(
@@ -403,7 +414,7 @@ fn repair_locked(
              MANIFEST record ({why}; an ingested file no record places is kept in lost/)"
         ));
     }
-    if let Some(&(_, b)) = wal_ranges.last() {
+    if let Some(b) = wal_ranges.iter().map(|&(_, b)| b).max() {
         top = top.max(b);
     }
     if let Some(m) = markers.iter().map(|b| b.sequence()).max() {
