@@ -691,17 +691,19 @@ fn check_wals(
             };
             r.wal_records += 1;
             let off = reader.last_record_offset();
-            let b = match WriteBatch::from_bytes(rec) {
+            // `decode` checks every record of the batch; the offset of a bad
+            // one is mapped to the file, as the open reports it.
+            let b = match WriteBatch::decode(rec) {
                 Ok(b) => b,
-                Err(m) => {
-                    r.problem(&name, off, format!("record is not a write batch: {m}"));
+                Err((at, m)) => {
+                    r.problem(
+                        &name,
+                        reader.last_record_byte_offset(at),
+                        format!("the write batch of the log record at offset {off}: {m}"),
+                    );
                     break;
                 }
             };
-            if let Some(e) = b.iter().find_map(|op| op.err()) {
-                r.problem(&name, off, format!("write batch does not decode: {e}"));
-                break;
-            }
             let Some(b_last) = b.last_sequence() else {
                 r.problem(
                     &name,
@@ -717,10 +719,11 @@ fn check_wals(
             };
             if b.count() > 0 {
                 if let Err(why) = seqs.batch(b.sequence(), b_last) {
-                    r.problem(&name, off, why);
+                    r.problem(&name, off, why.to_string());
                 }
             } else {
-                seqs.marker(b.sequence());
+                // A gap before a marker is the open's to accept too.
+                let _ = seqs.marker(b.sequence());
                 // A marker that does not decode is the open's to refuse.
                 if b.sequence() > st.last_sequence {
                     if let Ok(Some(m)) = crate::db::marker::IngestMarker::from_batch(&b) {

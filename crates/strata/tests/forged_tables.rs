@@ -6,7 +6,10 @@
 //!   byte says which checksum the blocks carry: one flipped bit turns
 //!   crc32c (1) into none (0), after which no block is verified. A
 //!   database refuses such a table (reading it, and ingesting it) unless
-//!   its own options write unchecksummed tables; `strata::check` reports it;
+//!   its own options write unchecksummed tables; `strata::check` reports it.
+//!   So does every other reader of the database's tables: the open's redo
+//!   of an ingestion from its WAL marker, its audit of tables no MANIFEST
+//!   record names, and repair's salvage of such tables;
 //! - an index entry whose separator does not bound its data block (a
 //!   re-signed index block) makes `get` miss a key a scan finds: ingestion
 //!   and `strata::check` (through `Table::verify`) refuse it.
@@ -387,4 +390,184 @@ fn check_reports_an_index_that_does_not_bound_its_blocks() {
         p.what.contains(&format!("\"{key}\" @ ")) && p.what.contains("is below the last key"),
         "{p}"
     );
+}
+
+/// The MANIFEST `CURRENT` names in `dir`.
+fn manifest(dir: &Path) -> PathBuf {
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    dir.join(current.trim())
+}
+
+/// Cuts the last record off the MANIFEST of `dir` (as a power cut before
+/// its sync leaves it).
+fn cut_last_manifest_record(dir: &Path) {
+    use strata::vfs::{OsVfs, Vfs};
+    use strata::wal::{LogReader, TailPolicy};
+    let path = manifest(dir);
+    let file = OsVfs.open_sequential(&path).unwrap();
+    let mut r = LogReader::new(file, "manifest", TailPolicy::Strict);
+    let mut last = None;
+    while r.read_record().unwrap().is_some() {
+        last = Some(r.last_record_offset());
+    }
+    let b = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &b[..last.unwrap() as usize]).unwrap();
+}
+
+/// An ingestion whose MANIFEST record is lost is redone from its WAL
+/// marker only if its file opens under the database's checksum rule. With
+/// the file's footer flipped to "none" the open (read-write and read-only)
+/// used to redo it, and then every read of the file failed in the table
+/// cache; now the open refuses naming the marker's WAL, and repair reports
+/// the ingestion lost instead of redoing it. A database that writes
+/// unchecksummed tables still redoes it (the rule's exception).
+#[test]
+fn an_ingestion_redone_from_its_marker_is_refused_without_checksums() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("db");
+    let db = Db::open(&dir, options(ChecksumType::Crc32c)).unwrap();
+    for i in 0..100 {
+        db.put(key(i), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    let before = tables(&dir);
+    let src = t.path().join("src.sst");
+    let mut w = SstWriter::create(&src, SstOptions::for_ingestion()).unwrap();
+    for i in 0..100 {
+        w.put(format!("zz{i:03}"), "ingested").unwrap();
+    }
+    w.finish().unwrap();
+    let io = IngestOptions {
+        small_file_bytes: 0,
+        ..IngestOptions::default()
+    };
+    db.ingest(&[&src], &io).unwrap();
+    db.close().unwrap();
+    let ingested: Vec<PathBuf> = tables(&dir)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert_eq!(ingested.len(), 1, "{ingested:?}");
+    cut_last_manifest_record(&dir);
+    flip_checksum_type_to_none(&ingested[0]);
+
+    // The rule's exception first (read-only: it changes nothing).
+    let db = Db::open_read_only(&dir, options(ChecksumType::None)).unwrap();
+    assert_eq!(db.get("zz042").unwrap(), Some(b"ingested".to_vec()));
+    db.close().unwrap();
+
+    let ro = Db::open_read_only(&dir, options(ChecksumType::Crc32c));
+    let rw = Db::open(&dir, options(ChecksumType::Crc32c));
+    for (how, r) in [("read-only", ro), ("read-write", rw)] {
+        let e = r
+            .err()
+            .unwrap_or_else(|| panic!("{how}: redid an ingestion from an unverifiable file"));
+        match &e {
+            Error::Corruption { file, msg, .. } => {
+                assert!(file.ends_with(".log"), "{how}: {e}");
+                assert!(
+                    msg.contains("cannot be redone")
+                        && msg.contains("the footer declares no checksum")
+                        && msg.contains("the database requires one"),
+                    "{how}: {e}"
+                );
+            }
+            e => panic!("{how}: not corruption: {e}"),
+        }
+    }
+
+    let r = Db::repair(&dir, options(ChecksumType::Crc32c)).unwrap();
+    assert!(
+        !r.recovered.iter().any(|l| l.contains("redone")),
+        "repair redid it: {r:?}"
+    );
+    assert!(
+        r.lost
+            .iter()
+            .any(|l| l.contains("cannot be redone") && l.contains("declares no checksum")),
+        "{r:?}"
+    );
+    let db = Db::open(&dir, options(ChecksumType::Crc32c)).unwrap();
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(7).into_bytes()));
+    assert_eq!(db.get("zz042").unwrap(), None);
+    db.close().unwrap();
+}
+
+/// A table no MANIFEST record names whose entries are all accounted for is
+/// redundant and deleted, but only if it opens under the database's
+/// checksum rule. A copy of the live table under a free number, its footer
+/// flipped to "none", used to be judged redundant on unverified bytes and
+/// unlinked; now the open cannot prove it redundant and moves it to
+/// `lost/`, saying why.
+#[test]
+fn the_audit_of_unreferenced_tables_sets_aside_a_table_without_checksums() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("db");
+    let live = one_table_db(&dir, ChecksumType::Crc32c);
+    let number = |p: &Path| -> Option<u64> { p.file_stem()?.to_str()?.parse().ok() };
+    let used: Vec<u64> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| number(&e.unwrap().path()))
+        .collect();
+    let n = number(&live).unwrap();
+    // A number below the live table's (so below the MANIFEST's next file
+    // number) that no file holds: a WAL's, deleted after the flush.
+    let free = (2..n)
+        .find(|m| !used.contains(m))
+        .unwrap_or_else(|| panic!("no free number below {n}: {used:?}"));
+    let copy = dir.join(format!("{free:06}.sst"));
+    std::fs::copy(&live, &copy).unwrap();
+    flip_checksum_type_to_none(&copy);
+
+    let db = Db::open(&dir, options(ChecksumType::Crc32c)).unwrap();
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(7).into_bytes()));
+    db.close().unwrap();
+    let aside = dir.join("lost").join(copy.file_name().unwrap());
+    assert!(
+        aside.exists(),
+        "an unverifiable unreferenced table was judged redundant and deleted"
+    );
+    assert!(!copy.exists());
+    let log = std::fs::read_to_string(dir.join("lost").join("LOG")).unwrap();
+    assert!(
+        log.contains(&format!("{free:06}.sst")) && log.contains("the footer declares no checksum"),
+        "{log}"
+    );
+}
+
+/// Repair puts a table no MANIFEST record names back in L0 when it holds
+/// data nothing else accounts for (a flush whose edit was lost), but only
+/// if it opens under the database's checksum rule. With its footer
+/// flipped to "none" it used to be put back, and every read of its keys
+/// then failed in the table cache; now the open that ends the repair moves
+/// it to `lost/` (the report names the table and why), leaving a database
+/// that reads.
+#[test]
+fn repair_does_not_put_back_a_table_without_checksums() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("db");
+    let table = one_table_db(&dir, ChecksumType::Crc32c);
+    // The flush's edit (the MANIFEST's last record) is lost: the table is
+    // named by nothing, and its WAL was deleted after the flush.
+    cut_last_manifest_record(&dir);
+    assert!(Db::open_read_only(&dir, options(ChecksumType::Crc32c)).is_err());
+    flip_checksum_type_to_none(&table);
+
+    let r = Db::repair(&dir, options(ChecksumType::Crc32c)).unwrap();
+    let name = table.file_name().unwrap().to_str().unwrap();
+    assert!(
+        !r.recovered.iter().any(|l| l.contains("put back in L0")),
+        "repair put back an unverifiable table: {r:?}"
+    );
+    assert!(
+        r.recovered.iter().any(|l| l.starts_with("moved to lost/")
+            && l.contains(name)
+            && l.contains("the footer declares no checksum")),
+        "{r:?}"
+    );
+    assert!(dir.join("lost").join(name).exists(), "{r:?}");
+    let db = Db::open(&dir, options(ChecksumType::Crc32c)).unwrap();
+    assert_eq!(db.get(key(7)).unwrap(), None);
+    assert_eq!(db.iter().count(), 0);
+    db.close().unwrap();
 }

@@ -278,7 +278,7 @@ mod tests {
             dir.to_path_buf(),
             10,
             Arc::new(BlockCache::new(1 << 20)),
-            true,
+            crate::db::table_cache::ChecksumRule::REQUIRED,
         );
         (cache, f)
     }

@@ -92,6 +92,7 @@
 use super::excise::Excised;
 use super::filenames;
 use super::flushable::Flushable;
+use super::table_cache::ChecksumRule;
 use super::write_batch::WriteBatch;
 use super::DbInner;
 use crate::compaction::picker::Running;
@@ -283,15 +284,13 @@ fn bounds(
 
 /// Opens a file to ingest (footer, index, properties: a few reads) and
 /// checks what its footer and properties say; the walk over its blocks is
-/// [`walk`]. With `require_checksums` (`Options::requires_table_checksums`)
-/// a file whose footer declares no block checksum is refused: its walk
-/// could verify no block, and the database would serve them unverified.
-fn open_to_ingest(vfs: &dyn Vfs, path: &Path, require_checksums: bool) -> Result<Arc<Table>> {
+/// [`walk`]. Under the database's checksum `rule` (`ChecksumRule`) a file
+/// whose footer declares no block checksum is refused: its walk could
+/// verify no block, and the database would serve them unverified.
+fn open_to_ingest(vfs: &dyn Vfs, path: &Path, rule: ChecksumRule) -> Result<Arc<Table>> {
     // Opened with the keys' own sequence numbers, which must all be 0.
     let t = Table::open_in(vfs, path, TableOptions::default())?;
-    if require_checksums {
-        t.require_checksums("ingestion")?;
-    }
+    rule.check(&t, "ingestion")?;
     let p = t.properties();
     if let Some(v) = p.external_version {
         if v >= 2 && p.global_seqno.unwrap_or(0) != 0 {
@@ -1042,7 +1041,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     let vfs = db.vfs.as_ref();
     let tables = paths
         .iter()
-        .map(|p| open_to_ingest(vfs, p, db.opts.requires_table_checksums()))
+        .map(|p| open_to_ingest(vfs, p, ChecksumRule::of(&db.opts)))
         .collect::<Result<Vec<_>>>()?;
     // Uncompressed bytes: a batch costs what it holds (memtable inserts,
     // WAL bytes), whatever the file's compression.
@@ -1543,7 +1542,7 @@ mod tests {
         let vfs = crate::vfs::OsVfs;
         let tables: Vec<_> = paths
             .iter()
-            .map(|p| open_to_ingest(&vfs, p, true).unwrap())
+            .map(|p| open_to_ingest(&vfs, p, ChecksumRule::REQUIRED).unwrap())
             .collect();
         let mut shared = SharedWalk::new(
             &tables,
@@ -1607,7 +1606,7 @@ mod tests {
             checksums: true,
             trust_own: false,
         };
-        let t = open_to_ingest(&crate::vfs::OsVfs, p, true).unwrap();
+        let t = open_to_ingest(&crate::vfs::OsVfs, p, ChecksumRule::REQUIRED).unwrap();
         let single = walk(&t, p, full);
         let shared = Arc::new(SharedWalk::new(&[t], &[p.to_path_buf()], full));
         let helper = {
@@ -1639,7 +1638,7 @@ mod tests {
         let (lo, hi, excl) = split.unwrap();
         assert_eq!((lo, hi, excl), single.unwrap());
         let clean = std::fs::read(&p).unwrap();
-        let t = open_to_ingest(&crate::vfs::OsVfs, &p, true).unwrap();
+        let t = open_to_ingest(&crate::vfs::OsVfs, &p, ChecksumRule::REQUIRED).unwrap();
         let h = t.data_handles().unwrap();
         drop(t);
         let seam = PIECE_BLOCKS;
@@ -1741,7 +1740,7 @@ mod tests {
         w.delete_range("k0100", "k0200").unwrap();
         w.finish().unwrap();
         let vfs = crate::vfs::OsVfs;
-        let checked = open_to_ingest(&vfs, &p, true).unwrap();
+        let checked = open_to_ingest(&vfs, &p, ChecksumRule::REQUIRED).unwrap();
         let full = Check {
             checksums: true,
             trust_own: false,

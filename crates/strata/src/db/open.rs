@@ -25,7 +25,7 @@ use super::flushable::{Flushable, ImmutableMemTable};
 use super::marker::IngestMarker;
 use super::options::Options;
 use super::recovery_checks::{self as checks, DirKind, SeqRanges, Unreferenced};
-use super::table_cache::TableCache;
+use super::table_cache::{ChecksumRule, TableCache, TableFiles};
 use super::wal_buffer::Wal;
 use super::wal_sequence::WalSequence;
 use super::write_batch::WriteBatch;
@@ -33,7 +33,7 @@ use super::{filenames, Db, DbInner, DbState, Stats};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::sstable::{SstOptions, Table, TableOptions};
+use crate::sstable::SstOptions;
 use crate::version::{FileMeta, VersionEdit, VersionSet};
 use crate::vfs::{OsVfs, SequentialFile, Vfs, WritableFile};
 use crate::wal::reader::{LogReader, TailPolicy};
@@ -206,15 +206,12 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         mut last_seq,
         rolled,
     } = replay_wals(vfs.as_ref(), dir, wal_files, &versions, &opts)?;
-    let audit = checks::audit_unreferenced(
-        vfs.as_ref(),
+    let tables = TableFiles {
+        vfs: vfs.as_ref(),
         dir,
-        &names,
-        &versions,
-        &deleted,
-        &rolled,
-        ranges,
-    )?;
+        rule: ChecksumRule::of(&opts),
+    };
+    let audit = checks::audit_unreferenced(tables, &names, &versions, &deleted, &rolled, ranges)?;
 
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
     let mut table_cache = TableCache::new(
@@ -222,7 +219,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         dir.to_path_buf(),
         opts.max_open_files,
         block_cache,
-        opts.requires_table_checksums(),
+        ChecksumRule::of(&opts),
     );
     table_cache.pin(pinned);
     let table_cache = Arc::new(table_cache);
@@ -538,7 +535,16 @@ fn replay_wals(
         let mut r = LogReader::new(file?, &name, TailPolicy::TolerateTornTail);
         while let Some(rec) = r.read_record()? {
             let off = r.last_record_offset();
-            let b = WriteBatch::decode(rec).map_err(|(_, m)| Error::corruption(&name, off, m))?;
+            // Reported where the bad record of the batch is in the file
+            // (the batch's offset mapped through the log's fragments),
+            // with the log record's own offset in the message.
+            let b = WriteBatch::decode(rec).map_err(|(at, m)| {
+                Error::corruption(
+                    &name,
+                    r.last_record_byte_offset(at),
+                    format!("the write batch of the log record at offset {off}: {m}"),
+                )
+            })?;
             let Some(b_last) = b.last_sequence() else {
                 return Err(Error::corruption(
                     &name,
@@ -558,7 +564,12 @@ fn replay_wals(
                 // files the marker names.
                 let s = b.sequence();
                 if s > flushed_seq && s > manifest_last {
-                    let m = roll_forward(vfs, dir, &b, manifest_last)
+                    let tables = TableFiles {
+                        vfs,
+                        dir,
+                        rule: ChecksumRule::of(opts),
+                    };
+                    let m = roll_forward(tables, &b, manifest_last)
                         .map_err(|why| Error::corruption(&name, off, why))?;
                     queue_before(s, &mut queued, &mut mem, &mut mem_last, &mut out);
                     seal(&mut mem, mem_last, &mut out);
@@ -583,14 +594,15 @@ fn replay_wals(
                 if s > flushed_seq {
                     ranges.add(s, s);
                 }
-                seqs.marker(s);
+                // A gap before a marker is accepted (`wal_sequence`).
+                let _ = seqs.marker(s);
                 continue;
             }
             // Numbered out of order, or after a gap past the MANIFEST
             // (`wal_sequence`): refused, naming the record.
             let replay = seqs
                 .batch(b.sequence(), b_last)
-                .map_err(|why| Error::corruption(&name, off, why))?;
+                .map_err(|why| Error::corruption(&name, off, why.to_string()))?;
             last_seq = last_seq.max(b_last);
             ranges.add(b.sequence(), b_last);
             // Already in a table: the WAL was shared with a memtable that
@@ -678,14 +690,17 @@ fn queue_before(
 /// An ingestion marker past the MANIFEST's last sequence: its record was
 /// lost (never durable, or cut away). Returns the ingestion to redo if the
 /// marker names its files and every one is present, with the size the
-/// record gave it, and opens as a table; otherwise why the open must
-/// refuse. `repair` makes the same check before it redoes an ingestion.
+/// record gave it, and opens as a table under the database's checksum
+/// rule (`tables.rule`: a file whose footer says "none" is refused, as the
+/// table cache would refuse it on every read); otherwise why the open must
+/// refuse.
+/// `repair` makes the same check before it redoes an ingestion.
 pub(super) fn roll_forward(
-    vfs: &dyn Vfs,
-    dir: &Path,
+    tables: TableFiles<'_>,
     b: &WriteBatch,
     manifest_last: u64,
 ) -> std::result::Result<IngestMarker, String> {
+    let vfs = tables.vfs;
     let s = b.sequence();
     let missing = format!(
         "an ingestion at sequence number {s} was committed before this point, but the \
@@ -702,7 +717,7 @@ pub(super) fn roll_forward(
         Err(e) => return Err(format!("{missing}, and its marker is damaged ({e})")),
     };
     for f in &m.files {
-        let path = filenames::table(dir, f.number);
+        let path = tables.path(f.number);
         let shown = path.display();
         if !vfs.exists(&path) {
             return Err(format!(
@@ -718,7 +733,7 @@ pub(super) fn roll_forward(
                 f.size
             ));
         }
-        if let Err(e) = Table::open_in(vfs, &path, TableOptions::default()) {
+        if let Err(e) = tables.open(f.number) {
             return Err(format!(
                 "{missing}, and its file {shown} does not open ({e}), so it cannot be redone: \
                  a MANIFEST record is missing"

@@ -42,10 +42,11 @@
 //! they all pass.
 
 use super::filenames::{self, FileKind};
+use super::table_cache::TableFiles;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::ParsedKey;
-use crate::sstable::{RangeTombstone, Table, TableOptions};
+use crate::sstable::{RangeTombstone, Table};
 use crate::version::{FileMeta, VersionSet};
 use crate::vfs::{self, RandomAccessFile, Vfs};
 use std::collections::{HashMap, HashSet};
@@ -286,8 +287,7 @@ pub(crate) enum Unreferenced {
 /// being replayed. Returns each table's verdict, or corruption naming the
 /// first table holding data nothing else accounts for.
 pub(crate) fn audit_unreferenced(
-    vfs: &dyn Vfs,
-    dir: &Path,
+    files: TableFiles<'_>,
     names: &[String],
     set: &VersionSet,
     deleted: &HashSet<u64>,
@@ -325,7 +325,7 @@ pub(crate) fn audit_unreferenced(
         })
         .collect();
     tables.sort_unstable();
-    let mut ev = Evidence::new(vfs, dir, &v, &tables, deleted);
+    let mut ev = Evidence::new(files, &v, &tables, deleted);
     for n in &tables {
         let n = *n;
         if deleted.contains(&n) {
@@ -333,8 +333,11 @@ pub(crate) fn audit_unreferenced(
             out.push((n, Unreferenced::Redundant));
             continue;
         }
-        let path = filenames::table(dir, n);
-        let t = match Table::open_in(vfs, &path, TableOptions::default()) {
+        let path = files.path(n);
+        // Under the database's checksum rule: a table whose footer says
+        // "none" could be judged redundant (and deleted) on bytes nothing
+        // verified; refused, it cannot be proven redundant and is set aside.
+        let t = match files.open(n) {
             Ok(t) => t,
             Err(e) => {
                 out.push((n, Unreferenced::Unknown(format!("unreadable: {e}"))));
@@ -484,8 +487,10 @@ struct Explained {
 /// taken as found too (one lookup per number, not per entry, for a
 /// compaction of ingested data).
 struct Evidence<'a> {
-    vfs: &'a dyn Vfs,
-    dir: &'a Path,
+    /// Opened under the database's checksum rule: an entry read from a
+    /// table whose footer says "none" was verified by nothing, so it is no
+    /// evidence.
+    files: TableFiles<'a>,
     version: &'a crate::version::Version,
     tables: HashMap<u64, Arc<Table>>,
     found: HashSet<(u64, bool)>,
@@ -498,15 +503,13 @@ struct Evidence<'a> {
 
 impl<'a> Evidence<'a> {
     fn new(
-        vfs: &'a dyn Vfs,
-        dir: &'a Path,
+        files: TableFiles<'a>,
         version: &'a crate::version::Version,
         unreferenced: &'a [u64],
         deleted: &'a HashSet<u64>,
     ) -> Self {
         Evidence {
-            vfs,
-            dir,
+            files,
             version,
             tables: HashMap::new(),
             found: HashSet::new(),
@@ -520,11 +523,7 @@ impl<'a> Evidence<'a> {
         if let Some(t) = self.tables.get(&n) {
             return Ok(Arc::clone(t));
         }
-        let t = Table::open_in(
-            self.vfs,
-            &filenames::table(self.dir, n),
-            TableOptions::default(),
-        )?;
+        let t = self.files.open(n)?;
         self.tables.insert(n, Arc::clone(&t));
         Ok(t)
     }

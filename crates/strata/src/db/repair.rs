@@ -32,7 +32,8 @@
 //! 5. **Sequence numbers**: WAL records past the MANIFEST's last sequence
 //!    number with a gap before them (an ingestion whose record was lost and
 //!    whose marker did not survive) are kept; the gap is reported as lost
-//!    and the last sequence raised past it.
+//!    and the last sequence raised past it. What a gap is, is the open's
+//!    rule (`wal_sequence`); only what is done about it differs.
 //! 6. **The live WAL**: if the WAL the MANIFEST names as the oldest still
 //!    needed is missing (recovery refuses that, `recovery_checks`), its
 //!    writes are reported lost and an empty WAL takes its place.
@@ -49,12 +50,13 @@ use super::filenames::{self, FileKind};
 use super::marker::IngestMarker;
 use super::options::Options;
 use super::recovery_checks::{self as checks, DirKind};
+use super::table_cache::{ChecksumRule, TableFiles};
+use super::wal_sequence::{SeqBreak, WalSequence};
 use super::write_batch::WriteBatch;
 use super::Db;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, ParsedKey, ValueKind, MAX_SEQUENCE};
-use crate::sstable::{Table, TableOptions};
 use crate::version::{FileMeta, VersionEdit, VersionSet};
 use crate::vfs::{OsVfs, Vfs};
 use crate::wal::{LogReader, TailPolicy};
@@ -105,7 +107,7 @@ pub(crate) fn repair(dir: &Path, opts: Options) -> Result<RepairReport> {
     }
     let manifest = {
         let _lock = vfs.lock(&filenames::lock(dir))?;
-        repair_locked(&vfs, dir, &names, &mut report)?
+        repair_locked(&vfs, dir, &names, ChecksumRule::of(&opts), &mut report)?
     };
     report.manifest = manifest;
     // The normal open finishes the job; what it moves aside is reported.
@@ -142,8 +144,16 @@ fn repair_locked(
     vfs: &Arc<dyn Vfs>,
     dir: &Path,
     names: &[String],
+    rule: ChecksumRule,
     report: &mut RepairReport,
 ) -> Result<String> {
+    // Every table this repair reads is opened under the database's
+    // checksum rule, as the open that ends the repair would read it.
+    let tables = TableFiles {
+        vfs: vfs.as_ref(),
+        dir,
+        rule,
+    };
     let number = match crate::version::set::read_current(vfs.as_ref(), dir) {
         Ok(n) => n,
         Err(e) => {
@@ -306,7 +316,7 @@ fn repair_locked(
         if s <= flushed || s <= manifest_last {
             continue;
         }
-        match super::open::roll_forward(vfs.as_ref(), dir, b, manifest_last) {
+        match super::open::roll_forward(tables, b, manifest_last) {
             Ok(m) => redo.push(m),
             Err(why) => not_redone.push((s, why)),
         }
@@ -341,7 +351,10 @@ fn repair_locked(
             continue;
         }
         let accounted = |s: u64| s <= flushed || in_wal(s) || ingested.contains(&s);
-        let Ok(Some((meta, unaccounted))) = table_meta(vfs.as_ref(), dir, n, &accounted) else {
+        // One that does not open (under the checksum rule too) is not put
+        // back: the open that ends the repair moves it to `lost/`, and the
+        // report lists it with the reason.
+        let Ok(Some((meta, unaccounted))) = table_meta(tables, n, &accounted) else {
             continue;
         };
         if meta.smallest_seq == 0 {
@@ -365,26 +378,35 @@ fn repair_locked(
         }
     }
 
-    // Gaps in the WAL's sequence numbers past the MANIFEST's last one. An
-    // ingestion's number is not one: its marker is in the WAL, and it is
-    // redone or reported lost below.
-    wal_ranges.extend(redo.iter().map(|m| (m.seq, m.seq)));
-    wal_ranges.extend(not_redone.iter().map(|&(s, _)| (s, s)));
-    wal_ranges.sort_unstable();
-    let mut expect = flushed + 1;
-    for &(a, b) in &wal_ranges {
-        if b <= flushed {
-            continue;
-        }
-        if a > expect && a - 1 > top {
+    // Gaps in the WAL's sequence numbers past the MANIFEST's last one (and
+    // the tables put back above), found by the open's rule
+    // (`wal_sequence`): repair keeps the records after a gap and reports
+    // its numbers lost where the open refuses, and it reports a gap before
+    // a marker too, which the open accepts. An ingestion's number is not a
+    // gap: its marker is in the WAL, and it is redone or reported lost
+    // below. Taken in number order, as this step always took them: a log
+    // out of order is the open's to refuse.
+    let mut numbered: Vec<(u64, u64, bool)> = wal_ranges
+        .iter()
+        .map(|&(a, b)| (a, b, false))
+        .chain(redo.iter().map(|m| (m.seq, m.seq, true)))
+        .chain(not_redone.iter().map(|&(s, _)| (s, s, true)))
+        .collect();
+    numbered.sort_unstable();
+    let mut seqs = WalSequence::new(flushed, top);
+    for &(a, b, marker) in &numbered {
+        let found = if marker {
+            seqs.marker(a)
+        } else {
+            seqs.batch(a, b).err()
+        };
+        if let Some(SeqBreak::Gap { from, to, .. }) = found {
             report.lost.push(format!(
-                "sequence numbers {}..={}: in no WAL record, past every surviving MANIFEST \
+                "sequence numbers {}..={to}: in no WAL record, past every surviving MANIFEST \
                  record (an ingestion whose record was lost)",
-                expect.max(top + 1),
-                a - 1
+                from.max(top + 1)
             ));
         }
-        expect = expect.max(b + 1);
     }
     for (s, why) in &not_redone {
         report.lost.push(format!(
@@ -392,7 +414,7 @@ fn repair_locked(
              MANIFEST record ({why}; an ingested file no record places is kept in lost/)"
         ));
     }
-    if let Some(&(_, b)) = wal_ranges.last() {
+    if let Some(b) = wal_ranges.iter().map(|&(_, b)| b).max() {
         top = top.max(b);
     }
     if let Some(m) = markers.iter().map(|b| b.sequence()).max() {
@@ -439,15 +461,16 @@ fn repair_locked(
 
 /// The MANIFEST record of table `n`, read from its entries (`None` if it
 /// holds none), and whether some entry's sequence number is not
-/// `accounted` for.
+/// `accounted` for. Opened under the database's checksum rule: a table
+/// whose footer says "none" would be put back on bytes nothing verified,
+/// and every read of it would then fail in the table cache.
 fn table_meta(
-    vfs: &dyn Vfs,
-    dir: &Path,
+    tables: TableFiles<'_>,
     n: u64,
     accounted: &dyn Fn(u64) -> bool,
 ) -> Result<Option<(FileMeta, bool)>> {
-    let path = filenames::table(dir, n);
-    let t = Table::open_in(vfs, &path, TableOptions::default())?;
+    let path = tables.path(n);
+    let t = tables.open(n)?;
     let mut it = t.iter();
     it.seek_to_first();
     let mut smallest: Option<Vec<u8>> = None;

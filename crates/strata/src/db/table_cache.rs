@@ -4,6 +4,14 @@
 //! block checksum is refused unless the database writes such tables itself
 //! (`Options::requires_table_checksums`).
 //!
+//! [`ChecksumRule`] is the one place that applies that rule to a table
+//! file the database opens. Every reader of the database's tables goes
+//! through it, not only this cache: ingestion, the open's redo of an
+//! ingestion from its WAL marker (`open::roll_forward`) and its audit of
+//! unreferenced tables (`recovery_checks`), and repair. A reader that took
+//! "none" on the footer's word would decide on bytes nothing verified (and
+//! hand the database a table this cache then refuses on every read).
+//!
 //! A virtual file (see `db::excise`) is read through its backing table: the
 //! cache opens and keys tables by `FileMeta::backing_number`, so all virtual
 //! files cut from one table share one reader. Every way of reading a file
@@ -16,13 +24,14 @@
 
 use crate::cache::{BlockCache, LruCache};
 use crate::db::filenames;
+use crate::db::options::Options;
 use crate::error::Result;
 use crate::iter::{BoundedIter, KeyBounds};
 use crate::sstable::{Found, RangeTombstone, Table, TableIter, TableOptions};
 use crate::version::FileMeta;
 use crate::vfs::{RandomAccessFile, Vfs};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// An iterator over one file: its table's, clamped to the file's bounds
@@ -37,9 +46,73 @@ pub struct TableCache {
     /// Files opened once and read through these handles, not their names
     /// (a read-only database's tables: `pin`).
     pinned: HashMap<u64, Arc<dyn RandomAccessFile>>,
-    /// Refuse a table whose footer declares no block checksum
-    /// (`Options::requires_table_checksums`).
-    require_checksums: bool,
+    /// Whether a table whose footer declares no block checksum is read.
+    rule: ChecksumRule,
+}
+
+/// Whether the database reads a table whose footer declares no block
+/// checksum (`Options::requires_table_checksums` decides), applied where a
+/// table file is opened. A format_version 5 footer carries no checksum of
+/// its own, so one flipped bit says "none"; see `Table::require_checksums`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChecksumRule {
+    /// Refuse a table whose footer declares no block checksum.
+    require: bool,
+}
+
+impl ChecksumRule {
+    /// Every table must declare a block checksum (a database that writes
+    /// checksummed tables); the unit tests' rule.
+    #[cfg(test)]
+    pub(crate) const REQUIRED: ChecksumRule = ChecksumRule { require: true };
+
+    /// The rule of a database opened with `opts`.
+    pub(crate) fn of(opts: &Options) -> ChecksumRule {
+        ChecksumRule {
+            require: opts.requires_table_checksums(),
+        }
+    }
+
+    /// Refuses `t` if the rule requires a checksum and its footer declares
+    /// none: corruption naming the file and the footer's offset. `needs`
+    /// says who requires it ("the database", "ingestion").
+    pub(crate) fn check(self, t: &Table, needs: &str) -> Result<()> {
+        if self.require {
+            t.require_checksums(needs)?;
+        }
+        Ok(())
+    }
+
+    /// Opens the table at `path` (`Table::open_in`) and applies the rule
+    /// for "the database".
+    pub(crate) fn open(self, vfs: &dyn Vfs, path: &Path, opts: TableOptions) -> Result<Arc<Table>> {
+        let t = Table::open_in(vfs, path, opts)?;
+        self.check(&t, "the database")?;
+        Ok(t)
+    }
+}
+
+/// The table files of the database in `dir`, for the readers outside the
+/// cache (recovery, repair): each opened whole, at its entries' own
+/// sequence numbers, under the database's checksum rule.
+#[derive(Clone, Copy)]
+pub(crate) struct TableFiles<'a> {
+    pub(crate) vfs: &'a dyn Vfs,
+    pub(crate) dir: &'a Path,
+    pub(crate) rule: ChecksumRule,
+}
+
+impl TableFiles<'_> {
+    /// The path of table `n`.
+    pub(crate) fn path(&self, n: u64) -> PathBuf {
+        filenames::table(self.dir, n)
+    }
+
+    /// Opens table `n` (see [`ChecksumRule::open`]).
+    pub(crate) fn open(&self, n: u64) -> Result<Arc<Table>> {
+        self.rule
+            .open(self.vfs, &self.path(n), TableOptions::default())
+    }
 }
 
 /// The user-key bounds of `f`.
@@ -63,7 +136,7 @@ impl TableCache {
         dir: PathBuf,
         max_open: usize,
         block_cache: Arc<BlockCache>,
-        require_checksums: bool,
+        rule: ChecksumRule,
     ) -> TableCache {
         TableCache {
             vfs,
@@ -72,7 +145,7 @@ impl TableCache {
             tables: LruCache::with_shards(max_open.max(1), 0),
             block_cache,
             pinned: HashMap::new(),
-            require_checksums,
+            rule,
         }
     }
 
@@ -101,16 +174,17 @@ impl TableCache {
             ..TableOptions::default()
         };
         let t = match self.pinned.get(&number) {
-            Some(file) => Table::open(Arc::clone(file), opts)?,
-            None => Table::open_in(
+            Some(file) => {
+                let t = Table::open(Arc::clone(file), opts)?;
+                self.rule.check(&t, "the database")?;
+                t
+            }
+            None => self.rule.open(
                 self.vfs.as_ref(),
                 &filenames::table(&self.dir, number),
                 opts,
             )?,
         };
-        if self.require_checksums {
-            t.require_checksums("the database")?;
-        }
         self.tables.insert((0, number), Arc::clone(&t), 1);
         Ok(t)
     }

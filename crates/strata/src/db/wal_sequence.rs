@@ -13,6 +13,51 @@
 //!   something no surviving record holds: a MANIFEST record is missing
 //!   (its last records torn off while the WAL after them survived, or an
 //!   acknowledged ingestion whose marker is gone too).
+//!
+//! What a gap *is* is decided here for `Db::repair` too, whose policy
+//! differs: it keeps the records past a gap and reports the numbers lost
+//! ([`SeqBreak::Gap`] says which), and it also reports a gap before an
+//! ingestion's marker, which the open and `check` accept: an ingestion
+//! does not sync the WAL, so unsynced writes logged before it may be lost
+//! in a power cut while its marker survives ("Defined behaviour under
+//! faults", `docs/reliability.md`).
+
+use std::fmt;
+
+/// A break of the numbering rules; its `Display` is what the open refuses
+/// with and `check` reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SeqBreak {
+    /// A write batch starting at `first`, at or below `prev`, where a
+    /// batch before it reached.
+    Descending { first: u64, prev: u64 },
+    /// `from..=to` appear in no WAL record before one numbered `to + 1`,
+    /// and `to` is past `accounted` (the MANIFEST's last sequence).
+    Gap { from: u64, to: u64, accounted: u64 },
+}
+
+impl fmt::Display for SeqBreak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            SeqBreak::Descending { first, prev } => write!(
+                f,
+                "this record has sequence number {first}, but a record before it already \
+                 reached {prev}: log records must ascend"
+            ),
+            SeqBreak::Gap {
+                from,
+                to,
+                accounted,
+            } => write!(
+                f,
+                "this record has sequence number {}, but {from}..={to} appear in no WAL \
+                 record and are past the MANIFEST's last sequence {accounted}: a MANIFEST \
+                 record is missing",
+                to + 1
+            ),
+        }
+    }
+}
 
 /// The sequence numbers of one replay's WAL records so far, oldest WAL
 /// first, in log order.
@@ -40,10 +85,28 @@ impl WalSequence {
 
     /// An ingestion's marker (a batch with no update) at `seq`: the number
     /// is taken, by the ingestion the MANIFEST records or the open redoes.
-    pub(crate) fn marker(&mut self, seq: u64) {
-        if seq > self.flushed {
-            self.expect = self.expect.max(seq + 1);
+    /// Returns the gap before it, if there is one by the rule `batch`
+    /// applies; the open and `check` accept it (see the module
+    /// documentation), repair reports it lost.
+    pub(crate) fn marker(&mut self, seq: u64) -> Option<SeqBreak> {
+        if seq <= self.flushed {
+            return None;
         }
+        let gap = self.gap_before(seq);
+        self.expect = self.expect.max(seq + 1);
+        gap
+    }
+
+    /// The gap before a record starting at `first` (past the flushed
+    /// sequence), if any: numbers from the expected one up to it that no
+    /// record holds, past the MANIFEST's last sequence.
+    fn gap_before(&self, first: u64) -> Option<SeqBreak> {
+        let expect = self.expect;
+        (first > expect && first - 1 > self.manifest_last).then(|| SeqBreak::Gap {
+            from: expect,
+            to: first - 1,
+            accounted: self.manifest_last,
+        })
     }
 
     /// A write batch numbered `first..=last`. `Ok(true)` if it is to be
@@ -51,30 +114,23 @@ impl WalSequence {
     /// are in tables already; `Err` says which rule it breaks. After a
     /// gap the numbers go on from this batch (a checker reading on reports
     /// the gap once).
-    pub(crate) fn batch(&mut self, first: u64, last: u64) -> Result<bool, String> {
+    pub(crate) fn batch(&mut self, first: u64, last: u64) -> Result<bool, SeqBreak> {
         if first <= self.prev_batch_last {
-            return Err(format!(
-                "this record has sequence number {first}, but a record before it already \
-                 reached {}: log records must ascend",
-                self.prev_batch_last
-            ));
+            return Err(SeqBreak::Descending {
+                first,
+                prev: self.prev_batch_last,
+            });
         }
         self.prev_batch_last = last;
         if last <= self.flushed {
             return Ok(false);
         }
-        let expect = self.expect;
-        self.expect = expect.max(last + 1);
-        if first > expect && first - 1 > self.manifest_last {
-            return Err(format!(
-                "this record has sequence number {first}, but {expect}..={} appear in no WAL \
-                 record and are past the MANIFEST's last sequence {}: a MANIFEST record is \
-                 missing",
-                first - 1,
-                self.manifest_last
-            ));
+        let gap = self.gap_before(first);
+        self.expect = self.expect.max(last + 1);
+        match gap {
+            Some(g) => Err(g),
+            None => Ok(true),
         }
-        Ok(true)
     }
 }
 
@@ -93,11 +149,53 @@ mod tests {
         s.marker(21);
         assert_eq!(s.batch(22, 22), Ok(true));
         let e = s.batch(25, 26).unwrap_err();
-        assert!(e.contains("23..=24 appear in no WAL record"), "{e}");
+        assert_eq!(
+            e,
+            SeqBreak::Gap {
+                from: 23,
+                to: 24,
+                accounted: 20
+            }
+        );
+        let e = e.to_string();
+        assert!(
+            e.contains("sequence number 25, but 23..=24 appear in no WAL record"),
+            "{e}"
+        );
         assert!(e.contains("a MANIFEST record is missing"), "{e}");
         // Reported once: the numbers go on from there.
         assert_eq!(s.batch(27, 27), Ok(true));
         let e = s.batch(27, 28).unwrap_err();
-        assert!(e.contains("must ascend"), "{e}");
+        assert_eq!(
+            e,
+            SeqBreak::Descending {
+                first: 27,
+                prev: 27
+            }
+        );
+        assert!(e.to_string().contains("must ascend"), "{e}");
+    }
+
+    /// A marker after a gap past the MANIFEST is told (repair reports it);
+    /// one at a number the MANIFEST accounts for, or right after the last
+    /// record, is not; either way the numbers go on from it.
+    #[test]
+    fn a_gap_before_a_marker_is_told() {
+        let mut s = WalSequence::new(10, 20);
+        assert_eq!(s.marker(5), None);
+        assert_eq!(s.batch(11, 12), Ok(true));
+        // 13..=17 are the MANIFEST's.
+        assert_eq!(s.marker(18), None);
+        assert_eq!(s.batch(19, 21), Ok(true));
+        assert_eq!(s.marker(22), None);
+        assert_eq!(
+            s.marker(25),
+            Some(SeqBreak::Gap {
+                from: 23,
+                to: 24,
+                accounted: 20
+            })
+        );
+        assert_eq!(s.batch(26, 26), Ok(true));
     }
 }

@@ -156,7 +156,11 @@ impl WriteBatch {
     }
 
     /// [`from_bytes`](Self::from_bytes) with the message bare, for callers
-    /// that name the file it came from.
+    /// that name the file it came from. The offset is the byte of the batch
+    /// where the problem was found: the start of a record that does not
+    /// decode, the count field (8) for a count that does not match, 0 for
+    /// a batch shorter than its header. A caller reading the batch from a
+    /// log maps it to a file offset (`LogReader::last_record_byte_offset`).
     pub(crate) fn decode(rep: Vec<u8>) -> std::result::Result<WriteBatch, (u64, String)> {
         if rep.len() < HEADER {
             return Err((
@@ -170,8 +174,15 @@ impl WriteBatch {
         let b = WriteBatch { rep };
         let mut n = 0u32;
         for op in b.iter() {
-            op.map_err(|e| (0, e.to_string()))?;
-            n += 1;
+            match op {
+                Ok(_) => n += 1,
+                // `BatchIter` reports where the bad record starts; kept,
+                // not flattened into a message at offset 0.
+                Err(crate::error::Error::Corruption { offset, msg, .. }) => {
+                    return Err((offset, msg))
+                }
+                Err(e) => return Err((0, e.to_string())),
+            }
         }
         if n != b.count() {
             return Err((
@@ -479,5 +490,68 @@ mod tests {
         let mut bad_tag = good.clone();
         bad_tag[HEADER] = 0x55;
         assert!(WriteBatch::from_bytes(bad_tag).is_err());
+    }
+
+    /// A bad record inside a batch is reported at the byte where it starts
+    /// (or the count field, for a count that does not match), by `decode`
+    /// and `from_bytes` alike. `decode` used to say offset 0 for every bad
+    /// record, with the record's real offset buried in its message.
+    #[test]
+    fn a_bad_record_is_reported_at_its_offset() {
+        let mut b = WriteBatch::new();
+        b.put(b"key", b"value")
+            .put_log_data(b"blob")
+            .delete(b"gone");
+        let good = b.data().to_vec();
+        // put: tag, 1 + 3, 1 + 5 bytes; log data: tag, 1 + 4 bytes.
+        let log_data_at = HEADER + 11;
+        let delete_at = log_data_at + 6;
+        assert_eq!(good[log_data_at], LOG_DATA);
+        assert_eq!(good[delete_at], ValueKind::Deletion as u8);
+        let decoded_at = |rep: Vec<u8>| -> (u64, String) {
+            let (at, msg) = WriteBatch::decode(rep.clone()).unwrap_err();
+            match WriteBatch::from_bytes(rep).unwrap_err() {
+                crate::error::Error::Corruption {
+                    file,
+                    offset,
+                    msg: m,
+                } => {
+                    assert_eq!((file.as_str(), offset, &m), ("write batch", at, &msg));
+                }
+                e => panic!("not corruption: {e}"),
+            }
+            assert!(
+                !msg.contains("offset"),
+                "the offset is not in the message: {msg}"
+            );
+            (at, msg)
+        };
+        // Cut inside the last record (the delete): its start.
+        for cut in delete_at + 1..good.len() {
+            let (at, msg) = decoded_at(good[..cut].to_vec());
+            assert_eq!(at, delete_at as u64, "cut at {cut}: {msg}");
+            assert!(msg.contains("truncated delete"), "{msg}");
+        }
+        // Cut inside the log data: its start.
+        let (at, msg) = decoded_at(good[..log_data_at + 3].to_vec());
+        assert_eq!(at, log_data_at as u64, "{msg}");
+        assert!(msg.contains("truncated log data"), "{msg}");
+        // An unknown tag where the delete starts.
+        let mut garbled = good.clone();
+        garbled[delete_at] = 0x55;
+        let (at, msg) = decoded_at(garbled);
+        assert_eq!(at, delete_at as u64, "{msg}");
+        assert!(msg.contains("unknown record tag 0x55"), "{msg}");
+        // A put whose key length runs past the batch: the put's start.
+        let mut long_key = good.clone();
+        long_key[HEADER + 1] = 0x7f;
+        let (at, msg) = decoded_at(long_key);
+        assert_eq!(at, HEADER as u64, "{msg}");
+        // Every record decodes but the count is wrong: the count field.
+        let mut wrong_count = good.clone();
+        wrong_count[8] = 3;
+        assert_eq!(decoded_at(wrong_count).0, 8);
+        // Shorter than the header: offset 0.
+        assert_eq!(decoded_at(good[..HEADER - 1].to_vec()).0, 0);
     }
 }

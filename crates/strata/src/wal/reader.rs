@@ -89,6 +89,10 @@ pub struct LogReader {
     pos: u64,
     last_record_offset: u64,
     last_record_end: u64,
+    /// File offset and length of each fragment's payload of the record
+    /// being read, then of the last record returned (one for a Full
+    /// record): what maps a byte of the record to its place in the file.
+    fragments: Vec<(u64, usize)>,
     dropped: Option<DroppedTail>,
     done: bool,
     /// Once an error is returned it is returned again, so a caller that
@@ -115,6 +119,7 @@ impl LogReader {
             pos: 0,
             last_record_offset: 0,
             last_record_end: 0,
+            fragments: Vec::new(),
             dropped: None,
             done: false,
             failed: None,
@@ -150,6 +155,26 @@ impl LogReader {
     /// File offset just past the last record returned.
     pub fn last_record_end(&self) -> u64 {
         self.last_record_end
+    }
+
+    /// File offset of byte `i` of the last record returned, so that damage
+    /// a caller finds inside a record (a write batch that does not decode)
+    /// is reported where it is in the file: a record split across blocks
+    /// has a fragment header before each piece. An `i` at or past the
+    /// record's length maps to the end of its last fragment.
+    pub fn last_record_byte_offset(&self, i: u64) -> u64 {
+        let mut i = i;
+        for &(at, len) in &self.fragments {
+            let len = len as u64;
+            if i < len {
+                return at + i;
+            }
+            i -= len;
+        }
+        match self.fragments.last() {
+            Some(&(at, len)) => at + len as u64,
+            None => self.last_record_offset,
+        }
     }
 
     /// The torn tail dropped at the end of the log, if any.
@@ -204,6 +229,11 @@ impl LogReader {
             };
             let payload = self.win.slice(pos + HEADER_SIZE as u64, len);
             self.pos = pos + (HEADER_SIZE + len) as u64;
+            if pending.is_none() {
+                // A new record (or damage, after which nothing is read).
+                self.fragments.clear();
+            }
+            self.fragments.push((pos + HEADER_SIZE as u64, len));
             match (frag, pending.as_mut()) {
                 (Frag::Full, None) => {
                     let rec = payload.to_vec();

@@ -224,6 +224,37 @@ fn round_trips_all_sizes() {
     }
 }
 
+/// `last_record_byte_offset` maps every byte of every record, whatever its
+/// layout (padding before it, an empty First fragment, fragments across
+/// blocks), to the file byte that holds it; the record's length maps to
+/// the end of its last fragment.
+#[test]
+fn every_byte_of_a_record_maps_to_its_file_offset() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let mut records = layout_records(&mut rng);
+    records.push(random_bytes(&mut rng, 3 * BLOCK_SIZE + 11));
+    let log = write_log(&records);
+    let vfs = MemVfs::new();
+    let path = Path::new("/wal/000001.log");
+    crate::vfs::write_all(&vfs, path, &log.bytes).unwrap();
+    let mut r = LogReader::new(vfs.open_sequential(path).unwrap(), "l", TailPolicy::Strict);
+    for (n, rec) in records.iter().enumerate() {
+        assert_eq!(r.read_record().unwrap().as_ref(), Some(rec), "record {n}");
+        for (i, byte) in rec.iter().enumerate() {
+            let at = r.last_record_byte_offset(i as u64) as usize;
+            assert_eq!(log.bytes[at], *byte, "record {n}, byte {i} at {at}");
+            if i == 0 {
+                assert!(at as u64 >= log.extents[n].0 + HEADER_SIZE as u64);
+            }
+        }
+        assert_eq!(
+            r.last_record_byte_offset(rec.len() as u64),
+            log.extents[n].1,
+            "record {n}: its end"
+        );
+    }
+}
+
 #[test]
 fn empty_file_has_no_records() {
     let o = read_bytes(&[], TailPolicy::Strict);
