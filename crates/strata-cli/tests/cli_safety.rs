@@ -504,9 +504,9 @@ fn sst_commands_on_a_directory_say_it_is_one() {
     }
 }
 
-/// `sst verify` compares the footer's bytes with its encoding, as `strata
-/// check` does: a flipped byte in the footer's padding (which the reader
-/// ignores) fails it with the file and offset instead of printing OK.
+/// `sst verify` refuses a footer whose bytes differ from their encoding,
+/// as every reader does: a flipped byte in the footer's padding (which no
+/// field reads) fails it with the file and offset instead of printing OK.
 #[test]
 fn sst_verify_reports_a_damaged_footer_padding() {
     let root = tempfile::tempdir().unwrap();

@@ -440,7 +440,6 @@ fn check_tables(
             r.error(&name, e);
             continue;
         }
-        check_footer_bytes(vfs, &path, &name, &t, r);
         check_properties_checksum(vfs, &path, &name, &t, r);
         // Every entry within the bounds and sequence range recorded.
         if let Some(f) = physical.get(n) {
@@ -482,37 +481,6 @@ fn check_tables(
                 );
             }
         }
-    }
-}
-
-/// The footer's bytes are exactly what its decoded fields encode to: the
-/// reader ignores the zero padding between the handles and the version (as
-/// RocksDB does), so a flipped byte there is caught only here.
-fn check_footer_bytes(vfs: &dyn Vfs, path: &Path, name: &str, t: &Table, r: &mut CheckReport) {
-    let f = t.footer();
-    if f.format_version == 0 {
-        return;
-    }
-    let Ok(file) = vfs.open_random(path) else {
-        return;
-    };
-    let Some(start) = file
-        .len()
-        .checked_sub(crate::sstable::format::FOOTER_SIZE as u64)
-    else {
-        return;
-    };
-    let want = f.encode_at(start);
-    let mut got = vec![0u8; want.len()];
-    if file.read_exact_at(&mut got, start).is_err() {
-        return;
-    }
-    if let Some(i) = got.iter().zip(&want).position(|(a, b)| a != b) {
-        r.problem(
-            name,
-            start + i as u64,
-            "footer byte differs from the footer's encoding (damaged padding)",
-        );
     }
 }
 

@@ -12,7 +12,10 @@
 //!   record names, and repair's salvage of such tables;
 //! - an index entry whose separator does not bound its data block (a
 //!   re-signed index block) makes `get` miss a key a scan finds: ingestion
-//!   and `strata::check` (through `Table::verify`) refuse it.
+//!   and `strata::check` (through `Table::verify`) refuse it;
+//! - a flipped byte in a format_version 5 footer's zero padding, which no
+//!   field reads: every reader refuses it (the footer's bytes must be what
+//!   its fields encode to).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -228,6 +231,65 @@ fn ingestion_refuses_a_file_without_checksums() {
     .unwrap();
     assert_eq!(db.get(key(1999)).unwrap(), Some(value(1999).into_bytes()));
     db.close().unwrap();
+}
+
+/// Flips bit 4 of byte `i` of the footer of `path` (format_version 5:
+/// checksum byte, two handles, zero padding to byte 41, version, magic)
+/// and returns that byte's file offset.
+fn flip_footer_byte(path: &Path, i: usize) -> u64 {
+    let mut b = std::fs::read(path).unwrap();
+    let at = b.len() - FOOTER_SIZE + i;
+    b[at] ^= 0x10;
+    std::fs::write(path, b).unwrap();
+    at as u64
+}
+
+/// A format_version 5 footer carries no checksum of its own, and the
+/// zero padding after its block handles is read by nobody: a flipped
+/// byte there was ingested (`strata ingest` printed success) while
+/// `check` then reported the database's copy as damaged. The footer's
+/// decoder now requires its bytes to be exactly what its fields encode
+/// to, so every reader refuses the same file: ingestion (before anything
+/// is linked), the database's reads of a live table, and `check`.
+#[test]
+fn a_flipped_footer_padding_byte_is_refused_by_every_reader() {
+    let t = tempfile::tempdir().unwrap();
+    // Ingestion, for the padding's first, a middle and its last byte.
+    let db = Db::open(t.path().join("db"), options(ChecksumType::Crc32c)).unwrap();
+    for i in [30, 35, 40] {
+        let p = t.path().join(format!("pad{i}.sst"));
+        let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+        for k in 0..100 {
+            w.put(key(k), value(k)).unwrap();
+        }
+        w.finish().unwrap();
+        let at = flip_footer_byte(&p, i);
+        let e = db.ingest(&[&p], &IngestOptions::default()).unwrap_err();
+        assert_corruption(&e, &p, at, &["footer byte differs"]);
+        assert!(p.exists(), "the refused file was moved");
+    }
+    assert_eq!(db.iter().count(), 0);
+    db.close().unwrap();
+
+    // A live table: reads fail naming it, and check reports it.
+    let dir = t.path().join("db2");
+    let table = one_table_db(&dir, ChecksumType::Crc32c);
+    let at = flip_footer_byte(&table, 35);
+    match Db::open(&dir, options(ChecksumType::Crc32c)) {
+        Ok(db) => {
+            let e = db.get(key(3)).unwrap_err();
+            assert_corruption(&e, &table, at, &["footer byte differs"]);
+            db.close().unwrap();
+        }
+        Err(e) => assert_corruption(&e, &table, at, &["footer byte differs"]),
+    }
+    let r = strata::check::check_dir(&dir).unwrap();
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.offset == at && p.what.contains("footer byte differs")),
+        "{r:?}"
+    );
 }
 
 /// A file for ingestion of keys `key00000..key03999`, in uncompressed

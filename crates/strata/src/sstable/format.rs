@@ -253,13 +253,34 @@ impl Footer {
         let bad = || Error::corruption(name, start, "footer block handles do not decode");
         let metaindex = BlockHandle::decode(&mut r).ok_or_else(bad)?;
         let index = BlockHandle::decode(&mut r).ok_or_else(bad)?;
-        Ok(Footer {
+        let footer = Footer {
             checksum,
             metaindex,
             index,
             format_version,
             base_context_checksum: 0,
-        })
+        };
+        // A format_version 1-5 footer has no checksum of its own: its
+        // bytes must be exactly what its fields encode to (zero padding
+        // after the handles, each handle in its shortest varint form, as
+        // every RocksDB and Strata writer makes it). RocksDB's reader
+        // ignores the padding; Strata refuses a flipped byte there in
+        // every reader (the table cache, ingestion, `check`, `sst
+        // verify`), so that no reader accepts a file another reports as
+        // damaged. The legacy footer (version 0) is left as it is read.
+        if format_version > 0 {
+            let at = buf.len() - FOOTER_SIZE;
+            let want = footer.encode();
+            if let Some(i) = buf[at..].iter().zip(&want).position(|(a, b)| a != b) {
+                return Err(Error::corruption(
+                    name,
+                    start + (at + i) as u64,
+                    "footer byte differs from what its fields encode to (damaged padding or \
+                     block handle)",
+                ));
+            }
+        }
+        Ok(footer)
     }
 
     /// Decodes a format_version >= 6 footer (`b`: its 53 bytes, at file
