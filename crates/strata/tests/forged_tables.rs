@@ -268,6 +268,20 @@ fn a_flipped_footer_padding_byte_is_refused_by_every_reader() {
         assert_corruption(&e, &p, at, &["footer byte differs"]);
         assert!(p.exists(), "the refused file was moved");
     }
+    // A flipped version byte (5 becomes 21) cannot be told from a newer
+    // format: refused as not supported, naming the file and the offset.
+    let p = t.path().join("version.sst");
+    let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+    w.put(key(1), value(1)).unwrap();
+    w.finish().unwrap();
+    let at = flip_footer_byte(&p, 41);
+    let e = db.ingest(&[&p], &IngestOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, Error::NotSupported(_))
+            && e.to_string().contains("format_version 21")
+            && e.to_string().contains(&format!("at offset {at}")),
+        "{e}"
+    );
     assert_eq!(db.iter().count(), 0);
     db.close().unwrap();
 

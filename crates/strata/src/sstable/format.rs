@@ -221,7 +221,9 @@ impl Footer {
                 let version = decode_fixed32(&b[FOOTER_SIZE - 12..]);
                 if version > MAX_READ_FORMAT_VERSION {
                     return Err(Error::NotSupported(format!(
-                        "{name}: table format_version {version} (Strata reads up to {MAX_READ_FORMAT_VERSION})"
+                        "{name}: table format_version {version} at offset {} (Strata reads up \
+                         to {MAX_READ_FORMAT_VERSION}; a damaged footer reads this way too)",
+                        start + (buf.len() - 12) as u64
                     )));
                 }
                 let checksum = ChecksumType::from_u8(b[0]).ok_or_else(|| {
