@@ -350,7 +350,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--format", choices=["csv", "parquet"], default=None,
                    help="input format (default: parquet when every INPUT ends in .parquet)")
     p.add_argument("--delimiter", default=",")
-    p.add_argument("--tsv", action="store_true", help="tab-separated input")
+    p.add_argument("--tsv", action="store_true", help="tab-delimited CSV (quoted fields; not the backslash escapes of strata import --format tsv)")
     p.add_argument("--quote", default='"')
     p.add_argument("--null", default=None, help="the text of a NULL field (e.g. \\N)")
     p.add_argument("--no-header", action="store_true")

@@ -23,7 +23,9 @@ pub enum Format {
     /// Comma-separated, `"` quotes, an unquoted empty field is NULL
     /// (unless --null; `""` is the empty string).
     Csv,
-    /// Tab-separated, no quoting, `\N` is NULL.
+    /// PostgreSQL's text format (COPY TO without CSV): tab-separated, no
+    /// quoting, `\N` is NULL, backslash escapes (`\t`, `\n`, `\\`, octal,
+    /// hex) decoded.
     Tsv,
 }
 

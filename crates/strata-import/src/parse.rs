@@ -12,6 +12,7 @@ use crate::chunk::{Chunk, LineCounter};
 use crate::codec::TableCodec;
 use crate::csv::dialect::Dialect;
 use crate::csv::records::Records;
+use crate::csv::text_escapes;
 use crate::pool::BatchPool;
 use crate::value::{self, Value, ValueRef};
 
@@ -174,6 +175,14 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     // The cells' allocation, kept across records (`relabel`).
     let mut spare: Vec<ValueRef<'static>> = Vec::with_capacity(table.columns.len());
     let null = layout.dialect.null.as_bytes();
+    // TSV (PostgreSQL's text format): a field holding a backslash is
+    // decoded into `unescaped` and parsed from there into `row` (an owned
+    // value: the decoded text is not in the record), `owned[c]` saying so
+    // for this record. A record without a backslash (one `memchr` over it)
+    // takes the usual path untouched.
+    let escapes = layout.dialect.backslash_escapes && layout.dialect.quote.is_none();
+    let mut unescaped = Vec::new();
+    let mut owned = vec![false; table.columns.len()];
     let mut pk = Vec::new();
     let mut lines = LineCounter::new(&chunk.data, chunk.first_line);
     while let Some(rec) = records.next_record() {
@@ -192,6 +201,17 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
             reason,
             raw: chunk.data[rstart..end.min(chunk.data.len())].to_vec(),
         };
+        // psql's end-of-data marker: data for PostgreSQL, text for nobody
+        // (in a one-column table it would read as "."), so a bad row.
+        if escapes && rec.len() == 1 && rec.bytes == b"\\." {
+            out.bad.push(bad(
+                None,
+                "a line `\\.`: PostgreSQL's end-of-data marker (a psql script's); \
+                 remove it and what follows"
+                    .into(),
+            ));
+            continue;
+        }
         if rec.len() != layout.columns.len() {
             out.bad.push(bad(
                 None,
@@ -220,6 +240,10 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
         let mut cells = relabel(std::mem::take(&mut spare));
         cells.resize(table.columns.len(), ValueRef::Null);
         let mut failed = None;
+        let escaped = escapes && memchr::memchr(b'\\', rec.bytes).is_some();
+        if escaped {
+            owned.fill(false);
+        }
         for (i, &c) in layout.columns.iter().enumerate() {
             let col = &table.columns[c];
             let range = rec.range(i);
@@ -233,6 +257,20 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
                 }
                 cells[c] = ValueRef::Null;
                 row[c] = Value::Null;
+                continue;
+            }
+            if escaped && memchr::memchr(b'\\', field).is_some() {
+                let decoded = text_escapes::unescape(field, &mut unescaped)
+                    .and_then(|()| {
+                        std::str::from_utf8(&unescaped)
+                            .map_err(|_| "invalid UTF-8 (after its escapes)".to_string())
+                    })
+                    .and_then(|text| value::parse_into(&col.ty, text, &mut row[c]));
+                if let Err(reason) = decoded {
+                    failed = Some(bad(Some(c), reason));
+                    break;
+                }
+                owned[c] = true;
                 continue;
             }
             let text = match whole {
@@ -271,7 +309,13 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
             cells[last] = ValueRef::Int(id);
             row[last] = Value::Int(id);
         }
-        let cell = |c: usize| if by_ref[c] { cells[c] } else { row[c].view() };
+        let cell = |c: usize| {
+            if by_ref[c] && !(escaped && owned[c]) {
+                cells[c]
+            } else {
+                row[c].view()
+            }
+        };
         codec.pk_bytes_with(cell, &mut pk);
         for (i, list) in out.entries.iter_mut().enumerate() {
             list.push_encoded(src, false, |buf| codec.entry_to(i, cell, &pk, buf));

@@ -76,6 +76,7 @@ fn dialect_cases() -> Vec<(&'static str, Dialect, &'static [u8])> {
         escape: Some(b'\\'),
         null: "NULL".into(),
         header: Header::Skip,
+        backslash_escapes: false,
     };
     vec![
         ("plain LF", Dialect::csv(), b"1,a\n2,b\n"),

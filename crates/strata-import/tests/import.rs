@@ -121,6 +121,35 @@ fn bad_rows_name_file_line_column_and_leave_the_db_unchanged() {
             Some("id"),
             "out of range",
         ),
+        // TSV (names starting `tsv`): escapes decode before the checks.
+        (
+            "tsvutf8",
+            b"id\tname\tamount\n1\ta\t1\n2\tb\\377\t2\n",
+            3,
+            Some("name"),
+            "invalid UTF-8 (after its escapes)",
+        ),
+        (
+            "tsvlength",
+            b"id\tname\tamount\n1\t\\x41\\102CD\\t\\\\\t1\n",
+            2,
+            Some("name"),
+            "longer than VARCHAR(5)",
+        ),
+        (
+            "tsvend",
+            b"id\tname\tamount\n1\ta\\\t1\n",
+            2,
+            Some("name"),
+            "a backslash ends the field",
+        ),
+        (
+            "tsvmarker",
+            b"id\tname\tamount\n1\ta\t1\n\\.\n",
+            3,
+            None,
+            "end-of-data marker",
+        ),
     ];
     let schema = Schema::parse(BAD_SCHEMA).unwrap();
     for (name, data, line, column, reason) in cases {
@@ -135,7 +164,14 @@ fn bad_rows_name_file_line_column_and_leave_the_db_unchanged() {
         db.put("raw", "kept").unwrap();
         let before = all_pairs(&db);
         let input = write(dir.path(), &format!("{name}.csv"), data);
-        let err = import(&db, schema.table("t").unwrap(), &[input], &bad_opts()).expect_err(name);
+        let mut o = bad_opts();
+        if name.starts_with("tsv") {
+            o.dialect = Dialect {
+                header: Header::Skip,
+                ..Dialect::tsv()
+            };
+        }
+        let err = import(&db, schema.table("t").unwrap(), &[input], &o).expect_err(name);
         match &err {
             Error::BadRow {
                 at,
@@ -422,6 +458,9 @@ struct Case {
     /// `\N`: either way a text equal to the marker is written quoted and
     /// must come back as text.
     empty_null: bool,
+    /// TSV (PostgreSQL's text format: backslash escapes for tabs, line
+    /// breaks and backslashes in the text) instead of CSV.
+    tsv: bool,
 }
 
 fn gen_case() -> impl Strategy<Value = Case> {
@@ -471,15 +510,17 @@ fn gen_case() -> impl Strategy<Value = Case> {
                 prop_oneof![Just(64usize), Just(1 << 20)],
                 prop_oneof![Just(2048usize), Just(64 << 20)],
                 any::<bool>(),
+                any::<bool>(),
             )
         })
-        .prop_map(|(ddl, rows, crlf, chunk, memory, empty_null)| Case {
+        .prop_map(|(ddl, rows, crlf, chunk, memory, empty_null, tsv)| Case {
             ddl,
             rows,
             crlf,
             chunk,
             memory,
             empty_null,
+            tsv,
         })
 }
 
@@ -488,8 +529,9 @@ proptest! {
 
     /// Random schemas and rows written as CSV (quoted fields with
     /// delimiters, quotes and newlines, CRLF or LF, texts equal to the
-    /// NULL marker quoted), imported, and read back equal through get,
-    /// scan of every index, and count.
+    /// NULL marker quoted) or as TSV (tabs, line breaks and backslashes
+    /// escaped), imported, and read back equal through get, scan of every
+    /// index, and count.
     #[test]
     fn import_round_trips(case in gen_case()) {
         let schema = Schema::parse(&case.ddl).unwrap();
@@ -516,12 +558,19 @@ proptest! {
             seen.extend(keys);
             rows.push(r);
         }
-        let mut dialect = Dialect::csv();
-        // One column's NULL under the empty marker is a blank line, which
-        // CSV readers skip: that table gets `\N`.
-        if !case.empty_null || t.input_columns().len() == 1 {
-            dialect.null = "\\N".into();
-        }
+        // One column's NULL under the empty marker, or its empty text in
+        // TSV, is a blank line, which the readers skip: that table gets
+        // CSV with `\N`.
+        let one = t.input_columns().len() == 1;
+        let dialect = if case.tsv && !one {
+            Dialect::tsv()
+        } else {
+            let mut d = Dialect::csv();
+            if !case.empty_null || one {
+                d.null = "\\N".into();
+            }
+            d
+        };
         let eol = if case.crlf { "\r\n" } else { "\n" };
         let fmt = |r: &[Value]| -> Vec<Option<String>> {
             t.input_columns().iter().zip(r).map(|(c, v)| match v {

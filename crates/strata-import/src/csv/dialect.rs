@@ -9,11 +9,15 @@
 //!   delimiter and line breaks, and a doubled quote is one quote (or, with
 //!   an escape byte, the escape byte followed by any byte is that byte);
 //!   a quote inside an unquoted field is an ordinary byte;
-//! - a field equal to the NULL marker is NULL (default: the empty field,
-//!   quoted or not, for CSV; `\N` for TSV). The `csv` crate does not say
-//!   whether a field was quoted, so an empty string cannot be told from
-//!   NULL with the default marker; choose `--null '\N'` to keep them apart;
-//! - TSV (`--format tsv`): tab-delimited, no quoting, NULL is `\N`.
+//! - an unquoted field equal to the NULL marker is NULL (default: the
+//!   empty field for CSV, `\N` for TSV); a quoted field never is, as in
+//!   PostgreSQL (`""` is the empty string; see `records.rs` for how the
+//!   reader tells);
+//! - TSV (`--format tsv`): PostgreSQL's text format: tab-delimited, no
+//!   quoting, NULL is `\N`, and backslash escapes (`\t`, `\n`, `\\`, octal,
+//!   hex: [`super::text_escapes`]) decoded in every other field. A quote
+//!   byte cannot be set with it (quoted tab-separated input is CSV with a
+//!   tab delimiter).
 
 /// What to do with the first record of every input file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +44,11 @@ pub struct Dialect {
     pub null: String,
     /// What the first record of each file is.
     pub header: Header,
+    /// Fields carry PostgreSQL text-format backslash escapes (TSV): a
+    /// field that is not the NULL marker is decoded by
+    /// [`super::text_escapes::unescape`], and written by `escape_into`.
+    /// Only without a quote byte ([`Dialect::check`]).
+    pub backslash_escapes: bool,
 }
 
 impl Default for Dialect {
@@ -72,6 +81,22 @@ impl Dialect {
                 return Err(format!("the {what} byte {} is a line break", show(b)));
             }
         }
+        if self.backslash_escapes {
+            if let Some(q) = self.quote {
+                return Err(format!(
+                    "the quote byte {}: the TSV (text) format has no quoting; quoted \
+                     tab-separated input is CSV with a tab delimiter",
+                    show(q)
+                ));
+            }
+            if self.delimiter == b'\\' {
+                return Err(
+                    "the delimiter is a backslash, which starts an escape in the \
+                     TSV (text) format"
+                        .into(),
+                );
+            }
+        }
         Ok(())
     }
 
@@ -83,10 +108,12 @@ impl Dialect {
             escape: None,
             null: String::new(),
             header: Header::None,
+            backslash_escapes: false,
         }
     }
 
-    /// Tab-separated, no quoting, `\N` is NULL.
+    /// PostgreSQL's text format: tab-separated, no quoting, `\N` is NULL,
+    /// backslash escapes decoded.
     pub fn tsv() -> Dialect {
         Dialect {
             delimiter: b'\t',
@@ -94,6 +121,7 @@ impl Dialect {
             escape: None,
             null: "\\N".into(),
             header: Header::None,
+            backslash_escapes: true,
         }
     }
 
@@ -149,6 +177,9 @@ impl Dialect {
             }
             match f {
                 None => out.push_str(&self.null),
+                Some(s) if self.backslash_escapes && self.quote.is_none() => {
+                    super::text_escapes::escape_into(s, self.delimiter, &mut out)
+                }
                 Some(s) => out.push_str(&self.quote_field(s)),
             }
         }
