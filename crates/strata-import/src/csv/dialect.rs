@@ -215,3 +215,36 @@ impl Dialect {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text format has no quoting and its escapes start with a
+    /// backslash: a quote byte or a backslash delimiter is refused with
+    /// it, and allowed in CSV.
+    #[test]
+    fn tsv_refuses_a_quote_byte_and_a_backslash_delimiter() {
+        let quoted = Dialect {
+            quote: Some(b'"'),
+            ..Dialect::tsv()
+        };
+        assert!(quoted.check().is_err_and(|e| e.contains("no quoting")));
+        let backslash = Dialect {
+            delimiter: b'\\',
+            ..Dialect::tsv()
+        };
+        assert!(backslash.check().is_err_and(|e| e.contains("backslash")));
+        assert!(Dialect::tsv().check().is_ok());
+        let csv_tab = Dialect {
+            delimiter: b'\t',
+            ..Dialect::csv()
+        };
+        assert!(csv_tab.check().is_ok());
+        let csv_backslash = Dialect {
+            delimiter: b'\\',
+            ..Dialect::csv()
+        };
+        assert!(csv_backslash.check().is_ok());
+    }
+}
