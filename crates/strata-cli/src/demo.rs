@@ -20,7 +20,8 @@ use strata_import::{ImportOptions, Schema};
 pub struct DemoArgs {
     /// Where to write the demo's files (stock.csv, schema.sql and the
     /// database db/). Each run overwrites the first two and deletes and
-    /// recreates DIR/db, whatever it holds.
+    /// recreates DIR/db; a DIR that already holds files the demo did not
+    /// write (no DIR/.strata-demo) is refused, so nothing else is lost.
     #[arg(long, default_value = "demo-output")]
     dir: PathBuf,
     /// TPC-C warehouses (100,000 stock rows, about 31 MB of CSV, each).
@@ -39,7 +40,28 @@ pub fn run(a: DemoArgs) -> Result<()> {
     if a.warehouses == 0 {
         bail!("--warehouses must be at least 1");
     }
+    // The demo deletes and overwrites what it wrote before: only in a
+    // directory it made (its marker file) or one that is empty or absent.
+    let marker = a.dir.join(".strata-demo");
+    if a.dir.exists() && !marker.exists() {
+        let mut entries =
+            std::fs::read_dir(&a.dir).with_context(|| format!("reading {}", a.dir.display()))?;
+        if let Some(e) = entries.next() {
+            let e = e.with_context(|| format!("reading {}", a.dir.display()))?;
+            bail!(
+                "{} already holds {} (and was not made by strata demo, which would \
+                 overwrite it): choose another --dir, or remove it yourself",
+                a.dir.display(),
+                e.file_name().to_string_lossy()
+            );
+        }
+    }
     std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
+    std::fs::write(
+        &marker,
+        "written by strata demo: it may delete db/ and overwrite its files here\n",
+    )
+    .with_context(|| format!("creating {}", marker.display()))?;
     let csv = a.dir.join("stock.csv");
     let schema_path = a.dir.join("schema.sql");
     let db_dir = a.dir.join("db");

@@ -134,6 +134,29 @@ fn demo_tells_the_story() {
     let db = dir.join("db");
     let (_, json, _) = strata(&["count", db.to_str().unwrap(), "stock"]);
     assert_eq!(json, "100000\n");
+    assert!(dir.join(".strata-demo").exists());
+}
+
+/// The demo deletes DIR/db and overwrites its files, so it refuses a
+/// directory it did not make that holds anything, and changes nothing
+/// there.
+#[test]
+fn demo_refuses_a_directory_it_did_not_make() {
+    let d = tempfile::tempdir().unwrap();
+    for held in ["db/CURRENT", "notes.txt"] {
+        let dir = d.path().join(held.replace('/', "-"));
+        let file = dir.join(held);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "mine").unwrap();
+        let (ok, out, err) = strata(&["demo", "--dir", dir.to_str().unwrap()]);
+        assert!(!ok, "{out}");
+        assert!(
+            err.contains("was not made by strata demo") && err.contains("choose another --dir"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "{held}");
+    }
 }
 
 #[test]
