@@ -406,10 +406,16 @@ fn check_tables(
         let size = vfs.file_size(&path).unwrap_or(0);
         if let Some(f) = physical.get(n) {
             if f.size != size {
+                // The offset where the file and the record part, as the
+                // open reports it.
                 r.problem(
                     &name,
-                    0,
-                    format!("size is {size}, the MANIFEST recorded {}", f.size),
+                    size.min(f.size),
+                    format!(
+                        "the file is {size} bytes but the MANIFEST records {}: it was \
+                         changed or replaced after it was added",
+                        f.size
+                    ),
                 );
                 continue;
             }
