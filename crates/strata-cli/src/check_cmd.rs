@@ -89,10 +89,11 @@ pub struct TableCheck {
 }
 
 /// Opens `db` read-only and checks every SQL table's indexes against its
-/// rows (`strata_import::consistency`). A database that does not open, or
-/// an index that cannot be read, is a problem, unless `damaged` (the engine
-/// check already found problems, which explain it): then it is a note, so
-/// one damaged file is not reported twice.
+/// rows (`strata_import::consistency`; a table that cannot be read to the
+/// end is a problem naming it). A database that does not open, or a catalog
+/// that cannot be read, is a problem, unless `damaged` (the engine check
+/// already found problems, which explain it): then it is a note, so one
+/// damaged file is not reported twice.
 pub fn check_tables(db: &std::path::Path, damaged: bool) -> TableCheck {
     let mut t = TableCheck::default();
     let failed = |what: String, t: &mut TableCheck| {
@@ -120,7 +121,7 @@ pub fn check_tables(db: &std::path::Path, damaged: bool) -> TableCheck {
             t.problems = r.problems.iter().map(|p| p.to_string()).collect();
         }
         Err(e) => failed(
-            format!("the SQL tables could not be checked: reading them failed: {e}"),
+            format!("the SQL tables were not checked: reading the catalog failed: {e}"),
             &mut t,
         ),
     }

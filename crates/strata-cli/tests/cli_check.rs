@@ -319,4 +319,27 @@ fn check_and_repair_report_a_table_whose_index_lost_its_file() {
         assert!(err.contains("1 problems found"), "{err}");
         assert_eq!(before, listing(&dir), "check changed the directory");
     }
+
+    // A damaged block of the index: the engine's problem names the file,
+    // and the table that cannot be read to the end is a problem of its own
+    // (the other checks go on).
+    let dir = p("damaged");
+    std::fs::create_dir(&dir).unwrap();
+    for (n, _, _) in listing(&db) {
+        if std::fs::metadata(db.join(&n)).unwrap().is_file() {
+            std::fs::copy(db.join(&n), dir.join(&n)).unwrap();
+        }
+    }
+    let sst = dir.join(index_files[0].file_name().unwrap());
+    let mut bytes = std::fs::read(&sst).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&sst, &bytes).unwrap();
+    let (ok, out, _) = strata(&["check", dir.to_str().unwrap()]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("problem: table t: reading it failed")),
+        "{out}"
+    );
+    assert!(out.contains(&sst.display().to_string()), "{out}");
 }

@@ -88,14 +88,22 @@ impl Tally {
     }
 }
 
-/// Checks every table in the catalog of `db` (see the module doc). A read
-/// error (a damaged block) is an `Err`, naming what was being read; what
-/// is inconsistent is in the report.
+/// Checks every table in the catalog of `db` (see the module doc). Only a
+/// catalog that cannot be read is an `Err`; what is inconsistent, and a
+/// table that cannot be read to the end (a damaged block), is a problem in
+/// the report naming the table, and the other tables are still checked.
 pub fn check_tables(db: &Db) -> Result<Report> {
     let mut r = Report::default();
     for CatalogEntry { id, table } in catalog::list(db)? {
         r.tables += 1;
-        check_table(db, &TableCodec::new(table, id), &mut r)?;
+        let name = table.name.clone();
+        if let Err(e) = check_table(db, &TableCodec::new(table, id), &mut r) {
+            r.problems.push(Finding {
+                table: name,
+                index: None,
+                what: format!("reading it failed, so it is not checked: {e}"),
+            });
+        }
     }
     Ok(r)
 }
