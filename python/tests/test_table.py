@@ -135,6 +135,22 @@ def test_import_errors_leave_nothing(db, tmp_path):
         strata.encode_row(SCHEMA, "item", (1, None, None, None, None, None, None, None))
 
 
+def test_import_rejects_file_must_not_exist(db, tmp_path):
+    """rejects= names a file that must not exist (nor its .reasons): the
+    import is refused before anything is read and the file is kept."""
+    bad = tmp_path / "bad.csv"
+    write_csv(bad, ROWS[:2] + [(3, "x" * 30, "", "", "", "", "", "")], header=False)
+    keep = tmp_path / "keep.txt"
+    keep.write_text("mine")
+    with pytest.raises(strata.InvalidArgument, match="already exists"):
+        db.import_csv([bad], schema=SCHEMA, table="item", max_bad_rows=1, rejects=keep)
+    assert keep.read_text() == "mine"
+    assert db.tables() == [] and list(db.keys()) == []
+    new = tmp_path / "new.csv"
+    s = db.import_csv([bad], schema=SCHEMA, table="item", max_bad_rows=1, rejects=new)
+    assert s["rows"] == 2 and new.read_text().startswith("3,")
+
+
 def test_table_closed(db_path, tmp_path):
     csv = tmp_path / "items.csv"
     write_csv(csv, ROWS, header=False)

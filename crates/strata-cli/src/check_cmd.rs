@@ -1,8 +1,12 @@
 //! `strata check DB`: verifies a database directory without changing it
 //! (`strata::check`): every checksum of every table, WAL and MANIFEST
-//! record, and the tree's invariants. Prints each problem with its file and
-//! offset, and fails (exit status 1) if there is any; warnings (what a
-//! crash leaves and recovery repairs) are printed but do not fail.
+//! record, and the tree's invariants. Then, when the database holds SQL
+//! tables (a catalog), that each table's indexes hold exactly one entry per
+//! row (`strata_import::consistency`, on a read-only open: a repair that
+//! dropped an index's file leaves every file sound and the table wrong).
+//! Prints each problem with its file and offset (or its table and index),
+//! and fails (exit status 1) if there is any; warnings (what a crash leaves
+//! and recovery repairs) are printed but do not fail.
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -43,19 +47,83 @@ pub fn run(a: CheckArgs) -> Result<()> {
     for p in &r.problems {
         outln!("problem: {p}")?;
     }
+    let t = check_tables(&a.db, !r.is_ok());
+    for p in &t.problems {
+        outln!("problem: {p}")?;
+    }
+    if let Some(n) = &t.note {
+        outln!("note: {n}")?;
+    }
+    let problems = r.problems.len() + t.problems.len();
     outln!(
-        "checked {} MANIFEST records, {} tables ({} entries), {} WALs ({} records): \
-         {} problems, {} warnings",
+        "checked {} MANIFEST records, {} tables ({} entries), {} WALs ({} records), \
+         {} SQL tables ({} rows, {} index entries): {} problems, {} warnings",
         r.manifest_records,
         r.tables,
         r.table_entries,
         r.wals,
         r.wal_records,
-        r.problems.len(),
+        t.tables,
+        t.rows,
+        t.index_entries,
+        problems,
         r.warnings.len()
     )?;
-    if !r.is_ok() {
-        bail!("{}: {} problems found", a.db.display(), r.problems.len());
+    if problems > 0 {
+        bail!("{}: {} problems found", a.db.display(), problems);
     }
     Ok(())
+}
+
+/// What the table-level check found, as lines to print.
+#[derive(Default)]
+pub struct TableCheck {
+    /// SQL tables checked, their rows and secondary index entries.
+    pub tables: u64,
+    pub rows: u64,
+    pub index_entries: u64,
+    /// Each inconsistency (or why the tables could not be checked).
+    pub problems: Vec<String>,
+    /// Why the tables were not checked, when that is no problem of its own.
+    pub note: Option<String>,
+}
+
+/// Opens `db` read-only and checks every SQL table's indexes against its
+/// rows (`strata_import::consistency`; a table that cannot be read to the
+/// end is a problem naming it). A database that does not open, or a catalog
+/// that cannot be read, is a problem, unless `damaged` (the engine check
+/// already found problems, which explain it): then it is a note, so one
+/// damaged file is not reported twice.
+pub fn check_tables(db: &std::path::Path, damaged: bool) -> TableCheck {
+    let mut t = TableCheck::default();
+    let failed = |what: String, t: &mut TableCheck| {
+        if damaged {
+            t.note = Some(format!("{what} (see the problems above)"));
+        } else {
+            t.problems.push(what);
+        }
+    };
+    let db = match crate::open::read_only(db) {
+        Ok(db) => db,
+        Err(e) => {
+            failed(
+                format!("the SQL tables were not checked: the database does not open: {e:#}"),
+                &mut t,
+            );
+            return t;
+        }
+    };
+    match strata_import::consistency::check_tables(&db) {
+        Ok(r) => {
+            t.tables = r.tables;
+            t.rows = r.rows;
+            t.index_entries = r.index_entries;
+            t.problems = r.problems.iter().map(|p| p.to_string()).collect();
+        }
+        Err(e) => failed(
+            format!("the SQL tables were not checked: reading the catalog failed: {e}"),
+            &mut t,
+        ),
+    }
+    t
 }

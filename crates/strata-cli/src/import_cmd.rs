@@ -119,7 +119,9 @@ pub struct ImportArgs {
     /// without it they are only counted).
     #[arg(long, default_value_t = 0)]
     pub max_bad_rows: u64,
-    /// File for rejected records (reasons go to FILE.reasons).
+    /// File for rejected records (reasons go to FILE.reasons). Neither may
+    /// exist: an import never overwrites a file, and refuses an existing
+    /// one before anything is read.
     #[arg(long)]
     pub rejects: Option<PathBuf>,
     /// A primary key already in the table or elsewhere in the input: fail,

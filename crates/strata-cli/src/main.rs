@@ -103,9 +103,11 @@ enum Cmd {
         db: PathBuf,
     },
     /// Salvage a database that will not open (damaged MANIFEST or CURRENT,
-    /// missing tables) and report exactly what was lost.
+    /// missing tables) and report exactly what was lost, including any SQL
+    /// table whose indexes no longer match its rows.
     Repair(repair_cmd::RepairArgs),
-    /// Verify every checksum and invariant of a database; exit 1 on a problem.
+    /// Verify every checksum and invariant of a database, and that each SQL
+    /// table's indexes hold one entry per row; exit 1 on a problem.
     Check(check_cmd::CheckArgs),
     /// Crash-test driver: SIGKILL and simulated power cuts for --duration seconds.
     CrashTest(crash_cmd::CrashTestArgs),

@@ -6,6 +6,7 @@
 
 mod common;
 use common::strata;
+use std::path::Path;
 
 #[test]
 fn import_then_read_back() {
@@ -389,7 +390,7 @@ fn refused_inputs_change_nothing_and_say_why() {
 /// input, or inside the database directory, is refused before anything is
 /// read (one overwrote the input and imported 0 rows, the other emptied
 /// CURRENT); and the file is created only when a bad row arrives, so an
-/// import without bad rows leaves a file already at the path alone.
+/// import without bad rows creates nothing.
 #[test]
 fn the_rejects_file_never_overwrites_an_input_or_the_database() {
     let d = tempfile::tempdir().unwrap();
@@ -454,19 +455,79 @@ fn the_rejects_file_never_overwrites_an_input_or_the_database() {
         "CREATE TABLE t (id INT PRIMARY KEY, v INT);"
     );
 
-    std::fs::write(p("keep.txt"), "mine").unwrap();
-    std::fs::write(p("five.csv"), "5,50\n").unwrap();
-    let (ok, _, err) = import(&p("db"), &p("keep.txt"), &p("five.csv"));
-    assert!(ok, "{err}");
-    assert_eq!(
-        std::fs::read_to_string(p("keep.txt")).unwrap(),
-        "mine",
-        "no bad row: untouched"
+    assert!(
+        !Path::new(&p("rej.csv")).exists(),
+        "no bad row: no rejects file"
     );
     let (ok, _, err) = import(&p("db"), &p("rej.csv"), &p("in.csv"));
     assert!(ok, "{err}");
     assert_eq!(std::fs::read_to_string(p("rej.csv")).unwrap(), "3,x\n");
-    assert_eq!(strata(&["count", &p("db"), "t"]).1.trim(), "4");
+    assert_eq!(strata(&["count", &p("db"), "t"]).1.trim(), "3");
+}
+
+/// `--rejects FILE` never overwrites an existing FILE (nor FILE.reasons):
+/// the import is refused before anything is read, with an error naming the
+/// file, and the file and the table are as they were (it used to truncate
+/// the file when the first bad row arrived). Without bad rows too: whether
+/// one arrives is known only after the file would have been needed.
+#[test]
+fn the_rejects_file_must_not_exist() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("t.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v INT);").unwrap();
+    std::fs::write(p("in.csv"), "1,10\n2,20\n3,x\n").unwrap();
+    std::fs::write(p("ok.csv"), "4,40\n").unwrap();
+    let import = |rejects: &str, file: &str| {
+        strata(&[
+            "import",
+            &p("db"),
+            "--schema",
+            &p("t.sql"),
+            "--table",
+            "t",
+            "--max-bad-rows",
+            "1",
+            "--rejects",
+            rejects,
+            file,
+        ])
+    };
+    std::fs::write(p("keep.txt"), "mine").unwrap();
+    for file in ["in.csv", "ok.csv"] {
+        let (ok, _, err) = import(&p("keep.txt"), &p(file));
+        assert!(
+            !ok && err.contains(&format!(
+                "the rejects file {} already exists",
+                p("keep.txt")
+            )),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(p("keep.txt")).unwrap(), "mine");
+        assert!(!Path::new(&p("keep.txt.reasons")).exists());
+        assert!(!Path::new(&p("db")).exists(), "nothing was imported");
+    }
+    // Only the reasons file is there: refused too, and kept.
+    std::fs::write(p("rej.csv.reasons"), "old reasons").unwrap();
+    let (ok, _, err) = import(&p("rej.csv"), &p("in.csv"));
+    assert!(
+        !ok && err.contains(&format!(
+            "the rejects file {} already exists",
+            p("rej.csv.reasons")
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p("rej.csv.reasons")).unwrap(),
+        "old reasons"
+    );
+    assert!(!Path::new(&p("rej.csv")).exists());
+    // A new path works, and a second run onto it is refused.
+    let (ok, _, err) = import(&p("new.csv"), &p("in.csv"));
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read_to_string(p("new.csv")).unwrap(), "3,x\n");
+    let (ok, _, err) = import(&p("new.csv"), &p("ok.csv"));
+    assert!(!ok && err.contains("already exists"), "{err}");
+    assert_eq!(strata(&["count", &p("db"), "t"]).1.trim(), "2");
 }
 
 /// The summary says where bad rows went (the `--rejects` file, or nowhere

@@ -59,6 +59,12 @@ fn ingest_table_then_read_back_and_refuse_twice() {
     );
     assert_eq!(strata(&["count", &db, "kv"]).1.trim(), "5000");
     assert_eq!(strata(&["get", &db, "kv", "42"]).1, "42,v4958\n");
+    // Its index holds one entry per row, as `strata check` verifies.
+    let (ok, out, err) = strata(&["check", &db]);
+    assert!(
+        ok && out.contains("1 SQL tables (5000 rows, 5000 index entries)"),
+        "{out}{err}"
+    );
 
     // Again: the table exists; nothing changes.
     let (ok, _, err) = strata(&["ingest-table", &db, &p("bundle")]);

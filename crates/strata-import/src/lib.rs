@@ -5,7 +5,8 @@
 //! import ([`pipeline::import`]) parses the input on all cores, sorts each
 //! index externally under one memory budget, writes SSTs and ingests every
 //! file of every index with the table's [`catalog`] entry in one atomic
-//! ingestion. [`table`] reads tables back (get, scan, count). It uses only
+//! ingestion. [`table`] reads tables back (get, scan, count), and
+//! [`consistency`] checks that every index holds one entry per row. It uses only
 //! the public API of the `strata` crate. A table built elsewhere (Apache
 //! Spark, another machine) arrives as a [`bundle`]: its SSTs and a manifest,
 //! checked whole and ingested in one step. `docs/import.md` describes the
@@ -17,6 +18,7 @@ pub mod bundle;
 pub mod catalog;
 pub mod chunk;
 pub mod codec;
+pub mod consistency;
 pub mod csv;
 pub mod encode;
 pub mod error;

@@ -281,9 +281,12 @@ impl Drop for TempDir {
 }
 
 /// Refuses a rejects path (or its `.reasons` file) that is one of the
-/// inputs or lies inside the database's directory: writing bad rows there
-/// would destroy an input or a database file ("input files are only read";
-/// a failed import leaves the database as it was).
+/// inputs, lies inside the database's directory, or exists at all: writing
+/// bad rows there would destroy an input, a database file ("input files are
+/// only read"; a failed import leaves the database as it was) or whatever
+/// the user kept at that path (an import never overwrites a file; the files
+/// are created with `create_new` when the first bad row arrives, so one
+/// that appears in between is not overwritten either).
 fn check_rejects_path(db: &Db, rejects: &Path, inputs: &[Input]) -> Result<()> {
     // The file may not exist yet: then its directory, resolved, and its name.
     let resolve = |q: &Path| -> Option<PathBuf> {
@@ -317,6 +320,17 @@ fn check_rejects_path(db: &Db, rejects: &Path, inputs: &[Input]) -> Result<()> {
         if db_dir.as_ref().is_some_and(|d| t.starts_with(d)) {
             return Err(Error::invalid(format!(
                 "the rejects file {} is inside the database directory",
+                target.display()
+            )));
+        }
+    }
+    for target in [rejects.to_path_buf(), reasons_path(rejects)] {
+        // symlink_metadata: a dangling symbolic link is there too (and
+        // `create_new` would refuse it later, after rows were parsed).
+        if std::fs::symlink_metadata(&target).is_ok() {
+            return Err(Error::invalid(format!(
+                "the rejects file {} already exists: an import does not overwrite it \
+                 (remove it or name a new file)",
                 target.display()
             )));
         }
@@ -1221,10 +1235,10 @@ fn match_header(
     Ok(cols)
 }
 
-/// The rejects file and its reasons file.
-/// The rejects file and its `.reasons` file, created (truncating what was
-/// there) only when the first bad row arrives: an import without bad rows,
-/// or one that fails before any, leaves an existing file at the path alone.
+/// The rejects file and its `.reasons` file, created only when the first
+/// bad row arrives, and never over an existing file (`create_new`;
+/// `check_rejects_path` already refused a path that existed before the
+/// import began).
 struct Rejects {
     path: Option<PathBuf>,
     out: Option<(
@@ -1248,8 +1262,15 @@ impl Rejects {
                 return Ok(());
             };
             let reasons = reasons_path(p);
-            let a = std::fs::File::create(p).map_err(|e| Error::io(p, e))?;
-            let r = std::fs::File::create(&reasons).map_err(|e| Error::io(&reasons, e))?;
+            let create = |q: &Path| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(q)
+                    .map_err(|e| Error::io(q, e))
+            };
+            let a = create(p)?;
+            let r = create(&reasons)?;
             self.out = Some((
                 std::io::BufWriter::new(a),
                 std::io::BufWriter::new(r),

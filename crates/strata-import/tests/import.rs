@@ -225,6 +225,8 @@ fn bad_rows_within_the_limit_go_to_the_rejects_file() {
     let dir2 = tempfile::tempdir().unwrap();
     let db2 = Db::open_default(dir2.path()).unwrap();
     o.max_bad_rows = 1;
+    // A new rejects file: the first one exists now, and is never overwritten.
+    o.rejects = Some(dir.path().join("rejects2.csv"));
     let e = import(&db2, schema.table("t").unwrap(), &[input], &o).unwrap_err();
     assert!(e.to_string().contains("in.csv:4: column amount"), "{e}");
     assert!(all_pairs(&db2).is_empty());
