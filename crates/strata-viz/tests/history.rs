@@ -209,3 +209,56 @@ fn every_open_is_in_the_history_with_the_right_trees() {
         h.notes
     );
 }
+
+/// Many short sessions (one key each, as `strata kv put` does) continue
+/// one `EVENTS` segment with a `reopen` line each instead of a whole tree:
+/// the history still has one open step per session, numbered in order,
+/// and ends at the MANIFEST's tree.
+#[test]
+fn short_sessions_sharing_a_segment_are_each_an_open() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    const SESSIONS: usize = 40;
+    for i in 0..SESSIONS {
+        let db = Db::open(&dir, Options::default()).unwrap();
+        db.put(format!("k{i}"), format!("v{i}")).unwrap();
+        db.close().unwrap();
+    }
+    let segments = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("EVENTS")
+        })
+        .count();
+    assert_eq!(segments, 1);
+    let h = history::load(&dir).unwrap();
+    let opens: Vec<u64> = h
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Open)
+        .map(|s| s.job)
+        .collect();
+    assert_eq!(opens, (1..=SESSIONS as u64).collect::<Vec<_>>());
+    let m = inspect::read_manifest(&dir).unwrap();
+    let mut t = Tree::new();
+    for e in &m.edits {
+        t.apply(e).unwrap();
+    }
+    let last = h.steps.len() - 1;
+    let got: FileSet = h
+        .placements
+        .iter()
+        .filter(|p| p.born <= last && p.died.is_none_or(|d| d > last))
+        .map(|p| (p.file.level, p.file.number))
+        .collect();
+    assert_eq!(got, set_of(&t));
+    assert!(
+        h.notes.iter().all(|n| !n.contains("no matching event")),
+        "{:?}",
+        h.notes
+    );
+}

@@ -24,7 +24,7 @@ use crate::key::{make_internal_key, ValueKind};
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 use std::path::Path;
 
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(super) fn parse_size(s: &str) -> Result<u64, String> {
     let (num, mul) = match s.chars().last() {
         Some('K') => (&s[..s.len() - 1], 1u64 << 10),
         Some('M') => (&s[..s.len() - 1], 1 << 20),
@@ -46,7 +46,7 @@ fn fmt_size(n: u64) -> String {
     }
 }
 
-fn file(number: u64, range: &str, size: u64) -> Result<FileMeta, String> {
+pub(super) fn file(number: u64, range: &str, size: u64) -> Result<FileMeta, String> {
     let (lo, hi) = range
         .split_once('-')
         .ok_or_else(|| format!("bad range {range:?}"))?;

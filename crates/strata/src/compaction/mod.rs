@@ -8,3 +8,5 @@ pub mod picker;
 
 #[cfg(test)]
 mod lbase_cuts_data;
+#[cfg(test)]
+mod picker_data;

@@ -7,8 +7,18 @@
 //! `base_level_bytes`. Levels above Lbase that hold data (left from when the
 //! tree was smaller) get an unbounded score and drain downward.
 //!
-//! L0's score is its depth in sublevels over `l0_compaction_threshold`. With
-//! sublevel picking, an L0 compaction is built around the tallest interval
+//! L0's score is the larger of its depth in sublevels over
+//! `l0_compaction_threshold` and its file count (files not being compacted)
+//! over `l0_compaction_file_threshold` (Pebble's two L0 terms). The count
+//! term is for L0 files that never stack: many small flushes of disjoint
+//! keys (one per short-lived open, say) sit in one sublevel, so the depth
+//! term stays low however many there are. When the count term is what
+//! triggers L0 (it is at least 1 and above the depth term), an L0 -> Lbase
+//! pick is widened with every L0 file it can take without pulling in more
+//! of Lbase ([`L0Sublevels::extend_base_pick`], Pebble's
+//! `ExtendL0ForBaseCompactionTo`): a pick around one depth-1 interval
+//! would otherwise take a single file and move it, count unchanged. With
+//! //! sublevel picking, an L0 compaction is built around the tallest interval
 //! of L0 (see `version::sublevels`) so several can run on disjoint key
 //! ranges; intra-L0 compaction is the fallback when L0 -> Lbase cannot
 //! proceed. Without it (the comparison mode), L0 is picked the classic way:
@@ -42,6 +52,19 @@ use std::sync::Arc;
 pub struct CompactionOptions {
     /// L0 depth (sublevels) at which L0 scores 1.
     pub l0_compaction_threshold: usize,
+    /// L0 file count (files not being compacted) at which L0 scores 1,
+    /// whatever its depth; 0 turns the count term off. Pebble's
+    /// `L0CompactionFileThreshold` (500 there). Default 200: below it,
+    /// Strata's own workloads never reach it (peaks of 147 L0 files in W5
+    /// with the default slicing, 78 in W1's direct import, tens in W3 and
+    /// W4, docs/benchmarks.md), so they pick exactly as before; above it,
+    /// L0 files are nearly always small ones that never stacked (one
+    /// flush per short-lived open: 300 opens left 299 files of 1.7 KB in
+    /// one sublevel), which cost a table-cache entry, a descriptor and a
+    /// MANIFEST record each and are cheap to merge. W5 with 2 MiB Lbase
+    /// slices (`lbase_split_bytes`, not the default) peaks at 310 files
+    /// and would compact on this term as well as on depth.
+    pub l0_compaction_file_threshold: usize,
     /// Pick L0 compactions from the sublevel structure (and split flushes
     /// at sublevel boundaries); off: classic whole-overlap L0 picking.
     pub l0_sublevels: bool,
@@ -97,6 +120,7 @@ impl Default for CompactionOptions {
     fn default() -> Self {
         CompactionOptions {
             l0_compaction_threshold: 4,
+            l0_compaction_file_threshold: 200,
             l0_sublevels: true,
             base_level_bytes: 64 << 20,
             level_multiplier: 10,
@@ -274,16 +298,8 @@ pub fn scores(
     o: &CompactionOptions,
 ) -> [f64; NUM_LEVELS] {
     let mut s = [0.0; NUM_LEVELS];
-    s[0] = if o.l0_sublevels {
-        sub.max_depth_after_ongoing() as f64 / o.l0_compaction_threshold as f64
-    } else {
-        let idle = v
-            .files(0)
-            .iter()
-            .filter(|f| !running.files.contains(&f.number))
-            .count();
-        idle as f64 / o.l0_compaction_threshold as f64
-    };
+    let (depth, count) = l0_terms(v, sub, running, o);
+    s[0] = depth.max(count);
     for (l, score) in s.iter_mut().enumerate().take(NUM_LEVELS - 1).skip(1) {
         let bytes: u64 = v
             .files(l)
@@ -302,6 +318,33 @@ pub fn scores(
         };
     }
     s
+}
+
+/// L0's two score terms: (depth, file count), each over its threshold
+/// (the count term 0 when `l0_compaction_file_threshold` is 0).
+pub fn l0_terms(
+    v: &Version,
+    sub: &L0Sublevels,
+    running: &Running,
+    o: &CompactionOptions,
+) -> (f64, f64) {
+    let idle = v
+        .files(0)
+        .iter()
+        .filter(|f| !running.files.contains(&f.number))
+        .count();
+    let depth = if o.l0_sublevels {
+        sub.max_depth_after_ongoing()
+    } else {
+        idle
+    };
+    let depth = depth as f64 / o.l0_compaction_threshold.max(1) as f64;
+    let count = if o.l0_compaction_file_threshold == 0 {
+        0.0
+    } else {
+        idle as f64 / o.l0_compaction_file_threshold as f64
+    };
+    (depth, count)
 }
 
 fn range_of<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> Option<(Vec<u8>, Vec<u8>)> {
@@ -450,6 +493,21 @@ fn pick_l0(
             o.max_compaction_bytes
         };
         if let Some(p) = sub.pick_base_compaction(max, &conflict, &lbase_bytes) {
+            let (depth, count) = l0_terms(v, sub, running, o);
+            if count >= 1.0 && count > depth {
+                // The file count triggered: take every L0 file that costs
+                // no more of Lbase, or the pick may take one file and move
+                // it (see the module documentation).
+                let wide = widen_to_lbase_gap(v, sub, base, &p, max, &lbase_bytes);
+                if wide.files.len() > p.files.len() {
+                    if let Some(mut c) =
+                        build(v, Reason::L0ToBase, 0, base, wide.files, running, score)
+                    {
+                        c.lbase_split = split;
+                        return Some(c);
+                    }
+                }
+            }
             if let Some(mut c) = build(v, Reason::L0ToBase, 0, base, p.files, running, score) {
                 c.lbase_split = split;
                 return Some(c);
@@ -490,6 +548,41 @@ fn pick_l0(
         }
     }
     build(v, Reason::L0ToBase, 0, base, chosen, running, score)
+}
+
+/// `p` widened with the L0 files lying between the Lbase files next to
+/// the ones `p` already overlaps (exclusive), within `max` bytes with the
+/// Lbase files under `p`: a compaction of the result reads no more of
+/// Lbase than `p`'s would.
+fn widen_to_lbase_gap(
+    v: &Version,
+    sub: &L0Sublevels,
+    base: usize,
+    p: &crate::version::L0Pick,
+    max: u64,
+    lbase_bytes: &dyn Fn(&[u8], &[u8]) -> u64,
+) -> crate::version::L0Pick {
+    let lbase = v.files(base);
+    let under = v.overlapping(base, &p.smallest, &p.largest);
+    let lo = under
+        .first()
+        .map_or(p.smallest.as_slice(), |f| f.smallest_user_key())
+        .min(p.smallest.as_slice());
+    let hi = under
+        .last()
+        .map_or(p.largest.as_slice(), |f| f.largest_user_key())
+        .max(p.largest.as_slice());
+    let after = lbase
+        .iter()
+        .rev()
+        .find(|f| f.largest_user_key() < lo)
+        .map(|f| f.largest_user_key());
+    let before = lbase
+        .iter()
+        .find(|f| f.smallest_user_key() > hi)
+        .map(|f| f.smallest_user_key());
+    let budget = max.saturating_sub(lbase_bytes(&p.smallest, &p.largest));
+    sub.extend_base_pick(p, after, before, budget)
 }
 
 /// An intra-L0 pick that cannot put an output above newer data still in

@@ -4,12 +4,18 @@
 //!
 //! The log is a sequence of segments (format in [`crate::events`]): `EVENTS`
 //! is written, `EVENTS.NNNNNN` are closed. No segment is ever rewritten or
-//! copied: an open renames the previous `EVENTS` to the next number (one
-//! atomic rename; the old code copied the whole log into a new file at each
-//! open, which a crash between the truncating create and the copy could
-//! empty), and a segment past [`SEGMENT_BYTES`] is closed the same way
-//! mid-session. In each new segment the first tree change is the whole tree
-//! (`open` or `log_rolled`), so deleting the oldest closed segments to stay under
+//! copied. An open continues the previous `EVENTS` when it can
+//! (`Writer::resume`: a whole last line, a whole tree in it, fewer than
+//! [`SEGMENT_BYTES`] after that tree, a file system that appends), and
+//! writes itself there as a `reopen` line, the difference between its
+//! tree and the tree the segment describes, so N short sessions cost N
+//! small lines rather than N trees. Otherwise it renames the previous
+//! `EVENTS` to the next number (one atomic rename; the old code copied the
+//! whole log into a new file at each open, which a crash between the
+//! truncating create and the copy could empty), and a segment past
+//! [`SEGMENT_BYTES`] is closed the same way mid-session. In each new
+//! segment the first tree change is the whole tree (`open` or
+//! `log_rolled`), so deleting the oldest closed segments to stay under
 //! [`KEEP_BYTES`] never leaves a segment that cannot be replayed.
 //!
 //! Invariants:
@@ -21,7 +27,8 @@
 //! - lines are written whole with one append each (a staged run of them
 //!   with one) and not synced: a crash
 //!   can cut short only a segment's last line, and the next session writes
-//!   a new segment instead of appending after it;
+//!   a new segment instead of appending after it (it resumes a segment only
+//!   when the whole segment parses and ends with a newline);
 //! - to start a segment with the whole tree, the log keeps the tree as its
 //!   own events describe it (`Open` sets it, other tree changes update it),
 //!   one entry per live file;
@@ -39,8 +46,9 @@
 //!   call that staged them returns to its caller.
 
 use crate::events::{
-    parse_segment_name, segment_name, Event, EventListener, EventRecord, TableInfo, EVENTS_FILE,
-    FORMAT_VERSION, KEEP_BYTES, SEGMENT_BYTES,
+    apply_to_tree, parse_events, parse_segment_name, reopen_line, segment_name, Event,
+    EventListener, EventRecord, LogTree, TableInfo, EVENTS_FILE, FORMAT_VERSION, KEEP_BYTES,
+    SEGMENT_BYTES,
 };
 use crate::version::{FileMeta, Version};
 use crate::vfs::{Vfs, WritableFile};
@@ -87,7 +95,10 @@ struct Writer {
     written: u64,
     opening: u64,
     /// The tree as the events describe it, by (level, number).
-    tree: BTreeMap<(usize, u64), TableInfo>,
+    tree: LogTree,
+    /// This segment was the last session's, resumed: the session's `Open`
+    /// is to be written as a `reopen` line against `tree`.
+    resumed: bool,
     limits: Limits,
     /// Events staged and not yet handed to the file, in order (formatted
     /// when written: the JSON is most of an event's cost).
@@ -165,6 +176,64 @@ impl Writer {
             written: 0,
             opening: 0,
             tree: BTreeMap::new(),
+            resumed: false,
+            limits,
+            pending: Vec::new(),
+        })
+    }
+
+    /// Continues the last session's `EVENTS`, if it ends with a whole line,
+    /// parses, holds a whole tree (so it replays on its own) and has fewer
+    /// than `segment_bytes` after that tree; `None` otherwise, or if the
+    /// file system cannot append, and the caller starts a new segment.
+    /// Reading it costs at most about a segment per open.
+    fn resume(vfs: Arc<dyn Vfs>, dir: &Path, limits: Limits) -> Option<Writer> {
+        let path = dir.join(EVENTS_FILE);
+        if !vfs.exists(&path) {
+            return None;
+        }
+        let text = crate::vfs::read_all(vfs.as_ref(), &path).ok()?;
+        if !text.ends_with(b"\n") {
+            return None;
+        }
+        let parsed = parse_events(&text, EVENTS_FILE).ok()?;
+        if !parsed.torn.is_empty() {
+            return None;
+        }
+        // The bytes up to the end of the segment's first whole tree: what
+        // a roll does not count against the segment either.
+        let mut opening = None;
+        let mut offset = 0usize;
+        for line in text.split_inclusive(|&b| b == b'\n') {
+            offset += line.len();
+            let whole = parse_events(line, EVENTS_FILE).is_ok_and(|p| {
+                p.records
+                    .iter()
+                    .any(|r| matches!(r.event, Event::Open { .. } | Event::LogRolled { .. }))
+            });
+            if whole {
+                opening = Some(offset as u64);
+                break;
+            }
+        }
+        let opening = opening?;
+        let written = text.len() as u64;
+        if written - opening >= limits.segment_bytes {
+            return None;
+        }
+        let mut tree = LogTree::new();
+        for r in &parsed.records {
+            apply_to_tree(&mut tree, &r.event);
+        }
+        let file = vfs.open_append(&path).ok()?;
+        Some(Writer {
+            vfs,
+            dir: dir.to_path_buf(),
+            file,
+            written,
+            opening,
+            tree,
+            resumed: true,
             limits,
             pending: Vec::new(),
         })
@@ -214,19 +283,7 @@ impl Writer {
 
     /// Keeps `tree` as the events describe it.
     fn track(&mut self, event: &Event) {
-        if let Some(files) = event.whole_tree() {
-            self.tree = files
-                .iter()
-                .map(|f| ((f.level, f.number), f.clone()))
-                .collect();
-        } else if let Some((added, removed)) = event.tree_change() {
-            for f in removed {
-                self.tree.remove(&(f.level, f.number));
-            }
-            for f in added {
-                self.tree.insert((f.level, f.number), f.clone());
-            }
-        }
+        apply_to_tree(&mut self.tree, event);
     }
 }
 
@@ -242,8 +299,9 @@ fn line_of(event: Event) -> String {
 }
 
 impl EventLog {
-    /// Starts a new segment of the log in `dir`, closing the one the last
-    /// session wrote (earlier sessions stay in the closed segments).
+    /// Continues the segment the last session wrote in `dir` when it can
+    /// (`Writer::resume`), else starts a new segment, closing that one
+    /// (earlier sessions stay in the closed segments).
     pub fn open(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
@@ -260,7 +318,10 @@ impl EventLog {
         limits: Limits,
     ) -> EventLog {
         EventLog {
-            writer: Mutex::new(Writer::start(vfs, dir, limits)),
+            writer: Mutex::new(
+                Writer::resume(Arc::clone(&vfs), dir, limits)
+                    .or_else(|| Writer::start(vfs, dir, limits)),
+            ),
             listener,
             next_job: AtomicU64::new(1),
             staged: AtomicBool::new(false),
@@ -349,7 +410,10 @@ impl EventLog {
             *g = Some(w);
             return;
         }
-        let mut line = r.to_json();
+        let mut line = match &r.event {
+            Event::Open { files } if w.resumed => reopen_line(r.time, &w.tree, files),
+            _ => r.to_json(),
+        };
         line.push('\n');
         if w.written - w.opening + line.len() as u64 > w.limits.segment_bytes
             && w.written > w.opening
@@ -361,6 +425,9 @@ impl EventLog {
         }
         if w.append(&line).is_err() {
             return;
+        }
+        if matches!(r.event, Event::Open { .. }) {
+            w.resumed = false;
         }
         w.track(&r.event);
         *g = Some(w);

@@ -367,6 +367,73 @@ impl L0Sublevels {
         None
     }
 
+    /// Widens an L0 -> Lbase pick (from [`Self::pick_base_compaction`])
+    /// with files lying strictly between the user keys `after` and `before`
+    /// (`None`: unbounded), for when the L0 file count, not its depth, asks
+    /// for a compaction: many small files side by side in one sublevel,
+    /// which a pick built around one interval would take one at a time.
+    /// The caller passes the bounds of the Lbase files next to those the
+    /// pick already overlaps, so the widened pick reads no more of Lbase
+    /// (Pebble's `ExtendL0ForBaseCompactionTo`).
+    ///
+    /// Sublevels are walked bottom up, files in key order; a file is added
+    /// if it lies in the window, is not compacting, every older file it
+    /// overlaps is already in the pick (the read-order rule of an L0 ->
+    /// Lbase pick), and the total stays within `max_bytes`. The pick's own
+    /// files are always kept, whatever `max_bytes` says.
+    pub fn extend_base_pick(
+        &self,
+        pick: &L0Pick,
+        after: Option<&[u8]>,
+        before: Option<&[u8]>,
+        max_bytes: u64,
+    ) -> L0Pick {
+        let numbers: HashSet<u64> = pick.files.iter().map(|f| f.number).collect();
+        let mut c = Candidate::new(self.files.len());
+        for (i, f) in self.files.iter().enumerate() {
+            if numbers.contains(&f.meta.number) {
+                self.add(&mut c, i);
+            }
+        }
+        if c.files.is_empty() {
+            return pick.clone();
+        }
+        let inside = |m: &FileMeta| {
+            after.is_none_or(|a| m.smallest_user_key() > a)
+                && before.is_none_or(|b| m.largest_user_key() < b)
+        };
+        for (level, files) in self.levels.iter().enumerate() {
+            for &f in files {
+                let file = &self.files[f];
+                if c.picked[f]
+                    || file.compacting
+                    || !inside(&file.meta)
+                    || c.bytes.saturating_add(file.meta.size) > max_bytes
+                {
+                    continue;
+                }
+                let older_picked = self.levels[..level].iter().all(|lower| {
+                    let start = lower.partition_point(|&g| self.files[g].last < file.first);
+                    lower[start..]
+                        .iter()
+                        .take_while(|&&g| self.files[g].first <= file.last)
+                        .all(|&g| c.picked[g])
+                });
+                if older_picked {
+                    self.add(&mut c, f);
+                }
+            }
+        }
+        let seed = self
+            .bounds
+            .iter()
+            .position(|b| b.key == pick.seed_key)
+            .unwrap_or(c.first);
+        let mut out = self.make_pick(&c, seed);
+        out.seed_depth = pick.seed_depth;
+        out
+    }
+
     /// Picks an intra-L0 compaction, for when L0 -> Lbase cannot proceed:
     /// files to merge into one new L0 file, which reduces the stack depth of
     /// the part of L0 they cover.

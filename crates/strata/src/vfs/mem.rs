@@ -147,6 +147,11 @@ impl Vfs for MemVfs {
         self.files.lock().insert(path.to_path_buf(), data.clone());
         Ok(Box::new(MemWritable { data }))
     }
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(MemWritable {
+            data: self.get(path)?,
+        }))
+    }
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(MemRandom {
             name: path.display().to_string(),

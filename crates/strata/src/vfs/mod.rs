@@ -88,6 +88,15 @@ pub trait SequentialFile: Send {
 pub trait Vfs: Send + Sync {
     /// Creates (or truncates) a file for writing.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for writing at its end (the `EVENTS` log
+    /// continuing the last session's segment). The default says it is not
+    /// supported, and callers do what they did before it existed.
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(crate::error::Error::io(
+            path.display().to_string(),
+            std::io::Error::from(std::io::ErrorKind::Unsupported),
+        ))
+    }
     /// Opens a file for reads at any offset.
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Opens a file to read once from start to end.

@@ -175,6 +175,19 @@ impl Vfs for OsVfs {
             reserved: 0,
         }))
     }
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let f = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(p(path), e))?;
+        let len = f.metadata().map_err(|e| Error::io(p(path), e))?.len();
+        Ok(Box::new(OsWritable {
+            name: p(path),
+            w: BufWriter::with_capacity(256 << 10, f),
+            len,
+            reserved: 0,
+        }))
+    }
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let f = File::open(path).map_err(|e| Error::io(p(path), e))?;
         let len = f.metadata().map_err(|e| Error::io(p(path), e))?.len();
