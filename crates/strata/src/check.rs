@@ -412,7 +412,7 @@ fn check_tables(
                     &name,
                     size.min(f.size),
                     format!(
-                        "the file is {size} bytes but the MANIFEST records {}: it was \
+                        "the file's size is {size} bytes but the MANIFEST records {}: it was \
                          changed or replaced after it was added",
                         f.size
                     ),

@@ -177,6 +177,21 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         // readable after its name is gone.
         wal_files = open_wals(vfs.as_ref(), dir, &names)?;
         let r = VersionSet::recover(Arc::clone(&vfs), dir)?;
+        // A read-only open beside a writer: the WAL the MANIFEST now names
+        // as the oldest still needed may be newer than every WAL listed
+        // (created after the listing, then made the oldest by a flush
+        // before the read). It is not missing, only new: open it now.
+        // Everything before it is in the MANIFEST just read, so its
+        // records, as far as they are written, continue that state. A
+        // writer deletes it only after a later edit, so if it is gone the
+        // open fails and is tried again from the new MANIFEST; a WAL
+        // missing below a listed one is damage, refused as before.
+        let log_number = r.set.log_number();
+        if read_only && log_number > 0 && wal_files.keys().all(|&w| w < log_number) {
+            if let Ok(f) = vfs.open_sequential(&filenames::wal(dir, log_number)) {
+                wal_files.insert(log_number, Ok(f));
+            }
+        }
         // A read-only open keeps its tables open (`TableCache::pin`).
         let keep = if read_only { opts.max_open_files } else { 0 };
         pinned = checks::check_referenced(vfs.as_ref(), dir, &r.set, keep)?;
