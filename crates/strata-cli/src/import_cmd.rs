@@ -174,6 +174,9 @@ pub fn parse_size(s: &str) -> Result<usize> {
     n.checked_mul(mul).context("size too large")
 }
 
+/// The smallest `--memory` accepted.
+const MIN_MEMORY: usize = 1 << 20;
+
 /// Peak resident memory of this process (VmHWM), in bytes.
 pub fn peak_rss() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -246,9 +249,20 @@ pub fn run(a: ImportArgs) -> Result<()> {
     let inputs = input::expand(&a.files)?;
     let total: Option<u64> = inputs.iter().map(|i| i.size()).sum();
     let memory = match &a.memory {
-        Some(m) => parse_size(m)?,
+        Some(m) => {
+            let n = parse_size(m)?;
+            // Below this the budget means nothing: a chunk in flight alone
+            // is larger, and the summary would report a budget it broke.
+            if n < MIN_MEMORY {
+                bail!("--memory {m}: an import needs at least 1 MiB");
+            }
+            n
+        }
         None => strata_import::budget::default_memory(),
     };
+    if a.rows_per_batch == 0 {
+        bail!("--rows-per-batch must be at least 1");
+    }
     let progress = Arc::new(Progress::default());
     let opts = ImportOptions {
         dialect: dialect(&a)?,

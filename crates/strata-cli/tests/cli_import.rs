@@ -651,3 +651,47 @@ fn a_schema_without_the_table_says_what_it_holds() {
     );
     assert!(!d.path().join("db").exists());
 }
+
+/// A budget below 1 MiB (which the summary then reported as kept while
+/// its chunks alone broke it) and zero rows per batch (read as 1) are
+/// refused before anything is created.
+#[test]
+fn meaningless_sizes_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let schema = d.path().join("s.sql");
+    std::fs::write(&schema, "CREATE TABLE kv (k TEXT PRIMARY KEY, v INT)").unwrap();
+    let csv = d.path().join("in.csv");
+    std::fs::write(&csv, "a,1\nb,2\n").unwrap();
+    let db = d.path().join("db");
+    let base = [
+        "import",
+        db.to_str().unwrap(),
+        csv.to_str().unwrap(),
+        "--schema",
+        schema.to_str().unwrap(),
+        "--table",
+        "kv",
+        "--quiet",
+    ];
+    for (extra, want) in [
+        (
+            &["--memory", "0"][..],
+            "--memory 0: an import needs at least 1 MiB",
+        ),
+        (
+            &["--memory", "1KiB"][..],
+            "--memory 1KiB: an import needs at least 1 MiB",
+        ),
+        (
+            &["--mode", "batch", "--rows-per-batch", "0"][..],
+            "--rows-per-batch must be at least 1",
+        ),
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let (ok, out, err) = strata(&args);
+        assert!(!ok && err.contains(want), "{extra:?}: {out}{err}");
+        assert!(!db.exists(), "{extra:?} created the database");
+    }
+    let (ok, _, err) = strata(&base);
+    assert!(ok, "{err}");
+}
