@@ -19,27 +19,9 @@ pub struct CheckArgs {
 }
 
 pub fn run(a: CheckArgs) -> Result<()> {
-    // What is not a database at all gets the words the other commands use
-    // (a directory with a MANIFEST but no CURRENT is a damaged database,
-    // and its missing CURRENT is reported as a problem below).
-    if !a.db.exists() {
-        bail!("no database at {}: nothing exists there", a.db.display());
-    }
-    if !a.db.is_dir() {
-        bail!(
-            "{} is not a Strata database: it is a file, not a directory",
-            a.db.display()
-        );
-    }
-    let has_manifest = std::fs::read_dir(&a.db)?
-        .filter_map(|e| e.ok())
-        .any(|e| e.file_name().to_string_lossy().starts_with("MANIFEST-"));
-    if !has_manifest && !a.db.join("CURRENT").exists() {
-        bail!(
-            "{} is not a Strata database: the directory has no CURRENT and no MANIFEST",
-            a.db.display()
-        );
-    }
+    // What is no database at all (nothing there, a file, a directory
+    // without CURRENT or MANIFEST) is refused by the check itself, in the
+    // words opening it uses.
     let r = strata::check::check_dir(&a.db)?;
     for w in &r.warnings {
         outln!("warning: {w}")?;

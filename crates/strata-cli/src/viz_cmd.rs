@@ -18,16 +18,6 @@ pub struct VizArgs {
 }
 
 pub fn run(a: VizArgs) -> Result<()> {
-    // A missing path or a file gets the words the other commands use.
-    if !a.db.exists() {
-        anyhow::bail!("no database at {}: nothing exists there", a.db.display());
-    }
-    if !a.db.is_dir() {
-        anyhow::bail!(
-            "{} is not a Strata database: it is a file, not a directory",
-            a.db.display()
-        );
-    }
     // The page's directory, resolved (the page itself may not exist yet).
     let parent = match a.output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -41,8 +31,18 @@ pub fn run(a: VizArgs) -> Result<()> {
             a.output.display()
         );
     }
-    let page = strata_viz::render_page(&a.db)
-        .with_context(|| format!("reading the history of {}", a.db.display()))?;
+    // What is no database at all (nothing there, a file, no CURRENT) is
+    // refused by the reader in the words the other commands use, and
+    // needs no more words here.
+    let page = strata_viz::render_page(&a.db).map_err(|e| {
+        let not_found = e.is_not_found();
+        let e = anyhow::Error::new(e);
+        if not_found {
+            e
+        } else {
+            e.context(format!("reading the history of {}", a.db.display()))
+        }
+    })?;
     std::fs::write(&a.output, &page).with_context(|| format!("writing {}", a.output.display()))?;
     outln!(
         "wrote {} ({} bytes); open it in a browser",

@@ -126,14 +126,29 @@ pub fn check_dir(dir: &Path) -> Result<CheckReport> {
     check(&OsVfs, dir)
 }
 
-/// Checks the database in `dir` (see the module doc). Only an unreadable
-/// directory, or a RocksDB or LevelDB database (`Error::NotADatabase`, as
-/// opening it is), is an `Err`; everything found in the files is in the
-/// report.
+/// Checks the database in `dir` (see the module doc). What is no database
+/// at all is an `Err`, in the words opening it uses: nothing at `dir`
+/// (`Error::NotFound`), a file, a RocksDB or LevelDB database, or a
+/// directory with neither a `CURRENT` nor a MANIFEST
+/// (`Error::NotADatabase`); so is a directory that cannot be listed.
+/// Everything found in the files of a database is in the report: one with
+/// a MANIFEST but no `CURRENT` is a damaged database, and its missing
+/// `CURRENT` is a problem.
 pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
     let mut r = CheckReport::default();
-    let names = vfs.list(dir)?;
+    let Some(names) = crate::db::recovery_checks::list_dir(vfs, dir)? else {
+        return Err(Error::NotFound {
+            path: dir.display().to_string(),
+        });
+    };
     crate::db::recovery_checks::refuse_foreign(dir, &names)?;
+    let manifest = |n: &String| matches!(filenames::parse(n), Some(FileKind::Manifest(_)));
+    if !names.iter().any(|n| n == "CURRENT" || manifest(n)) {
+        return Err(Error::NotADatabase {
+            path: dir.display().to_string(),
+            reason: "the directory has no CURRENT and no MANIFEST".into(),
+        });
+    }
     check_events(vfs, dir, &mut r);
     let Some(mut state) = check_manifest(vfs, dir, &mut r) else {
         return Ok(r);

@@ -93,7 +93,8 @@ pub struct ManifestHistory {
 }
 
 /// Reads the MANIFEST that `CURRENT` names in `dir` (operating-system file
-/// system).
+/// system). A `dir` that is no database is refused as opening refuses it
+/// ([`Error::NotFound`], [`Error::NotADatabase`]).
 pub fn read_manifest(dir: &Path) -> Result<ManifestHistory> {
     read_manifest_in(&OsVfs, dir)
 }
@@ -115,13 +116,8 @@ pub fn read_manifest_in(vfs: &dyn Vfs, dir: &Path) -> Result<ManifestHistory> {
 }
 
 fn current_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<PathBuf> {
+    crate::db::recovery_checks::require_database(vfs, dir)?;
     let cur_path = filenames::current(dir);
-    if !vfs.exists(&cur_path) {
-        return Err(Error::invalid(format!(
-            "{} is not a Strata database (no CURRENT file)",
-            dir.display()
-        )));
-    }
     let cur = vfs::read_all(vfs, &cur_path)?;
     let cur = String::from_utf8_lossy(&cur);
     let name = cur.trim_end_matches('\n');

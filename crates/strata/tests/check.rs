@@ -575,3 +575,80 @@ fn events_torn_by_a_crash_still_read_after_the_next_open() {
         );
     }
 }
+
+/// What is no database at all is refused by `check`, by `inspect` (the
+/// visualiser's reader) and by a read-only open alike, with the same
+/// error kind and words, and none of them creates anything; a directory
+/// with a MANIFEST but no CURRENT is a damaged database to `check` (a
+/// problem in its report), and no database to the others. On the
+/// operating system's file system: the in-memory ones have no
+/// directories of their own.
+#[test]
+fn what_is_no_database_is_refused_alike_by_every_reader() {
+    use strata::Error;
+    let root = tempfile::tempdir().unwrap();
+    let at = |p: &str| root.path().join(p);
+    for d in ["empty", "rocks", "lost-current"] {
+        std::fs::create_dir(at(d)).unwrap();
+    }
+    for (file, data) in [
+        ("a-file", &b"text"[..]),
+        ("rocks/IDENTITY", &b"0123"[..]),
+        ("rocks/000004.sst", &b"x"[..]),
+        ("lost-current/MANIFEST-000007", &b""[..]),
+    ] {
+        std::fs::write(at(file), data).unwrap();
+    }
+    let kind = |e: &Error| match e {
+        Error::NotFound { .. } => "NotFound",
+        Error::NotADatabase { .. } => "NotADatabase",
+        _ => "other",
+    };
+    let tree = || -> Vec<String> {
+        let mut names = Vec::new();
+        let mut dirs = vec![root.path().to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                names.push(p.display().to_string());
+                if p.is_dir() {
+                    dirs.push(p);
+                }
+            }
+        }
+        names.sort();
+        names
+    };
+    let before = tree();
+    for (dir, want) in [
+        ("nothing-here", "NotFound"),
+        ("a-file", "NotADatabase"),
+        ("empty", "NotADatabase"),
+        ("rocks", "NotADatabase"),
+    ] {
+        let p = at(dir);
+        let checked = strata::check::check_dir(&p).map(|_| ()).unwrap_err();
+        assert_eq!(kind(&checked), want, "check {dir}: {checked}");
+        let read = strata::inspect::read_manifest(&p).map(|_| ()).unwrap_err();
+        assert_eq!(kind(&read), want, "inspect {dir}: {read}");
+        let opened = Db::open_read_only(&p, Options::default())
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(kind(&opened), want, "open {dir}: {opened}");
+        // The same sentence up to the reason, whoever refuses.
+        let head = |e: &Error| e.to_string().split(':').next().map(str::to_string);
+        assert_eq!(head(&checked), head(&opened), "{dir}");
+        assert_eq!(head(&read), head(&opened), "{dir}");
+    }
+    let p = at("lost-current");
+    let r = strata::check::check_dir(&p).unwrap();
+    assert!(
+        r.problems.iter().any(|f| f.file.ends_with("CURRENT")),
+        "{:?}",
+        r.problems
+    );
+    let read = strata::inspect::read_manifest(&p).map(|_| ()).unwrap_err();
+    assert_eq!(kind(&read), "NotADatabase", "{read}");
+    assert!(read.to_string().contains("strata repair"), "{read}");
+    assert_eq!(before, tree(), "a reader created or removed something");
+}

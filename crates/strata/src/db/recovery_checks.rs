@@ -155,6 +155,26 @@ pub(crate) fn classify_dir(vfs: &dyn Vfs, dir: &Path) -> Result<DirKind> {
     )))
 }
 
+/// Refuses, in the words opening it uses, a `dir` that is not a Strata
+/// database, for what reads a database's files without opening it
+/// (`inspect`, so `strata viz` and `strata lsm`): nothing there, a file, a
+/// RocksDB or LevelDB database, a directory without `CURRENT`.
+pub(crate) fn require_database(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let path = || dir.display().to_string();
+    match classify_dir(vfs, dir)? {
+        DirKind::Database => Ok(()),
+        DirKind::Missing => Err(Error::NotFound { path: path() }),
+        DirKind::Fresh => Err(Error::NotADatabase {
+            path: path(),
+            reason: "the directory has no CURRENT file".into(),
+        }),
+        DirKind::Unrecognised(reason) => Err(Error::NotADatabase {
+            path: path(),
+            reason,
+        }),
+    }
+}
+
 /// Every table the recovered state names is present with its recorded
 /// size, and no file holds a sequence number past the MANIFEST's last one.
 /// Each physical table is opened to check it; the handles are returned if
