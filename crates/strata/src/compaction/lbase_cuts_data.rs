@@ -11,7 +11,9 @@
 //!   [split-bytes=N]`: the options (defaults otherwise: `slices` is
 //!   `lbase_slices`, `split-bytes` is `lbase_split_bytes`) and the version,
 //!   one level per input line, `L<n>: lo-hi size=N ...` (sizes in bytes,
-//!   with `K`/`M`/`G` suffixes for KiB, MiB, GiB). Prints Lbase, the data's
+//!   with `K`/`M`/`G` suffixes for KiB, MiB, GiB), or `L<n> xN: prefix
+//!   size=N` for N single-key files (`define_version`, which the picker's
+//!   tests share). Prints Lbase, the data's
 //!   and Lbase's bytes, the slice size, the bound on an L0 -> Lbase pick,
 //!   and the cut keys. A file asked for `n` inner points (cut into `n + 1`
 //!   parts) gives the keys `lo/001` ... `lo/n` (three digits), which sort inside it.
@@ -65,6 +67,55 @@ pub(super) fn file(number: u64, range: &str, size: u64) -> Result<FileMeta, Stri
     })
 }
 
+/// The version of a `define` command's input, one level per line:
+/// `L<n>: lo-hi size=N ...`, or `L<n> xN: prefix size=N` for N single-key
+/// files `prefix000` ... (three digits). Files are numbered in input
+/// order from 1, and a file's sequence numbers are its number. Returns
+/// the version and the last number used.
+pub(super) fn define_version(input: &[&str]) -> Result<(Version, u64), String> {
+    let mut edit = VersionEdit::default();
+    let mut number = 0;
+    for line in input {
+        let (head, files) = line.split_once(':').ok_or("want `L<n>: files`")?;
+        let mut head = head.split_whitespace();
+        let level: usize = head
+            .next()
+            .and_then(|l| l.strip_prefix('L'))
+            .and_then(|n| n.parse().ok())
+            .filter(|&l| l < NUM_LEVELS)
+            .ok_or_else(|| format!("bad level in {line:?}"))?;
+        let words: Vec<&str> = files.split_whitespace().collect();
+        if let Some(times) = head.next() {
+            let n: usize = times
+                .strip_prefix('x')
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| format!("bad count {times:?}"))?;
+            let [prefix, size] = words[..] else {
+                return Err("want `L<n> xN: prefix size=N`".into());
+            };
+            let size = parse_size(size.strip_prefix("size=").ok_or("want size=N")?)?;
+            for i in 0..n {
+                number += 1;
+                let k = format!("{prefix}{i:03}");
+                edit.add_file(level, file(number, &format!("{k}-{k}"), size)?);
+            }
+            continue;
+        }
+        for pair in words.chunks(2) {
+            let size = pair
+                .get(1)
+                .and_then(|s| s.strip_prefix("size="))
+                .ok_or("want `lo-hi size=N`")?;
+            number += 1;
+            edit.add_file(level, file(number, pair[0], parse_size(size)?)?);
+        }
+    }
+    let v = Version::new()
+        .apply(&edit, "define")
+        .map_err(|e| e.to_string())?;
+    Ok((v, number))
+}
+
 fn run(cmd: &str, input: &[&str]) -> Result<String, String> {
     let mut words = cmd.split_whitespace();
     let name = words.next().unwrap_or("");
@@ -83,29 +134,7 @@ fn run(cmd: &str, input: &[&str]) -> Result<String, String> {
             _ => return Err(format!("unknown argument {k:?}")),
         }
     }
-    let mut edit = VersionEdit::default();
-    let mut number = 0;
-    for line in input {
-        let (level, files) = line.split_once(':').ok_or("want `L<n>: files`")?;
-        let level: usize = level
-            .trim()
-            .strip_prefix('L')
-            .and_then(|n| n.parse().ok())
-            .filter(|&l| l < NUM_LEVELS)
-            .ok_or_else(|| format!("bad level {level:?}"))?;
-        let words: Vec<&str> = files.split_whitespace().collect();
-        for pair in words.chunks(2) {
-            let size = pair
-                .get(1)
-                .and_then(|s| s.strip_prefix("size="))
-                .ok_or("want `lo-hi size=N`")?;
-            number += 1;
-            edit.add_file(level, file(number, pair[0], parse_size(size)?)?);
-        }
-    }
-    let v = Version::new()
-        .apply(&edit, "define")
-        .map_err(|e| e.to_string())?;
+    let (v, _) = define_version(input)?;
     let t = level_targets(&v, &o);
     let data: u64 = (0..NUM_LEVELS).map(|l| v.level_bytes(l)).sum();
     let split = split_bytes_of(&v, &o);

@@ -21,9 +21,9 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use super::lbase_cuts_data::{file, parse_size};
+use super::lbase_cuts_data::{define_version, file, parse_size};
 use super::picker::{l0_terms, pick, CompactionOptions, Running, Unflushed};
-use crate::version::{L0Sublevels, Version, VersionEdit, NUM_LEVELS};
+use crate::version::{L0Sublevels, Version, VersionEdit};
 use std::path::Path;
 
 #[derive(Default)]
@@ -54,46 +54,7 @@ fn define(st: &mut State, args: &[&str], input: &[&str]) -> Result<String, Strin
             _ => return Err(format!("unknown argument {k:?}")),
         }
     }
-    let mut edit = VersionEdit::default();
-    let mut number = 0;
-    for line in input {
-        let (head, files) = line.split_once(':').ok_or("want `L<n>: files`")?;
-        let mut head = head.split_whitespace();
-        let level: usize = head
-            .next()
-            .and_then(|l| l.strip_prefix('L'))
-            .and_then(|n| n.parse().ok())
-            .filter(|&l| l < NUM_LEVELS)
-            .ok_or_else(|| format!("bad level in {line:?}"))?;
-        let words: Vec<&str> = files.split_whitespace().collect();
-        if let Some(times) = head.next() {
-            let n: usize = times
-                .strip_prefix('x')
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(|| format!("bad count {times:?}"))?;
-            let [prefix, size] = words[..] else {
-                return Err("want `L0 xN: prefix size=N`".into());
-            };
-            let size = parse_size(size.strip_prefix("size=").ok_or("want size=N")?)?;
-            for i in 0..n {
-                number += 1;
-                let k = format!("{prefix}{i:03}");
-                edit.add_file(level, file(number, &format!("{k}-{k}"), size)?);
-            }
-            continue;
-        }
-        for pair in words.chunks(2) {
-            let size = pair
-                .get(1)
-                .and_then(|s| s.strip_prefix("size="))
-                .ok_or("want `lo-hi size=N`")?;
-            number += 1;
-            edit.add_file(level, file(number, pair[0], parse_size(size)?)?);
-        }
-    }
-    let v = Version::new()
-        .apply(&edit, "define")
-        .map_err(|e| e.to_string())?;
+    let (v, number) = define_version(input)?;
     let out = l0_summary(&v, &o);
     *st = State {
         v: Some(v),
