@@ -557,11 +557,30 @@ impl ParsedEvents {
 /// offset; only the last line may be torn (written partly before a crash),
 /// which is ignored and reported in [`ParsedEvents::torn`].
 pub fn parse_events(text: &[u8], file: &str) -> Result<ParsedEvents> {
+    parse_segment(text, file).map(|s| s.events)
+}
+
+/// One segment as [`parse_events`] reads it, with what a writer that
+/// continues it needs (`db::events`).
+pub(crate) struct Segment {
+    /// The events, as [`parse_events`] returns them.
+    pub(crate) events: ParsedEvents,
+    /// The tree after the segment's last event.
+    pub(crate) tree: LogTree,
+    /// Where the line of the segment's first whole tree (an `open` or a
+    /// `log_rolled`) ends, if it has one.
+    pub(crate) opening: Option<u64>,
+}
+
+/// [`parse_events`], keeping the tree it replays and where the segment's
+/// first whole tree ends.
+pub(crate) fn parse_segment(text: &[u8], file: &str) -> Result<Segment> {
     let mut out = ParsedEvents {
         files: vec![(file.to_string(), 0)],
         ..ParsedEvents::default()
     };
     let mut offset = 0usize;
+    let mut opening = None;
     // The segment's tree so far, for its `reopen` lines.
     let mut tree = LogTree::new();
     let mut lines = text.split(|&b| b == b'\n').enumerate().peekable();
@@ -575,6 +594,9 @@ pub fn parse_events(text: &[u8], file: &str) -> Result<ParsedEvents> {
         match parse_line(line) {
             Ok(Parsed::Record(r)) => {
                 apply_to_tree(&mut tree, &r.event);
+                if opening.is_none() && r.event.whole_tree().is_some() {
+                    opening = Some(offset.min(text.len()) as u64);
+                }
                 out.records.push(r);
             }
             Ok(Parsed::Reopen(line)) => {
@@ -603,7 +625,11 @@ pub fn parse_events(text: &[u8], file: &str) -> Result<ParsedEvents> {
             }
         }
     }
-    Ok(out)
+    Ok(Segment {
+        events: out,
+        tree,
+        opening,
+    })
 }
 
 enum Parsed {

@@ -46,7 +46,7 @@
 //!   call that staged them returns to its caller.
 
 use crate::events::{
-    apply_to_tree, parse_events, parse_segment_name, reopen_line, segment_name, Event,
+    apply_to_tree, parse_segment, parse_segment_name, reopen_line, segment_name, Event,
     EventListener, EventRecord, LogTree, TableInfo, EVENTS_FILE, FORMAT_VERSION, KEEP_BYTES,
     SEGMENT_BYTES,
 };
@@ -196,35 +196,18 @@ impl Writer {
         if !text.ends_with(b"\n") {
             return None;
         }
-        let parsed = parse_events(&text, EVENTS_FILE).ok()?;
-        if !parsed.torn.is_empty() {
+        let seg = parse_segment(&text, EVENTS_FILE).ok()?;
+        if !seg.events.torn.is_empty() {
             return None;
         }
-        // The bytes up to the end of the segment's first whole tree: what
-        // a roll does not count against the segment either.
-        let mut opening = None;
-        let mut offset = 0usize;
-        for line in text.split_inclusive(|&b| b == b'\n') {
-            offset += line.len();
-            let whole = parse_events(line, EVENTS_FILE).is_ok_and(|p| {
-                p.records
-                    .iter()
-                    .any(|r| matches!(r.event, Event::Open { .. } | Event::LogRolled { .. }))
-            });
-            if whole {
-                opening = Some(offset as u64);
-                break;
-            }
-        }
-        let opening = opening?;
+        // Up to the end of the segment's first whole tree: what a roll
+        // does not count against the segment either.
+        let opening = seg.opening?;
         let written = text.len() as u64;
         if written - opening >= limits.segment_bytes {
             return None;
         }
-        let mut tree = LogTree::new();
-        for r in &parsed.records {
-            apply_to_tree(&mut tree, &r.event);
-        }
+        let tree = seg.tree;
         let file = vfs.open_append(&path).ok()?;
         Some(Writer {
             vfs,
