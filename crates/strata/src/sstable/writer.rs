@@ -69,6 +69,21 @@ pub struct SstOptions {
     /// Write a file for ingestion: sequence numbers 0, strictly increasing
     /// user keys, and the external-file properties.
     pub external: bool,
+    /// Every this many bytes written, ask the operating system to start
+    /// writing the file back to disk (after the previous request is done:
+    /// [`WritableFile::start_write_back`]), so that a table being written
+    /// never holds more than about twice this much dirty data. Other
+    /// files' fsyncs then do not wait behind it: on ext4, a WAL's or the
+    /// MANIFEST's fsync commits the journal, which first writes the data
+    /// of every block allocated since the last commit, a flush's whole
+    /// table included. 0 never asks (the final sync writes everything).
+    /// Not a durability promise: only `finish`'s sync is. Default 0, as
+    /// RocksDB's (Pebble's is 512 KiB): on this project's benchmark
+    /// machine 512 KiB made W3's and W4's ingest calls no faster and W4's
+    /// slowest Puts slower (docs/bench-history/w4-foreground-latency.md,
+    /// session 38); a disk whose write-back bursts stall other I/O may
+    /// gain from it.
+    pub bytes_per_sync: u64,
 }
 
 impl Default for SstOptions {
@@ -82,6 +97,7 @@ impl Default for SstOptions {
             prefix_extractor: None,
             whole_key_filtering: true,
             external: false,
+            bytes_per_sync: 0,
         }
     }
 }
@@ -148,6 +164,8 @@ pub struct SstWriter {
     name: String,
     opts: SstOptions,
     offset: u64,
+    /// `offset` at the last [`WritableFile::start_write_back`].
+    written_back: u64,
     data_block: BlockBuilder,
     /// Handle of the last flushed data block, waiting for the next block's
     /// first key to choose its index separator.
@@ -206,6 +224,7 @@ impl SstWriter {
             data_block: BlockBuilder::new(opts.block_restart_interval),
             opts,
             offset: 0,
+            written_back: 0,
             pending: None,
             index_entries: Vec::new(),
             index_keys: Vec::new(),
@@ -503,6 +522,11 @@ impl SstWriter {
         self.file.append(body)?;
         self.file.append(&trailer)?;
         self.offset += (body.len() + BLOCK_TRAILER_SIZE) as u64;
+        let every = self.opts.bytes_per_sync;
+        if every > 0 && self.offset - self.written_back >= every {
+            self.file.start_write_back()?;
+            self.written_back = self.offset;
+        }
         Ok((handle, kind))
     }
 
@@ -883,5 +907,108 @@ mod tests {
                 assert_eq!(info.num_entries, if external { 3 } else { 4 });
             }
         }
+    }
+
+    /// A file that records where the writer asked for write-back.
+    struct Recording {
+        len: u64,
+        asked_at: Arc<parking_lot::Mutex<Vec<u64>>>,
+    }
+
+    impl WritableFile for Recording {
+        fn append(&mut self, data: &[u8]) -> Result<()> {
+            self.len += data.len() as u64;
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            self.len
+        }
+        fn start_write_back(&mut self) -> Result<()> {
+            self.asked_at.lock().push(self.len);
+            Ok(())
+        }
+    }
+
+    /// With `bytes_per_sync` N the writer asks for write-back each time N
+    /// more bytes were written since it last asked (so never more than
+    /// N plus one block unrequested), and never with 0.
+    #[test]
+    fn write_back_is_asked_every_bytes_per_sync() {
+        for every in [0u64, 4096, 64 << 10] {
+            let asked_at = Arc::new(parking_lot::Mutex::new(Vec::new()));
+            let file = Recording {
+                len: 0,
+                asked_at: asked_at.clone(),
+            };
+            let opts = SstOptions {
+                bytes_per_sync: every,
+                compression: CompressionType::None,
+                ..SstOptions::default()
+            };
+            let mut w = SstWriter::new(Box::new(file), "t", opts);
+            for i in 0..20_000u32 {
+                w.add_entry(
+                    format!("k{i:08}").as_bytes(),
+                    1,
+                    ValueKind::Value,
+                    &[7u8; 40],
+                )
+                .unwrap();
+            }
+            let info = w.finish().unwrap();
+            let asked = asked_at.lock().clone();
+            if every == 0 {
+                assert!(asked.is_empty(), "{asked:?}");
+                continue;
+            }
+            // The largest single write: the filter block (20,000 keys at
+            // 10 bits) is about 25 KB; a data block about 4 KB.
+            let slack: u64 = 32 << 10;
+            let mut last = 0;
+            for &at in &asked {
+                assert!(
+                    at - last >= every,
+                    "asked at {at} after {last} (every {every})"
+                );
+                assert!(at - last < every + slack, "asked at {at} after {last}");
+                last = at;
+            }
+            assert!(
+                info.file_size - last < every + slack,
+                "{last} of {}",
+                info.file_size
+            );
+            assert!(asked.len() as u64 >= info.file_size / (every + slack));
+            assert!(!asked.is_empty());
+        }
+    }
+
+    /// On the operating system's file system the request succeeds and
+    /// leaves the bytes as written.
+    #[test]
+    fn write_back_on_a_real_file_keeps_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sst");
+        let opts = SstOptions {
+            bytes_per_sync: 1024,
+            ..SstOptions::for_ingestion()
+        };
+        let mut w = SstWriter::create(&path, opts).unwrap();
+        for i in 0..5_000u32 {
+            w.put(format!("k{i:06}"), format!("value {i}")).unwrap();
+        }
+        w.finish().unwrap();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = crate::sstable::SstReader::open(&path)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
+        assert_eq!(got.len(), 5_000);
+        assert_eq!(got[1234], (b"k001234".to_vec(), b"value 1234".to_vec()));
     }
 }

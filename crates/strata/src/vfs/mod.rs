@@ -41,6 +41,20 @@ pub trait WritableFile: Send {
         let _ = upto;
         Ok(())
     }
+    /// Asks the operating system to start writing every byte appended so
+    /// far to the disk, first waiting for what the previous call started
+    /// (Linux `sync_file_range` with `WAIT_BEFORE | WRITE`; RocksDB's and
+    /// Pebble's `bytes_per_sync`). It promises nothing about durability,
+    /// which is still [`sync`](Self::sync)'s: it keeps the file's dirty
+    /// data small while it is written, so that another file's fsync (a
+    /// WAL's, the MANIFEST's, an ingestion's directory) does not wait for
+    /// megabytes of this one (ext4 commits its journal only after the data
+    /// of the blocks it allocated), and this file's own final sync is
+    /// short. The default does nothing: a hint, like
+    /// [`preallocate`](Self::preallocate).
+    fn start_write_back(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Whether nothing was appended yet.
     fn is_empty(&self) -> bool {
         self.len() == 0
