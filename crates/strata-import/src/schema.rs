@@ -250,7 +250,7 @@ impl Schema {
     /// Parses `CREATE TABLE` and `CREATE [UNIQUE] INDEX` statements.
     pub fn parse(sql: &str) -> Result<Schema> {
         let stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .map_err(|e| Error::schema(format!("SQL does not parse: {e}")))?;
+            .map_err(|e| Error::schema(format!("SQL does not parse: {}", located(&e, sql))))?;
         let mut schema = Schema::default();
         for stmt in stmts {
             match &stmt {
@@ -334,6 +334,22 @@ impl Schema {
 }
 
 /// The statement's opening words, to name it in an error.
+/// The parser's message, with where the text ends when the parser ran
+/// out of it: `sqlparser` gives the line and column of every token it
+/// objects to except the end of the input, which has none.
+fn located(e: &sqlparser::parser::ParserError, sql: &str) -> String {
+    let msg = e.to_string();
+    if !msg.ends_with("found: EOF") {
+        return msg;
+    }
+    // Just after the last character that is not white space, as the
+    // parser counts them (lines and columns from 1, columns in chars).
+    let text = sql.trim_end();
+    let line = text.lines().count().max(1);
+    let column = text.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("{msg} (the schema ends there, after line {line}, column {column}: a statement is not finished)")
+}
+
 fn head(stmt: &Statement) -> String {
     let s = stmt.to_string();
     let cut: String = s.chars().take(60).collect();
@@ -571,6 +587,33 @@ mod tests {
         assert_eq!(c.primary().columns, vec![5]);
         assert_eq!(c.input_columns().len(), 5);
         assert_eq!(c.indexes[1].columns, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_schema_cut_short_is_located_at_its_end() {
+        for (sql, line, column) in [
+            ("CREATE TABLE t (a INT PRIMARY KEY, b TEXT", 1, 42),
+            (
+                "CREATE TABLE t (a INT PRIMARY KEY);\nCREATE INDEX i ON t (a\n\n  ",
+                2,
+                23,
+            ),
+            ("CREATE TABLE t (a INT PRIMARY KEY, b TEXT -- é\n", 1, 47),
+        ] {
+            let e = Schema::parse(sql).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("after line {line}, column {column}")),
+                "{sql:?}: {e}"
+            );
+        }
+        // A token the parser objects to keeps its own location only.
+        let e = Schema::parse("CREATE TABLE t (a INT));")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("Line: 1, Column: 23") && !e.contains("after line"),
+            "{e}"
+        );
     }
 
     #[test]
