@@ -254,6 +254,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &strata_import::Summary) -> PyResult<Bo
     d.set_item("created", s.created)?;
     d.set_item("rows", s.rows)?;
     d.set_item("duplicates_ignored", s.duplicates_ignored)?;
+    d.set_item("replaced", s.replaced)?;
     d.set_item("bad_rows", s.bad_rows)?;
     d.set_item("input_bytes", s.input_bytes)?;
     d.set_item("spilled_bytes", s.spilled_bytes)?;
@@ -330,9 +331,10 @@ pub fn import_csv<'py>(
         on_duplicate: match on_duplicate {
             "error" => OnDuplicate::Error,
             "ignore" => OnDuplicate::Ignore,
+            "replace" => OnDuplicate::Replace,
             s => {
                 return Err(InvalidArgument::new_err(format!(
-                    "on_duplicate {s:?}: use \"error\" or \"ignore\""
+                    "on_duplicate {s:?}: use \"error\", \"ignore\" or \"replace\""
                 )))
             }
         },

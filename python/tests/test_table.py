@@ -121,6 +121,8 @@ def test_import_errors_leave_nothing(db, tmp_path):
         db.import_csv([dup], schema=SCHEMA, table="item")
     s = db.import_csv([dup], schema=SCHEMA, table="item", on_duplicate="ignore")
     assert s["rows"] == 1 and s["duplicates_ignored"] == 1
+    with pytest.raises(strata.InvalidArgument):
+        db.import_csv([dup], schema=SCHEMA, table="item", on_duplicate="overwrite")
     with pytest.raises(strata.SchemaError):
         db.import_csv([dup], schema="CREATE TABLE (", table="item")
     with pytest.raises(strata.InvalidArgument):
@@ -185,3 +187,24 @@ def test_dates_python_cannot_hold_come_back_as_text(db, tmp_path):
     k = strata.encode_key("CREATE TABLE ev (id INT PRIMARY KEY, d DATE, ts TIMESTAMP)", "ev", (1, None, None), table_id=t.table_id)
     assert strata.decode_row("CREATE TABLE ev (id INT PRIMARY KEY, d DATE, ts TIMESTAMP)", "ev", k, db[k])[1] == "0000-01-01"
     assert [r[0] for r in t.scan()] == [1, 2, 3]
+
+
+def test_import_on_duplicate_replace_keeps_the_last_row_and_its_index(db, tmp_path):
+    first = tmp_path / "first.csv"
+    write_csv(first, ROWS[:2], header=False)
+    db.import_csv([first], schema=SCHEMA, table="item")
+    again = tmp_path / "again.csv"
+    newer = (1, "quince", "2.00", "", "", "", "", "")
+    newest = (1, "date", "3.00", "", "", "", "", "")
+    write_csv(again, [newer, newest, (4, "plum", "", "", "", "", "", "")], header=False)
+    with pytest.raises(strata.DuplicateKeyError):
+        db.import_csv([again], schema=SCHEMA, table="item")
+    s = db.import_csv([again], schema=SCHEMA, table="item", on_duplicate="replace")
+    assert s["replaced"] == 1 and s["duplicates_ignored"] == 1, s
+    t = db.table("item")
+    assert t.get(1)[1] == "date"
+    assert t.count() == 3
+    # The replaced row's index entry went with it; the new one is there.
+    names = [r[1] for r in t.scan(index="item_name")]
+    assert names == sorted(["date", "pear", "plum"]), names
+    assert t.count(index="item_name") == 3
