@@ -577,7 +577,7 @@ fn events_torn_by_a_crash_still_read_after_the_next_open() {
 }
 
 /// What is no database at all is refused by `check`, by `inspect` (the
-/// visualiser's reader) and by a read-only open alike, with the same
+/// visualiser's reader), by a read-only open and by repair alike, with the same
 /// error kind and words, and none of them creates anything; a directory
 /// with a MANIFEST but no CURRENT is a damaged database to `check` (a
 /// problem in its report), and no database to the others. On the
@@ -635,6 +635,9 @@ fn what_is_no_database_is_refused_alike_by_every_reader() {
             .map(|_| ())
             .unwrap_err();
         assert_eq!(kind(&opened), want, "open {dir}: {opened}");
+        // Repair refuses what has no MANIFEST at all the same way.
+        let repaired = Db::repair(&p, Options::default()).map(|_| ()).unwrap_err();
+        assert_eq!(kind(&repaired), want, "repair {dir}: {repaired}");
         // The same sentence up to the reason, whoever refuses.
         let head = |e: &Error| e.to_string().split(':').next().map(str::to_string);
         assert_eq!(head(&checked), head(&opened), "{dir}");

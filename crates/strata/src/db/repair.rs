@@ -89,7 +89,9 @@ pub(crate) fn repair(dir: &Path, opts: Options) -> Result<RepairReport> {
     // No CURRENT but files (`Unrecognised`) is exactly what repair may be
     // for; a missing directory or a RocksDB one is refused.
     if checks::classify_dir(vfs.as_ref(), dir)? == DirKind::Missing {
-        return Err(Error::invalid(format!("{shown} does not exist")));
+        return Err(Error::NotFound {
+            path: shown.to_string(),
+        });
     }
     let mut report = RepairReport::default();
     let names = vfs.list(dir)?;
@@ -101,9 +103,11 @@ pub(crate) fn repair(dir: &Path, opts: Options) -> Result<RepairReport> {
             Some(FileKind::Current) | Some(FileKind::Manifest(_))
         )
     }) {
-        return Err(Error::invalid(format!(
-            "{shown} has no CURRENT and no MANIFEST: not a Strata database, nothing to repair"
-        )));
+        return Err(Error::NotADatabase {
+            path: shown.to_string(),
+            reason: "the directory has no CURRENT and no MANIFEST, so there is nothing to repair"
+                .into(),
+        });
     }
     let manifest = {
         let _lock = vfs.lock(&filenames::lock(dir))?;
