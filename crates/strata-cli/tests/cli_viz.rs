@@ -102,3 +102,44 @@ fn viz_writes_a_page_and_changes_nothing() {
         "{out}"
     );
 }
+
+/// `strata lsm` labels the key axis of an imported table's tree with the
+/// table's keys decoded (index and column values), as the page does, not
+/// raw hex; the catalog's own key reads as a system key.
+#[test]
+fn lsm_labels_table_keys_by_their_columns() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let schema = d.path().join("s.sql");
+    std::fs::write(
+        &schema,
+        "CREATE TABLE fruit (id INT PRIMARY KEY, name TEXT);\nCREATE INDEX fruit_name ON fruit (name);\n",
+    )
+    .unwrap();
+    let csv = d.path().join("f.csv");
+    let rows: String = (1..=500)
+        .map(|i| format!("{i},name{:03}\n", i % 300))
+        .collect();
+    std::fs::write(&csv, rows).unwrap();
+    let (ok, _, err) = strata(&[
+        "import",
+        db.to_str().unwrap(),
+        "--schema",
+        schema.to_str().unwrap(),
+        "--table",
+        "fruit",
+        "--quiet",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = strata(&["lsm", db.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let axis = out
+        .lines()
+        .find(|l| l.contains("catalog"))
+        .unwrap_or_else(|| panic!("no axis line with the catalog's key:\n{out}"));
+    assert!(axis.contains("(system) catalog/fruit"), "{axis}");
+    // The last key is the secondary index's largest name.
+    assert!(axis.contains("fruit.fruit_name (name299)"), "{axis}");
+    assert!(!axis.contains("0x"), "{axis}");
+}

@@ -34,6 +34,11 @@ pub fn has_table_keys(keys: &[Vec<u8>]) -> bool {
         .any(|k| matches!(k.first(), Some(&b) if b == SYSTEM_SPACE || b == TABLE_SPACE))
 }
 
+/// Whether `k` is one of the import's system keys (its catalog's).
+pub fn is_system_key(k: &[u8]) -> bool {
+    k.first() == Some(&SYSTEM_SPACE)
+}
+
 /// The tables the catalog of `dir` holds (read through a read-only open).
 pub fn read(dir: &Path) -> Result<Vec<CatalogEntry>, String> {
     let db = strata::Db::open_read_only(dir, strata::Options::default())

@@ -73,5 +73,29 @@ pub fn text_chart(dir: &Path, width: usize) -> strata::Result<String> {
             strata::Error::corruption(m.path.display().to_string(), e.offset, msg)
         })?;
     }
-    Ok(text::ascii_chart(&tree, width))
+    // A SQL table's keys read as its index and column values, as on the
+    // page; when the catalog cannot be read, as raw keys.
+    let bounds: Vec<Vec<u8>> = (0..strata::inspect::LEVELS)
+        .flat_map(|l| tree.files(l).iter())
+        .flat_map(|f| [f.smallest.clone(), f.largest.clone()])
+        .collect();
+    let entries = if catalog::has_table_keys(&bounds) {
+        catalog::read(dir).ok()
+    } else {
+        None
+    };
+    let label = |k: &[u8]| -> String {
+        let decoded = entries
+            .as_ref()
+            .map(|e| catalog::decode_keys(e, &[k.to_vec()]).remove(0))
+            .unwrap_or_default();
+        if !decoded.is_empty() {
+            decoded
+        } else if catalog::is_system_key(k) {
+            format!("(system) {}", text::display_key(&k[1..]))
+        } else {
+            text::display_key(k)
+        }
+    };
+    Ok(text::ascii_chart_labelled(&tree, width, &label))
 }

@@ -79,8 +79,15 @@ pub fn display_key(k: &[u8]) -> String {
     }
 }
 
-/// Draws `tree` in `width` columns of key space (plus labels).
+/// Draws `tree` in `width` columns of key space (plus labels), the key
+/// axis's ends shown by [`display_key`].
 pub fn ascii_chart(tree: &Tree, width: usize) -> String {
+    ascii_chart_labelled(tree, width, &display_key)
+}
+
+/// [`ascii_chart`] with the key axis's two ends shown by `label` (a SQL
+/// table's keys decoded by its catalog, `text_chart`).
+pub fn ascii_chart_labelled(tree: &Tree, width: usize, label: &dyn Fn(&[u8]) -> String) -> String {
     let width = width.max(10);
     let mut keys: Vec<&[u8]> = (0..LEVELS)
         .flat_map(|l| tree.files(l).iter())
@@ -160,8 +167,8 @@ pub fn ascii_chart(tree: &Tree, width: usize) -> String {
             bytes(files_bytes)
         ));
     }
-    let first = display_key(keys[0]);
-    let last = display_key(keys[keys.len() - 1]);
+    let first = label(keys[0]);
+    let last = label(keys[keys.len() - 1]);
     let gap = width.saturating_sub(first.chars().count() + last.chars().count());
     out.push_str(&format!("      {first}{}{last}\n", " ".repeat(gap.max(1))));
     out.push_str(&format!(
