@@ -82,6 +82,29 @@ fn hex_digit(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
 }
 
+/// A field's text as an error message shows it: in double quotes, as it
+/// was written (a backslash stays one backslash, unlike `{:?}`), with
+/// control characters escaped (`\t`, `\n`, `\u{1b}`) so the message stays
+/// one line, and cut after 64 characters, naming the field's full length.
+pub fn shown(s: &str) -> String {
+    const MAX: usize = 64;
+    let mut out = String::with_capacity(s.len().min(MAX * 4) + 2);
+    out.push('"');
+    for (i, c) in s.chars().enumerate() {
+        if i == MAX {
+            out.push_str(&format!("\"... ({} bytes in all)", s.len()));
+            return out;
+        }
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Parses `s` as a value of type `ty` (never NULL: NULL markers are the
 /// CSV dialect's business). The error is the reason, for the caller to
 /// place.
@@ -94,7 +117,7 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
             let f: f64 = s
                 .trim()
                 .parse()
-                .map_err(|_| format!("{s:?} is not a number"))?;
+                .map_err(|_| format!("{} is not a number", shown(s)))?;
             Ok(Value::Float(canonical_float(f)))
         }
         ColumnType::Decimal { precision, scale } => decimal(s, *precision, *scale),
@@ -106,20 +129,23 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
         ColumnType::Bool => match s.trim().to_ascii_lowercase().as_str() {
             "t" | "true" | "1" | "yes" | "y" => Ok(Value::Bool(true)),
             "f" | "false" | "0" | "no" | "n" => Ok(Value::Bool(false)),
-            _ => Err(format!("{s:?} is not a BOOL")),
+            _ => Err(format!("{} is not a BOOL", shown(s))),
         },
         ColumnType::Date => date(s.trim())
             .map(Value::Date)
-            .ok_or_else(|| format!("{s:?} is not a DATE (YYYY-MM-DD)")),
-        ColumnType::Timestamp => timestamp(s.trim())
-            .map(Value::Timestamp)
-            .ok_or_else(|| format!("{s:?} is not a TIMESTAMP (YYYY-MM-DD HH:MM:SS[.ffffff])")),
+            .ok_or_else(|| format!("{} is not a DATE (YYYY-MM-DD)", shown(s))),
+        ColumnType::Timestamp => timestamp(s.trim()).map(Value::Timestamp).ok_or_else(|| {
+            format!(
+                "{} is not a TIMESTAMP (YYYY-MM-DD HH:MM:SS[.ffffff])",
+                shown(s)
+            )
+        }),
         ColumnType::Bytea => {
             let hex = s
                 .strip_prefix("\\x")
-                .ok_or_else(|| format!("{s:?} is not BYTEA hex (\\x...)"))?;
+                .ok_or_else(|| format!("{} is not BYTEA hex (\\x...)", shown(s)))?;
             if hex.len() % 2 != 0 {
-                return Err(format!("{s:?}: odd number of hex digits"));
+                return Err(format!("{}: odd number of hex digits", shown(s)));
             }
             // By bytes: slicing the text at every second byte would split a
             // multi-byte character (a panic found by fuzzing).
@@ -131,7 +157,7 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
                 })
                 .collect::<Option<Vec<u8>>>()
                 .map(Value::Bytes)
-                .ok_or_else(|| format!("{s:?} is not BYTEA hex (\\x...)"))
+                .ok_or_else(|| format!("{} is not BYTEA hex (\\x...)", shown(s)))
         }
     }
 }
@@ -329,7 +355,7 @@ fn int(s: &str, lo: i64, hi: i64, name: &str) -> Result<Value, String> {
     let v: i64 = s
         .trim()
         .parse()
-        .map_err(|_| format!("{s:?} is not an integer"))?;
+        .map_err(|_| format!("{} is not an integer", shown(s)))?;
     if v < lo || v > hi {
         return Err(format!("{v} is out of range for {name}"));
     }
@@ -338,7 +364,7 @@ fn int(s: &str, lo: i64, hi: i64, name: &str) -> Result<Value, String> {
 
 fn decimal(s: &str, precision: u32, scale: u32) -> Result<Value, String> {
     let t = s.trim();
-    let bad = || format!("{s:?} is not a DECIMAL");
+    let bad = || format!("{} is not a DECIMAL", shown(s));
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
@@ -356,12 +382,16 @@ fn decimal(s: &str, precision: u32, scale: u32) -> Result<Value, String> {
     }
     if frac_part.len() > scale as usize {
         return Err(format!(
-            "{s:?} has more than {scale} fractional digits (DECIMAL({precision},{scale}))"
+            "{} has more than {scale} fractional digits (DECIMAL({precision},{scale}))",
+            shown(s)
         ));
     }
     let int_digits = int_part.trim_start_matches('0');
     if int_digits.len() > (precision - scale) as usize {
-        return Err(format!("{s:?} does not fit DECIMAL({precision},{scale})"));
+        return Err(format!(
+            "{} does not fit DECIMAL({precision},{scale})",
+            shown(s)
+        ));
     }
     let mut v: i128 = 0;
     for b in int_digits.bytes().chain(frac_part.bytes()) {
@@ -491,6 +521,31 @@ pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
 mod tests {
     #![allow(clippy::unwrap_used)] // tests may unwrap
     use super::*;
+
+    /// A bad value is shown as written: one backslash stays one, a
+    /// control character is escaped so the message stays one line, a
+    /// long field is cut with its length named.
+    #[test]
+    fn bad_values_are_shown_as_written() {
+        for (text, want) in [
+            ("1\\2", "\"1\\2\" is not an integer"),
+            ("1\t2", "\"1\\t2\" is not an integer"),
+            ("é!", "\"é!\" is not an integer"),
+        ] {
+            assert_eq!(parse(&ColumnType::Int, text).unwrap_err(), want, "{text:?}");
+        }
+        let long = "9".repeat(70) + "x";
+        let e = parse(&ColumnType::BigInt, &long).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "\"{}\"... (71 bytes in all) is not an integer",
+                "9".repeat(64)
+            )
+        );
+        let e = parse(&ColumnType::Bytea, "\\xzz").unwrap_err();
+        assert_eq!(e, "\"\\xzz\" is not BYTEA hex (\\x...)");
+    }
 
     #[test]
     fn text_forms_round_trip() {
