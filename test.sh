@@ -53,6 +53,10 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+# The library as a program using it builds it: without the `internals`
+# feature (the tests' dev-dependencies turn it on in the build above), so
+# the internals are private and code only tests use would be dead.
+cargo clippy -p strata --lib -- -D warnings
 echo "== cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

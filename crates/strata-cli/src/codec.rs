@@ -13,8 +13,8 @@
 //! - **JSON lines** (`--json`, output only): `{"key":…,"value":…}` with
 //!   JSON strings when the bytes are UTF-8, else `key_hex` / `value_hex`.
 
+use crate::hex;
 use anyhow::{bail, Context, Result};
-use strata::util::hex;
 
 /// How keys and values are written and read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

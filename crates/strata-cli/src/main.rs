@@ -36,6 +36,7 @@ mod codec;
 mod crash_cmd;
 mod demo;
 mod gen;
+mod hex;
 mod import_cmd;
 mod ingest_cmd;
 mod ingest_table_cmd;

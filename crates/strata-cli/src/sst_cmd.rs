@@ -3,17 +3,15 @@
 //! file, not a database), and the output says nothing in it was verified.
 
 use crate::gen;
+use crate::hex;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use strata::iter::InternalIterator;
-use strata::key::ParsedKey;
 use strata::sstable::properties::display_value;
 use strata::sstable::{CompressionType, SstOptions, SstWriter, Table, TableOptions};
-use strata::util::checksum::ChecksumType;
-use strata::util::hex;
+use strata::ChecksumType;
 
 #[derive(Subcommand)]
 pub enum SstCmd {
@@ -169,24 +167,22 @@ fn dump(a: DumpArgs) -> Result<()> {
             )?;
         }
         writeln!(out, "Entries:")?;
-        let mut it = t.iter();
-        it.seek_to_first();
-        let mut n = 0u64;
-        while it.valid() && a.limit.is_none_or(|l| n < l) {
-            let p = ParsedKey::parse(it.key()).context("key shorter than its trailer")?;
+        let limit = a.limit.unwrap_or(u64::MAX);
+        for e in t
+            .entries()
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+        {
+            let e = e?;
             // The same line shape as `sst_dump --command=scan`.
             writeln!(
                 out,
                 "'{}' seq:{}, type:{} => {}",
-                show(p.user_key, a.hex),
-                p.seq,
-                p.kind,
-                show(it.value(), a.hex)
+                show(&e.user_key, a.hex),
+                e.seq,
+                e.kind,
+                show(&e.value, a.hex)
             )?;
-            n += 1;
-            it.next();
         }
-        it.status()?;
     }
     out.flush()?;
     Ok(())

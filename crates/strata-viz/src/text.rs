@@ -8,7 +8,6 @@
 //! one with as many bounds.
 
 use strata::inspect::{self, TableInfo, Tree, LEVELS};
-use strata::util::hex;
 
 /// A file spanning at least this fraction of the key space whose bytes per
 /// covered fraction are below `1 / WIDE_DENSITY_RATIO` of the median of its
@@ -60,6 +59,16 @@ pub fn wide_files<'a>(
         .collect()
 }
 
+/// Lowercase hex, no prefix.
+fn hex(b: &[u8]) -> String {
+    use std::fmt::Write;
+    b.iter()
+        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
+}
+
 /// A key as people read it: printable ASCII as text; a binary tail as hex
 /// after `·` (`d·00000000000186a0`); a key that starts with a binary byte
 /// as `0x` and hex.
@@ -69,12 +78,12 @@ pub fn display_key(k: &[u8]) -> String {
     if head == k.len() {
         String::from_utf8_lossy(k).into_owned()
     } else if head == 0 {
-        format!("0x{}", hex::encode(k))
+        format!("0x{}", hex(k))
     } else {
         format!(
             "{}·{}",
             String::from_utf8_lossy(&k[..head]),
-            hex::encode(&k[head..])
+            hex(&k[head..])
         )
     }
 }

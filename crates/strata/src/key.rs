@@ -115,6 +115,7 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
 /// The shortest user key `k` with `start <= k < limit`, used for index
 /// separators (RocksDB's `BytewiseComparator::FindShortestSeparator`).
 /// Returns `start` itself when no shorter key exists.
+#[cfg(any(test, feature = "internals"))]
 pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
     let min_len = start.len().min(limit.len());
     let mut diff = 0;
@@ -149,6 +150,7 @@ pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
 
 /// Internal-key separator between `start` and `limit` for an index block: a
 /// shortened user key stamped with the maximal trailer, or `start` unchanged.
+#[cfg(any(test, feature = "internals"))]
 pub fn internal_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     internal_separator_into(start, limit, &mut out);

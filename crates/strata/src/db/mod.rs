@@ -950,8 +950,9 @@ impl Db {
     /// first within L0), then each level in key order. Virtual files carry
     /// `backing: Some(physical table number)`.
     ///
-    /// Internal (the `strata` tool and tests use it): `FileMeta` is not part
-    /// of the public API.
+    /// Internal (tests use it; only with the `internals` feature):
+    /// `FileMeta` is not part of the public API.
+    #[cfg(any(test, feature = "internals"))]
     #[doc(hidden)]
     pub fn files(&self) -> Vec<(usize, crate::version::FileMeta)> {
         self.inner

@@ -43,6 +43,7 @@ impl KeyBounds {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn contains(&self, user_key: &[u8]) -> bool {
         self.lower.as_slice() <= user_key && self.below_upper(user_key)
     }
@@ -101,6 +102,7 @@ impl<I: InternalIterator> BoundedIter<I> {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn inner(&self) -> &I {
         &self.inner
     }

@@ -49,6 +49,7 @@ impl MergingIterator {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_children(&self) -> usize {
         self.children.len()
     }

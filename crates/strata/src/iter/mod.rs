@@ -18,12 +18,18 @@ pub mod bounded;
 pub mod db_iter;
 pub mod merging;
 pub mod range_del;
+#[cfg(any(test, feature = "internals"))]
 pub mod vec_iter;
 
 pub use bounded::{BoundedIter, KeyBounds};
+// Short paths for tests and benchmarks (the engine names the submodules).
+#[cfg(any(test, feature = "internals"))]
 pub use db_iter::DbIter;
+#[cfg(any(test, feature = "internals"))]
 pub use merging::MergingIterator;
+#[cfg(any(test, feature = "internals"))]
 pub use range_del::RangeDelAggregator;
+#[cfg(any(test, feature = "internals"))]
 pub use vec_iter::VecIter;
 
 pub trait InternalIterator {

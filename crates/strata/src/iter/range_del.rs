@@ -51,6 +51,7 @@ impl RangeDelAggregator {
     }
 
     /// No tombstones; usable with an iterator at any snapshot.
+    #[cfg(any(test, feature = "internals"))]
     pub fn empty() -> RangeDelAggregator {
         RangeDelAggregator::default()
     }
@@ -60,12 +61,14 @@ impl RangeDelAggregator {
         self.snapshot
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.fragments.is_empty()
     }
 
     /// The fragments: sorted, disjoint, each with the largest sequence
     /// covering it.
+    #[cfg(any(test, feature = "internals"))]
     pub fn fragments(&self) -> &[RangeTombstone] {
         &self.fragments
     }
@@ -117,6 +120,7 @@ impl RangeDelAggregator {
 
     /// Whether an entry for `user_key` at `seq` is deleted by a visible
     /// tombstone (one with a larger sequence covers it).
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_deleted(&self, user_key: &[u8], seq: u64) -> bool {
         self.max_covering_seq(user_key) > seq
     }

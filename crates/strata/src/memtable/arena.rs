@@ -235,6 +235,7 @@ impl Arena {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn chunk_size(&self) -> usize {
         self.chunk_size
     }
@@ -287,6 +288,7 @@ impl Arena {
     }
 
     /// Bytes taken from the system: the sum of all chunk sizes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn allocated_bytes(&self) -> usize {
         self.allocated.load(Ordering::Relaxed)
     }
@@ -297,6 +299,7 @@ impl Arena {
         self.usage.load(Ordering::Relaxed)
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_chunks(&self) -> usize {
         self.state.lock().chunks.len()
     }

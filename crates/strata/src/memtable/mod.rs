@@ -265,6 +265,7 @@ impl MemTable {
     }
 
     /// Bytes the arena holds from the system (whole chunks).
+    #[cfg(any(test, feature = "internals"))]
     pub fn allocated_bytes(&self) -> usize {
         self.arena.allocated_bytes()
     }
@@ -275,10 +276,12 @@ impl MemTable {
     }
 
     /// Point deletions (`Deletion` and `SingleDeletion`) added.
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_deletes(&self) -> u64 {
         self.num_deletes.load(Relaxed)
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_range_deletes(&self) -> u64 {
         self.num_range_deletes.load(Relaxed)
     }
@@ -295,6 +298,7 @@ impl MemTable {
     }
 
     /// The largest sequence number added, if any.
+    #[cfg(any(test, feature = "internals"))]
     pub fn last_seq(&self) -> Option<u64> {
         self.first_seq()?;
         Some(self.last_seq.load(Relaxed))
@@ -310,6 +314,7 @@ impl MemTable {
     /// The smallest user key of any point entry or range tombstone start.
     /// (Empty tombstones, with `start >= end`, cover nothing and are
     /// ignored.)
+    #[cfg(any(test, feature = "internals"))]
     pub fn smallest_user_key(&self) -> Option<Vec<u8>> {
         let mut it = self.points.iter();
         it.seek_to_first();
@@ -326,6 +331,7 @@ impl MemTable {
     /// tombstone end if that is larger. A tombstone's end is exclusive, so
     /// this is an upper bound on the keys covered, as in RocksDB's file
     /// boundaries.
+    #[cfg(any(test, feature = "internals"))]
     pub fn largest_user_key(&self) -> Option<Vec<u8>> {
         let mut it = self.points.iter();
         it.seek_to_last();

@@ -275,6 +275,7 @@ impl SkipList {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn arena(&self) -> &Arc<Arena> {
         &self.arena
     }
@@ -296,6 +297,7 @@ impl SkipList {
     }
 
     /// Whether an entry with a key equal to `key` exists.
+    #[cfg(any(test, feature = "internals"))]
     pub fn contains(&self, key: &[u8]) -> bool {
         self.find_greater_or_equal(key, None)
             .is_some_and(|n| compare_internal(n.key(), key) == Ordering::Equal)
@@ -669,6 +671,7 @@ impl SkipList {
     /// Checks the structural invariants (for tests): every level sorted and
     /// a subsequence of the level below, level 0 holding `len` entries.
     /// Returns a description of the first violation.
+    #[cfg(any(test, feature = "internals"))]
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut count = 0;
         let mut x = self.head;

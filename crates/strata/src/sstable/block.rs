@@ -367,6 +367,7 @@ impl BlockIter {
     }
 
     /// Positions at the last entry whose key is <= `target`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn seek_for_prev(&mut self, target: &[u8]) {
         self.seek(target);
         if self.err.is_some() {

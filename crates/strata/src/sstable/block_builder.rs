@@ -69,6 +69,7 @@ impl BlockBuilder {
         self.entries == 0
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn entries(&self) -> usize {
         self.entries
     }

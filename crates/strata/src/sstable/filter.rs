@@ -116,12 +116,14 @@ impl BloomFilterBuilder {
     }
 
     /// Thousandths of a bit per key this builder targets.
+    #[cfg(any(test, feature = "internals"))]
     pub fn millibits_per_key(&self) -> u32 {
         self.millibits_per_key
     }
 
     /// Probes per key; RocksDB fixes this from the configured bits/key, not
     /// from the filter's actual size.
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_probes(&self) -> u32 {
         self.num_probes
     }

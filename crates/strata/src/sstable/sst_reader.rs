@@ -86,3 +86,97 @@ impl Iterator for SstReader {
         }
     }
 }
+
+/// One entry of a table as it is stored, in the table's key order: the user
+/// key, the sequence number and kind of its internal key, and the value.
+/// What `strata sst dump` prints, as RocksDB's `sst_dump --command=scan`
+/// does. Range tombstones are not entries (a table lists them apart).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableEntry {
+    /// The user key.
+    pub user_key: Vec<u8>,
+    /// The sequence number (the table's global sequence number, when it has
+    /// one, in place of the stored zero).
+    pub seq: u64,
+    /// RocksDB's value-type byte: 1 a put, 0 a deletion, 7 a single
+    /// deletion, 2 a merge operand.
+    pub kind: u8,
+    /// The value (empty for a deletion).
+    pub value: Vec<u8>,
+}
+
+/// The entries of a table in key order ([`Table::entries`]). Stops at the
+/// first error (a corrupt block or a key too short for its trailer), which
+/// it yields, naming the file and the block's offset.
+pub struct TableEntries {
+    iter: TableIter,
+    started: bool,
+    done: bool,
+    name: String,
+}
+
+impl Table {
+    /// Every entry of the table in key order, puts and deletions alike, with
+    /// the sequence number and kind of each (see [`TableEntry`]).
+    ///
+    /// ```
+    /// use strata::sstable::{Table, TableEntry, TableOptions};
+    /// use strata::{SstOptions, SstWriter};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.sst");
+    /// let mut w = SstWriter::create(&path, SstOptions::for_ingestion())?;
+    /// w.put("a", "1")?;
+    /// w.delete("b")?;
+    /// w.finish()?;
+    /// let t = Table::open_path(&path, TableOptions::default())?;
+    /// let entries: Vec<TableEntry> = t.entries().collect::<strata::Result<_>>()?;
+    /// let put = TableEntry { user_key: b"a".to_vec(), seq: 0, kind: 1, value: b"1".to_vec() };
+    /// let del = TableEntry { user_key: b"b".to_vec(), seq: 0, kind: 0, value: Vec::new() };
+    /// assert_eq!(entries, [put, del]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn entries(self: &Arc<Self>) -> TableEntries {
+        TableEntries {
+            iter: self.iter(),
+            started: false,
+            done: false,
+            name: self.name().to_string(),
+        }
+    }
+}
+
+impl Iterator for TableEntries {
+    type Item = Result<TableEntry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.started {
+            self.iter.next();
+        } else {
+            self.iter.seek_to_first();
+            self.started = true;
+        }
+        if !self.iter.valid() {
+            self.done = true;
+            return self.iter.status().err().map(Err);
+        }
+        match ParsedKey::parse(self.iter.key()) {
+            Some(p) => Some(Ok(TableEntry {
+                user_key: p.user_key.to_vec(),
+                seq: p.seq,
+                kind: p.kind,
+                value: self.iter.value().to_vec(),
+            })),
+            None => {
+                self.done = true;
+                Some(Err(Error::corruption(
+                    self.name.clone(),
+                    self.iter.block_offset(),
+                    "key shorter than its trailer",
+                )))
+            }
+        }
+    }
+}

@@ -21,6 +21,8 @@ pub enum ChecksumType {
 }
 
 impl ChecksumType {
+    /// The type a table footer or WAL header names by this byte (RocksDB's
+    /// `ChecksumType` values); `None` for a byte no type has.
     pub fn from_u8(b: u8) -> Option<ChecksumType> {
         Some(match b {
             0 => ChecksumType::None,
@@ -32,6 +34,7 @@ impl ChecksumType {
         })
     }
 
+    /// The lowercase name RocksDB's tools print (`crc32c`, `xxh3`, ...).
     pub fn name(self) -> &'static str {
         match self {
             ChecksumType::None => "none",
@@ -51,6 +54,7 @@ pub fn mask_crc(crc: u32) -> u32 {
     crc.rotate_right(15).wrapping_add(MASK_DELTA)
 }
 
+#[cfg(any(test, feature = "internals"))]
 pub fn unmask_crc(masked: u32) -> u32 {
     masked.wrapping_sub(MASK_DELTA).rotate_left(15)
 }

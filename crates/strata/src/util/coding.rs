@@ -39,6 +39,7 @@ pub fn put_varsigned64(dst: &mut Vec<u8>, v: i64) {
     put_varint64(dst, ((v << 1) ^ (v >> 63)) as u64)
 }
 
+#[cfg(any(test, feature = "internals"))]
 pub fn varint_length(mut v: u64) -> usize {
     let mut n = 1;
     while v >= 0x80 {

@@ -10,6 +10,7 @@ pub fn encode(b: &[u8]) -> String {
 }
 
 /// RocksDB tools' hex form: `0x` then uppercase hex.
+#[cfg(any(test, feature = "internals"))]
 pub fn encode_rocksdb(b: &[u8]) -> String {
     let mut s = String::with_capacity(2 + b.len() * 2);
     s.push_str("0x");

@@ -3,6 +3,7 @@
 
 pub mod checksum;
 pub mod coding;
+#[cfg(any(test, feature = "internals"))]
 #[doc(hidden)]
 pub mod datadriven;
 pub mod hex;

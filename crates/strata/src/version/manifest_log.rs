@@ -85,6 +85,7 @@ impl Framer {
     }
 
     /// Whether nothing was framed.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.log.is_empty()
     }

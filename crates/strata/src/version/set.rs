@@ -99,11 +99,13 @@ pub struct Recovered {
     pub set: VersionSet,
     /// The MANIFEST that was read (CURRENT's). It and every earlier one are
     /// obsolete once a new MANIFEST is in place.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub old_manifest: Option<u64>,
     /// Salvage only: where reading stopped early, and why. Every edit from
     /// this offset on is lost.
     pub stopped: Option<(u64, String)>,
     /// A torn tail (an unfinished last write) that was dropped.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub dropped_tail: Option<DroppedTail>,
     /// Physical tables an edit of this MANIFEST removed from the version
     /// and that nothing references any more: provably obsolete.
@@ -405,6 +407,7 @@ impl VersionSet {
     }
 
     /// Queued ingestions with this sequence number or lower are in the tree.
+    #[cfg(any(test, feature = "internals"))]
     pub fn ingested_seq(&self) -> u64 {
         self.ingested_seq
     }
@@ -494,6 +497,7 @@ impl VersionSet {
     /// Makes every MANIFEST record framed so far durable. Takes no lock
     /// but the log's own; callers holding the state lock should release it
     /// first and call `ManifestLog::sync` (`manifest_log`).
+    #[cfg(any(test, feature = "internals"))]
     pub fn sync_manifest(&self) -> Result<()> {
         self.log.sync()
     }

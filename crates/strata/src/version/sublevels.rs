@@ -34,6 +34,7 @@ use super::edit::FileMeta;
 use crate::key::{ParsedKey, ValueKind, MAX_SEQUENCE};
 use std::cmp::Reverse;
 use std::collections::HashSet;
+#[cfg(any(test, feature = "internals"))]
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -88,8 +89,10 @@ pub struct L0Pick {
     /// range tombstone's exclusive end).
     pub smallest: Vec<u8>,
     pub largest: Vec<u8>,
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub largest_exclusive: bool,
     /// Total size of `files`.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub bytes: u64,
     /// Start of the interval the pick was built around.
     pub seed_key: Vec<u8>,
@@ -241,6 +244,7 @@ impl L0Sublevels {
         self.levels.len()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_files(&self) -> usize {
         self.files.len()
     }
@@ -519,6 +523,7 @@ impl L0Sublevels {
     /// One line per sublevel, top (newest) first: `level: file file ...`,
     /// each file as `number:[lo-hi]`, or `number:[lo-hi)` when its end is a
     /// range tombstone's exclusive end.
+    #[cfg(any(test, feature = "internals"))]
     pub fn describe(&self) -> String {
         let mut out = String::new();
         for (level, files) in self.levels.iter().enumerate().rev() {
@@ -543,6 +548,7 @@ impl L0Sublevels {
     /// One line per non-empty interval, in key order: its bounds, how many
     /// files cover it (and how many of those are compacting) and its
     /// estimated bytes. For debugging and tests.
+    #[cfg(any(test, feature = "internals"))]
     pub fn describe_intervals(&self) -> String {
         let mut out = String::new();
         for i in 0..self.bounds.len().saturating_sub(1) {
@@ -728,6 +734,7 @@ impl Candidate {
 }
 
 /// Printable ASCII as is, other bytes as `\xNN`.
+#[cfg(any(test, feature = "internals"))]
 fn fmt_key(key: &[u8]) -> String {
     let mut s = String::with_capacity(key.len());
     for &b in key {

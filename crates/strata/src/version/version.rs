@@ -39,6 +39,7 @@ impl Version {
             .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_files(&self) -> usize {
         self.levels.iter().map(Vec::len).sum()
     }

@@ -60,7 +60,11 @@ pub mod staging;
 pub mod tail;
 pub mod writer;
 
-pub use reader::{Damage, DroppedTail, LogReader, TailPolicy};
+pub use reader::{LogReader, TailPolicy};
+// Short paths for tests (the engine names the submodules).
+#[cfg(any(test, feature = "internals"))]
+pub use reader::{Damage, DroppedTail};
+#[cfg(any(test, feature = "internals"))]
 pub use writer::LogWriter;
 
 #[cfg(test)]

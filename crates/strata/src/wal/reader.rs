@@ -183,10 +183,12 @@ impl LogReader {
     }
 
     /// Bytes of torn tail dropped (0 if none).
+    #[cfg(any(test, feature = "internals"))]
     pub fn dropped_tail_bytes(&self) -> u64 {
         self.dropped.map_or(0, |d| d.bytes)
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn name(&self) -> &str {
         &self.name
     }

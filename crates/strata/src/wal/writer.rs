@@ -18,6 +18,7 @@ const ZEROS: [u8; HEADER_SIZE - 1] = [0; HEADER_SIZE - 1];
 /// Writes records in the log format to a [`WritableFile`].
 pub struct LogWriter {
     file: Box<dyn WritableFile>,
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     name: String,
     offset: u64,
     failed: Option<Error>,
@@ -100,6 +101,7 @@ impl LogWriter {
     }
 
     /// Hands buffered bytes to the operating system (not durable yet).
+    #[cfg(any(test, feature = "internals"))]
     pub fn flush(&mut self) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -108,6 +110,7 @@ impl LogWriter {
     }
 
     /// Makes every record added so far durable.
+    #[cfg(any(test, feature = "internals"))]
     pub fn sync(&mut self) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -120,11 +123,13 @@ impl LogWriter {
         self.offset
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.offset == 0
     }
 
     /// The name used in error messages.
+    #[cfg(any(test, feature = "internals"))]
     pub fn name(&self) -> &str {
         &self.name
     }
