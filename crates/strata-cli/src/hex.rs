@@ -1,24 +1,15 @@
 //! Printing and parsing binary keys and values for people and tools: the
-//! CLI's own copy of the few hex helpers it needs (the engine's are
-//! internal).
+//! `hex` crate's encoding in the forms the CLI speaks (RocksDB's tools'
+//! `0x` and uppercase, an optional `0x` on input, `\xNN` escapes).
 
 /// Lowercase hex, no prefix.
 pub fn encode(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        s.push_str(&format!("{x:02x}"));
-    }
-    s
+    hex::encode(b)
 }
 
 /// RocksDB tools' hex form: `0x` then uppercase hex.
 pub fn encode_rocksdb(b: &[u8]) -> String {
-    let mut s = String::with_capacity(2 + b.len() * 2);
-    s.push_str("0x");
-    for x in b {
-        s.push_str(&format!("{x:02X}"));
-    }
-    s
+    format!("0x{}", hex::encode_upper(b))
 }
 
 /// Parses hex with an optional `0x` prefix, either case.
@@ -27,13 +18,7 @@ pub fn decode(s: &str) -> Option<Vec<u8>> {
         .strip_prefix("0x")
         .or_else(|| s.strip_prefix("0X"))
         .unwrap_or(s);
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    hex::decode(s).ok()
 }
 
 /// Printable ASCII as is, everything else as `\xNN`.

@@ -59,16 +59,6 @@ pub fn wide_files<'a>(
         .collect()
 }
 
-/// Lowercase hex, no prefix.
-fn hex(b: &[u8]) -> String {
-    use std::fmt::Write;
-    b.iter()
-        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
-            let _ = write!(s, "{x:02x}");
-            s
-        })
-}
-
 /// A key as people read it: printable ASCII as text; a binary tail as hex
 /// after `·` (`d·00000000000186a0`); a key that starts with a binary byte
 /// as `0x` and hex.
@@ -78,12 +68,12 @@ pub fn display_key(k: &[u8]) -> String {
     if head == k.len() {
         String::from_utf8_lossy(k).into_owned()
     } else if head == 0 {
-        format!("0x{}", hex(k))
+        format!("0x{}", hex::encode(k))
     } else {
         format!(
             "{}·{}",
             String::from_utf8_lossy(&k[..head]),
-            hex(&k[head..])
+            hex::encode(&k[head..])
         )
     }
 }
