@@ -651,10 +651,16 @@ pub fn build(
     // one import's phases over two steps (a flush's end event can be
     // delivered just after `Db::flush` returns, inside the next import's
     // first phase).
+    // Then each import's earlier phases go where its `ingest` phase went:
+    // a flush or compaction the machine ran between two of its phases (one
+    // scheduled late, under load) would otherwise take the phases that
+    // ended before it and split the import over two steps.
     let mut steps = b.steps;
     let mut next_step = 0usize;
     let mut prev_step: Option<usize> = None;
     let last = steps.len().saturating_sub(1);
+    // (step, import, whether it is the `ingest` phase, the line shown).
+    let mut phases: Vec<(usize, &str, bool, String)> = Vec::new();
     for (i, r) in events.iter().enumerate() {
         if let Some(&s) = step_of_event.get(&i) {
             next_step = s + 1;
@@ -670,7 +676,8 @@ pub fn build(
             }
             _ => None,
         };
-        let Some(s) = steps.get_mut(within.unwrap_or(next_step.min(last))) else {
+        let target = within.unwrap_or(next_step.min(last));
+        let Some(s) = steps.get_mut(target) else {
             continue;
         };
         match &r.event {
@@ -684,12 +691,33 @@ pub fn build(
                 rows,
                 bytes,
                 micros,
-            } => s.imports.push(format!(
-                "{import}: {phase} {rows} rows, {} in {:.2} s",
-                crate::text::bytes(*bytes),
-                *micros as f64 / 1e6
+            } => phases.push((
+                target,
+                import,
+                phase == "ingest",
+                format!(
+                    "{import}: {phase} {rows} rows, {} in {:.2} s",
+                    crate::text::bytes(*bytes),
+                    *micros as f64 / 1e6
+                ),
             )),
             _ => {}
+        }
+    }
+    let mut pending: HashMap<&str, Vec<usize>> = HashMap::new();
+    for i in 0..phases.len() {
+        let (step, import, ingest, _) = phases[i];
+        if !ingest {
+            pending.entry(import).or_default().push(i);
+            continue;
+        }
+        for j in pending.remove(import).unwrap_or_default() {
+            phases[j].0 = step;
+        }
+    }
+    for (step, _, _, line) in phases {
+        if let Some(s) = steps.get_mut(step) {
+            s.imports.push(line);
         }
     }
     if manifest_start > 0 {
@@ -922,7 +950,9 @@ mod tests {
 
     /// An import's phases all go to its ingestion: the `ingest` phase that
     /// holds it, and the phases that ended before it, even when a flush
-    /// ended inside the `read` phase (the flush is not the import's work).
+    /// ended inside the `read` phase (the flush is not the import's work)
+    /// or between two phases (a flush a loaded machine ran late: the
+    /// browser test's flake).
     /// A phase that no ingestion is inside goes to the next step.
     #[test]
     fn import_phases_go_to_the_ingestion_not_to_a_flush_inside_them() {
@@ -943,6 +973,22 @@ mod tests {
                 },
             ),
             phase(1.4, "ingest", 100_000),
+            // An import whose read phase ended before a flush that ran
+            // late: its phases all go to its ingestion all the same.
+            phase(1.5, "read", 50_000),
+            at(1.55, flush(8).event),
+            phase(1.6, "sort and write", 10_000),
+            at(
+                1.65,
+                Event::Ingest {
+                    sequence: 9,
+                    flushable: Some(false),
+                    excise: None,
+                    added: vec![file(6, 9)],
+                    removed: vec![],
+                },
+            ),
+            phase(1.7, "ingest", 100_000),
             // A second import whose read phase holds a flush, and which
             // fails before ingesting: its phase goes to the step after.
             at(2.1, flush(3).event),
@@ -955,6 +1001,8 @@ mod tests {
                 edit(vec![], vec![]),
                 edit(vec![file(0, 1)], vec![]),
                 edit(vec![file(6, 2)], vec![]),
+                edit(vec![file(0, 8)], vec![]),
+                edit(vec![file(6, 9)], vec![]),
                 edit(vec![file(0, 3)], vec![]),
                 edit(vec![file(0, 4)], vec![]),
             ],
@@ -977,6 +1025,8 @@ mod tests {
             s,
             [
                 (Open, vec![]),
+                (Flush, vec![]),
+                (Ingest, vec!["read", "sort", "ingest"]),
                 (Flush, vec![]),
                 (Ingest, vec!["read", "sort", "ingest"]),
                 (Flush, vec![]),

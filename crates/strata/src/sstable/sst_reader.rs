@@ -28,10 +28,9 @@ use std::sync::Arc;
 /// # Ok::<(), strata::Error>(())
 /// ```
 pub struct SstReader {
-    iter: TableIter,
-    started: bool,
+    /// Every entry, of which a put is a pair and anything else an error.
+    entries: TableEntries,
     done: bool,
-    name: String,
 }
 
 impl SstReader {
@@ -40,12 +39,9 @@ impl SstReader {
     /// to ingest one unless it writes such tables itself).
     pub fn open(path: impl AsRef<Path>) -> Result<SstReader> {
         let table: Arc<Table> = Table::open_path(path.as_ref(), TableOptions::default())?;
-        let name = table.name().to_string();
         Ok(SstReader {
-            iter: table.iter(),
-            started: false,
+            entries: table.entries(),
             done: false,
-            name,
         })
     }
 }
@@ -57,31 +53,19 @@ impl Iterator for SstReader {
         if self.done {
             return None;
         }
-        if self.started {
-            self.iter.next();
-        } else {
-            self.iter.seek_to_first();
-            self.started = true;
-        }
-        if !self.iter.valid() {
-            self.done = true;
-            return match self.iter.status() {
-                Ok(()) => None,
-                Err(e) => Some(Err(e)),
-            };
-        }
-        let key = self.iter.key();
-        match ParsedKey::parse(key) {
-            Some(p) if p.kind == ValueKind::Value as u8 => {
-                Some(Ok((p.user_key.to_vec(), self.iter.value().to_vec())))
-            }
-            _ => {
+        match self.entries.next()? {
+            Ok(e) if e.kind == ValueKind::Value as u8 => Some(Ok((e.user_key, e.value))),
+            Ok(_) => {
                 self.done = true;
                 Some(Err(Error::corruption(
-                    self.name.clone(),
-                    self.iter.block_offset(),
+                    self.entries.name.clone(),
+                    self.entries.iter.block_offset(),
                     "entry is not a put (SstReader reads files of puts only)",
                 )))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
             }
         }
     }
