@@ -616,8 +616,8 @@ fn the_audit_of_unreferenced_tables_sets_aside_a_table_without_checksums() {
 /// if it opens under the database's checksum rule. With its footer
 /// flipped to "none" it used to be put back, and every read of its keys
 /// then failed in the table cache; now the open that ends the repair moves
-/// it to `lost/` (the report names the table and why), leaving a database
-/// that reads.
+/// it to `lost/` (the report names the table and why, and counts what it
+/// held as lost), leaving a database that reads.
 #[test]
 fn repair_does_not_put_back_a_table_without_checksums() {
     let t = tempfile::tempdir().unwrap();
@@ -642,6 +642,15 @@ fn repair_does_not_put_back_a_table_without_checksums() {
         "{r:?}"
     );
     assert!(dir.join("lost").join(name).exists(), "{r:?}");
+    // Its keys are gone from the database, so the report must not say
+    // that nothing was lost (it used to: the table was only "moved").
+    assert!(!r.lost_nothing(), "{r:?}");
+    assert!(
+        r.lost
+            .iter()
+            .any(|l| l.starts_with(name) && l.contains("cannot be read")),
+        "{r:?}"
+    );
     let db = Db::open(&dir, options(ChecksumType::Crc32c)).unwrap();
     assert_eq!(db.get(key(7)).unwrap(), None);
     assert_eq!(db.iter().count(), 0);

@@ -302,7 +302,8 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             let why = match verdict {
                 Unreferenced::Unknown(why) => why.clone(),
                 Unreferenced::Redundant if *n >= recovered_next_file => format!(
-                    "redundant, but numbered at or past the MANIFEST's next file number                      {recovered_next_file}"
+                    "redundant, but numbered at or past the MANIFEST's next file number \
+                     {recovered_next_file}"
                 ),
                 Unreferenced::Redundant => continue,
             };

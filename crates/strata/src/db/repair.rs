@@ -18,7 +18,8 @@
 //!    they belong. A table with sequence number 0 (an ingested file whose
 //!    sequence number only the lost record held) cannot be placed safely:
 //!    the open that ends the repair moves it to `lost/`, and the report
-//!    says so.
+//!    says so. So does a table that cannot be read: what it held cannot
+//!    be known, so the report lists it under `lost`.
 //! 4. **Ingestions whose record was lost**: a WAL marker (`db::marker`)
 //!    past the MANIFEST's last sequence number names the ingestion's files.
 //!    If every one is present with its recorded size and opens as a table
@@ -356,10 +357,22 @@ fn repair_locked(
         }
         let accounted = |s: u64| s <= flushed || in_wal(s) || ingested.contains(&s);
         // One that does not open (under the checksum rule too) is not put
-        // back: the open that ends the repair moves it to `lost/`, and the
-        // report lists it with the reason.
-        let Ok(Some((meta, unaccounted))) = table_meta(tables, n, &accounted) else {
-            continue;
+        // back: the open that ends the repair moves it to `lost/`. What it
+        // held cannot be known, so its entries count as lost: a torn
+        // flush or compaction output held nothing unique, but a finished
+        // flush whose MANIFEST record was lost did, and a report of
+        // "nothing lost" must never be a guess.
+        let (meta, unaccounted) = match table_meta(tables, n, &accounted) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(e) => {
+                report.lost.push(format!(
+                    "{name}: no MANIFEST record names it and it cannot be read ({e}); \
+                     whatever it held that no other file holds is not in the repaired \
+                     database (the file is kept in lost/)"
+                ));
+                continue;
+            }
         };
         if meta.smallest_seq == 0 {
             report.lost.push(format!(
