@@ -104,7 +104,7 @@ use crate::memtable::skiplist::InsertHint;
 use crate::memtable::MemTable;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -370,14 +370,26 @@ pub(crate) struct CommitPipeline {
     /// a writer that finds another there looks up its entry's place in
     /// the memtable before it queues (`hint_for`).
     writers_in: AtomicUsize,
-    /// The highest WAL number created, and the highest whose directory
-    /// entry is known durable (every WAL numbered up to it was created
-    /// before a directory sync finished). A MANIFEST edit may name a WAL
-    /// as the oldest still needed only once its entry is durable
+    /// The WALs created whose directory entries no directory sync has
+    /// covered yet (a number joins right after its file is created, before
+    /// anything is written to it, and leaves once a sync that began after
+    /// it joined has finished). A MANIFEST edit may name a WAL as the
+    /// oldest still needed only once its entry is durable
     /// (`make_wal_entries_durable`), so recovery can require that WAL: a
-    /// power cut cannot take away a WAL a durable edit names.
-    wal_created: AtomicU64,
-    wal_entries_durable: AtomicU64,
+    /// power cut cannot take away a WAL a durable edit names; and a synced
+    /// write is acknowledged only once its WAL's entry is durable.
+    ///
+    /// A set, not a watermark: WALs are not created in number order. A
+    /// rotation that finds no spare allocates its number and then creates
+    /// the file, and the WAL thread may meanwhile allocate the next number,
+    /// create that spare and sync the directory; a watermark ("every WAL up
+    /// to the spare is durable") then covered the rotation's WAL, created
+    /// after that sync, and a synced write to it skipped the directory
+    /// sync, so a power cut took the WAL and the acknowledged writes in it
+    /// (found by the metamorphic test: a synced write lost, or the open
+    /// refusing a gap in the WAL's sequence numbers;
+    /// `tests/wal_entry_durability.rs`).
+    wal_entries_pending: Mutex<Vec<u64>>,
 }
 
 /// Counts a caller in `CommitPipeline::writers_in` for as long as it lives.
@@ -401,10 +413,8 @@ impl CommitPipeline {
     /// The pipeline of a database whose active WAL is `wal`, whose
     /// directory entry the caller made durable.
     pub fn new(last_seq: u64, wal: Wal) -> CommitPipeline {
-        let number = wal.number;
         CommitPipeline {
-            wal_created: AtomicU64::new(number),
-            wal_entries_durable: AtomicU64::new(number),
+            wal_entries_pending: Mutex::new(Vec::new()),
             q: Mutex::new(Queue {
                 writers: VecDeque::new(),
                 last_seq,
@@ -561,7 +571,7 @@ impl CommitPipeline {
                     return Err(e);
                 }
                 f.sync()?;
-                self.make_wal_entry_durable(db, number)?;
+                self.make_wal_entry_durable(db, Some(number))?;
             }
             return Ok(());
         }
@@ -582,7 +592,7 @@ impl CommitPipeline {
                 return Err(e);
             }
             f.sync()?;
-            self.make_wal_entry_durable(db, old.number)?;
+            self.make_wal_entry_durable(db, Some(old.number))?;
         }
         *r = None;
         self.retired_pending.store(false, Ordering::Release);
@@ -614,7 +624,7 @@ impl CommitPipeline {
             let number = db.new_file_number();
             let path = filenames::wal(&db.dir, number);
             let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
-            self.wal_created.fetch_max(number, Ordering::AcqRel);
+            self.wal_created(number);
             let mem = Arc::new(MemTable::new(number));
             *self.spare.lock() = Some((number, wal, mem));
             // The new WAL's directory entry is made durable here, off every
@@ -633,28 +643,46 @@ impl CommitPipeline {
         Ok(busy)
     }
 
-    /// Makes the directory entry of every WAL created so far durable (a
-    /// directory sync, unless one since the newest WAL's creation did it).
-    /// Called before a MANIFEST edit names a WAL: by the flush thread, and
-    /// by the WAL thread for its spare, so it is a no-op for a flush
-    /// unless a rotation had to create its WAL itself.
-    pub fn make_wal_entries_durable(&self, db: &DbInner) -> Result<()> {
-        self.make_wal_entry_durable(db, self.wal_created.load(Ordering::Acquire))
+    /// Counts WAL `number`, whose file was just created, among those whose
+    /// directory entries are not yet durable. Called before the WAL is
+    /// handed to anyone (as the spare or the active WAL).
+    fn wal_created(&self, number: u64) {
+        self.wal_entries_pending.lock().push(number);
     }
 
-    /// Makes WAL `number`'s directory entry durable (and every other WAL's
-    /// created by then), unless it is already. A synced write calls it for
-    /// its WAL too: without it, a power cut would remove the file with
-    /// every synced write in it (found by the power-cut tests on
-    /// `FaultVfs`; RocksDB syncs the WAL directory the same way).
-    fn make_wal_entry_durable(&self, db: &DbInner, number: u64) -> Result<()> {
-        if self.wal_entries_durable.load(Ordering::Acquire) >= number {
-            return Ok(());
-        }
-        let created = self.wal_created.load(Ordering::Acquire);
+    /// Makes the directory entry of every WAL created so far durable (a
+    /// directory sync, unless every one is already). Called before a
+    /// MANIFEST edit names a WAL: by the flush thread, and by the WAL
+    /// thread for its spare, so it is a no-op for a flush unless a
+    /// rotation had to create its WAL itself.
+    pub fn make_wal_entries_durable(&self, db: &DbInner) -> Result<()> {
+        self.make_wal_entry_durable(db, None)
+    }
+
+    /// Makes WAL `number`'s directory entry durable (`None`: every WAL's),
+    /// unless it is already; the directory sync covers every WAL created
+    /// before it. A synced write calls it for its WAL too: without it, a
+    /// power cut would remove the file with every synced write in it
+    /// (found by the power-cut tests on `FaultVfs`; RocksDB syncs the WAL
+    /// directory the same way).
+    fn make_wal_entry_durable(&self, db: &DbInner, number: Option<u64>) -> Result<()> {
+        let covered: Vec<u64> = {
+            let pending = self.wal_entries_pending.lock();
+            let needed = match number {
+                Some(n) => pending.contains(&n),
+                None => !pending.is_empty(),
+            };
+            if !needed {
+                return Ok(());
+            }
+            // Every WAL counted now was created before the sync below
+            // starts, so the sync makes each one's entry durable.
+            pending.clone()
+        };
         db.vfs.sync_dir(&db.dir)?;
-        self.wal_entries_durable
-            .fetch_max(created.max(number), Ordering::AcqRel);
+        self.wal_entries_pending
+            .lock()
+            .retain(|n| !covered.contains(n));
         Ok(())
     }
 
@@ -1333,7 +1361,7 @@ impl CommitPipeline {
                 let wal = Wal::new(number, db.vfs.create(&path)?, path.display().to_string());
                 // Its directory entry is left to the flush that names it
                 // or its first synced write (`make_wal_entry_durable`).
-                self.wal_created.fetch_max(number, Ordering::AcqRel);
+                self.wal_created(number);
                 (number, wal, Arc::new(MemTable::new(number)))
             }
         };
