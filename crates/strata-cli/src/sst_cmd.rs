@@ -9,8 +9,7 @@ use clap::{Args, Subcommand};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use strata::sstable::properties::display_value;
-use strata::sstable::{CompressionType, SstOptions, SstWriter, Table, TableOptions};
+use strata::sstable::{CompressionType, SstOptions, SstWriter, TableFile};
 use strata::ChecksumType;
 
 #[derive(Subcommand)]
@@ -79,14 +78,8 @@ pub fn run(cmd: SstCmd) -> Result<()> {
     }
 }
 
-pub fn open(path: &Path) -> Result<std::sync::Arc<Table>> {
-    // Reading a directory as a table fails with an offset that means
-    // nothing (its st_size less the footer's); say what it is instead.
-    if path.is_dir() {
-        bail!("{} is a directory, not an SST file", path.display());
-    }
-    Table::open_path(path, TableOptions::default())
-        .with_context(|| format!("opening {}", path.display()))
+pub fn open(path: &Path) -> Result<TableFile> {
+    TableFile::open(path).with_context(|| format!("opening {}", path.display()))
 }
 
 fn show(b: &[u8], as_hex: bool) -> String {
@@ -101,17 +94,16 @@ fn dump(a: DumpArgs) -> Result<()> {
     let t = open(&a.file)?;
     let mut out = BufWriter::new(crate::stdout::lock());
     writeln!(out, "Table: {} ({} bytes)", a.file.display(), t.file_size())?;
-    let f = t.footer();
     writeln!(
         out,
         "Footer: format_version {}, checksum {}{}",
-        f.format_version,
-        f.checksum.name(),
+        t.format_version(),
+        t.checksum().name(),
         no_checksums_note(&t)
     )?;
     writeln!(out, "Properties:")?;
     for (k, v) in &t.properties().all {
-        writeln!(out, "  {k} = {}", display_value(k, v))?;
+        writeln!(out, "  {k} = {}", TableFile::display_property(k, v))?;
     }
     if let Some(s) = t.global_seqno() {
         writeln!(out, "Global sequence number: {s}")?;
@@ -207,8 +199,8 @@ fn verify(file: &Path) -> Result<()> {
 /// What to add where a table's footer is shown: these commands read a
 /// table whose footer declares no block checksum (a database refuses one
 /// unless it writes such tables itself), so they say nothing was verified.
-fn no_checksums_note(t: &Table) -> &'static str {
-    if t.has_no_checksums() {
+fn no_checksums_note(t: &TableFile) -> &'static str {
+    if !t.has_checksums() {
         " (the table has no checksums: nothing read from it is verified; a database \
          that writes checksummed tables refuses it)"
     } else {

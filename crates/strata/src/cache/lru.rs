@@ -49,6 +49,7 @@ pub struct CacheStats {
 }
 
 impl CacheStats {
+    #[cfg(any(test, feature = "internals"))]
     fn add(&mut self, other: &CacheStats) {
         self.hits += other.hits;
         self.misses += other.misses;
@@ -169,6 +170,7 @@ impl<V: Clone + Send + Sync> LruCache<V> {
     }
 
     /// The byte budget given at construction.
+    #[cfg(any(test, feature = "internals"))]
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -178,11 +180,13 @@ impl<V: Clone + Send + Sync> LruCache<V> {
         self.shards.iter().map(|s| s.lock().map.len()).sum()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Hit, miss, insert and eviction counts, summed over the shards.
+    #[cfg(any(test, feature = "internals"))]
     pub fn stats(&self) -> CacheStats {
         let mut total = CacheStats::default();
         for shard in self.shards.iter() {

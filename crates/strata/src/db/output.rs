@@ -101,7 +101,7 @@ impl<'a> OutputWriter<'a> {
             self.cur = Some((n, w));
         }
         if let Some((_, w)) = self.cur.as_mut() {
-            w.add(ikey, value)?;
+            w.add_ikey(ikey, value)?;
         }
         if new_user_key {
             self.last_user_key.clear();
@@ -159,7 +159,7 @@ impl<'a> OutputWriter<'a> {
                 _ => t.end.clone(),
             };
             if start < stop {
-                w.add_range_tombstone(&start, &stop, t.seq)?;
+                w.tombstone_at(&start, &stop, t.seq)?;
             }
         }
         let info = w.finish()?;

@@ -73,6 +73,7 @@ impl Block {
         self.data.len()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_restarts(&self) -> usize {
         self.num_restarts
     }

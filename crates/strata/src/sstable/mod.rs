@@ -1,11 +1,14 @@
 //! Sorted string tables in RocksDB's block-based table format
 //! (format_version 5).
 //!
-//! The readers `Table`, `format` and `properties` are `#[doc(hidden)]`:
-//! `strata sst dump` and `strata sst verify` read a table through them,
-//! and they are not API. The block, block-builder and filter modules and
-//! the meta-block names are internals (public only with the `internals`
-//! feature; see the crate's documentation).
+//! Public: [`SstWriter`] (with [`SstOptions`]) writes a table,
+//! [`SstReader`] reads a table of puts back, and [`TableFile`] inspects one
+//! (footer, properties, entries, range tombstones, a full verification:
+//! what `strata sst dump` and `strata sst verify` show). The engine's
+//! reader (`Table`, `TableIter`, `TableOptions`, `RangeTombstone`), the
+//! block, block-builder, filter, format and properties modules and the
+//! meta-block names are internals: public only with the `internals`
+//! feature (see the crate's documentation).
 
 #[cfg(feature = "internals")]
 #[doc(hidden)]
@@ -23,31 +26,45 @@ mod compression;
 pub mod filter;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod filter;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod format;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod format;
 mod prefix;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod properties;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod properties;
 mod read_window;
 mod sst_reader;
+mod table_file;
 mod writer;
 
 pub use compression::{CompressionType, PROBE_EVERY, SKIP_AFTER};
 pub use prefix::{CappedPrefix, FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
 pub use sst_reader::{SstReader, TableEntries, TableEntry};
+pub use table_file::{RangeDeletion, TableFile, TableStats};
 #[cfg(not(feature = "internals"))]
 pub(crate) use writer::PROPERTIES_BLOCK_NAME;
 pub use writer::{SstInfo, SstOptions, SstWriter};
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use writer::{PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod reader;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod reader;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use reader::{Found, IndexEntries};
 #[cfg(not(feature = "internals"))]
 pub(crate) use reader::{Found, IndexEntries};
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use reader::{RangeTombstone, Table, TableIter, TableOptions};
+#[cfg(not(feature = "internals"))]
+pub(crate) use reader::{RangeTombstone, Table, TableIter, TableOptions};

@@ -57,37 +57,65 @@ pub mod names {
     pub const LARGEST_SEQNO: &str = "strata.seqno.largest";
 }
 
-/// Decoded table properties. Fields are the ones the engine uses; `all`
-/// keeps every property's raw bytes, including those listed as fields.
+/// Decoded table properties (RocksDB's `rocksdb.*` names, and Strata's
+/// own `strata.*` ones). The fields are the properties the engine uses;
+/// [`all`](Self::all) keeps every property's raw bytes, the fields' too,
+/// and `TableFile::display_property` shows one as a person reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableProperties {
+    /// Bytes of the data blocks (`rocksdb.data.size`).
     pub data_size: u64,
+    /// Bytes of the index block (`rocksdb.index.size`).
     pub index_size: u64,
+    /// Bytes of the filter block (`rocksdb.filter.size`).
     pub filter_size: u64,
+    /// Bytes of every key as written (`rocksdb.raw.key.size`).
     pub raw_key_size: u64,
+    /// Bytes of every value as written (`rocksdb.raw.value.size`).
     pub raw_value_size: u64,
+    /// Data blocks (`rocksdb.num.data.blocks`).
     pub num_data_blocks: u64,
+    /// Entries: puts, deletions, merge operands and range tombstones, as
+    /// RocksDB counts them (`rocksdb.num.entries`).
     pub num_entries: u64,
+    /// Point deletions among them (`rocksdb.deleted.keys`).
     pub num_deletions: u64,
+    /// Range tombstones (`rocksdb.num.range-deletions`).
     pub num_range_deletions: u64,
+    /// Merge operands (`rocksdb.merge.operands`; Strata reads none).
     pub num_merge_operands: u64,
+    /// The table's `format_version` as its properties record it.
     pub format_version: u64,
+    /// Whether index keys are user keys, without sequence numbers.
     pub index_key_is_user_key: bool,
+    /// Whether the index's block handles are delta-encoded.
     pub index_value_is_delta_encoded: bool,
+    /// The compression name the writer recorded (`rocksdb.compression`).
     pub compression: String,
+    /// The comparator's name (`leveldb.BytewiseComparator`).
     pub comparator: String,
+    /// The filter policy's name, empty without a filter.
     pub filter_policy: String,
+    /// The prefix extractor's name, empty without one.
     pub prefix_extractor: String,
+    /// Whether the filter holds whole keys.
     pub whole_key_filtering: bool,
+    /// Whether the filter holds key prefixes.
     pub prefix_filtering: bool,
     /// `rocksdb.external_sst_file.version`, if the file was written for ingestion.
     pub external_version: Option<u32>,
+    /// The global sequence number recorded in the file
+    /// (`rocksdb.external_sst_file.global_seqno`), if any.
     pub global_seqno: Option<u64>,
-    /// Smallest/largest internal key (Strata-written files only).
+    /// Smallest internal key (Strata-written files only).
     pub smallest_key: Option<Vec<u8>>,
+    /// Largest internal key (Strata-written files only).
     pub largest_key: Option<Vec<u8>>,
+    /// Smallest sequence number (Strata-written files only).
     pub smallest_seqno: Option<u64>,
+    /// Largest sequence number (Strata-written files only).
     pub largest_seqno: Option<u64>,
+    /// Every property by name, raw bytes as stored.
     pub all: BTreeMap<String, Vec<u8>>,
 }
 

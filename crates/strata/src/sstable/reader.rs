@@ -432,6 +432,7 @@ impl Table {
     }
 
     /// False only if the prefix filter proves no key with `prefix` exists.
+    #[cfg(any(test, feature = "internals"))]
     pub fn may_contain_prefix(&self, prefix: &[u8]) -> bool {
         match (&self.filter, &self.prefix) {
             (Some(f), Some(_)) => f.may_contain(prefix),
@@ -522,6 +523,7 @@ impl Table {
     }
 
     /// An iterator limited to user keys in `[lower, upper)`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn iter_bounded(self: &Arc<Self>, lower: Option<&[u8]>, upper: Option<&[u8]>) -> TableIter {
         TableIter::new(
             Arc::clone(self),
@@ -640,6 +642,7 @@ impl Table {
 
     /// The data blocks' handles, in file order: the index block's entries
     /// (a walk split into pieces, `db::ingest`, takes them in ranges).
+    #[cfg(any(test, feature = "internals"))]
     pub fn data_handles(&self) -> Result<Vec<BlockHandle>> {
         Ok(self.index_entries()?.handles)
     }
@@ -975,6 +978,7 @@ impl IndexEntries {
         self.handles.len()
     }
 
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.handles.is_empty()
     }

@@ -89,7 +89,7 @@ pub struct TableEntry {
     pub value: Vec<u8>,
 }
 
-/// The entries of a table in key order ([`Table::entries`]). Stops at the
+/// The entries of a table in key order ([`TableFile::entries`](super::TableFile::entries)). Stops at the
 /// first error (a corrupt block or a key too short for its trailer), which
 /// it yields, naming the file and the block's offset.
 pub struct TableEntries {
@@ -101,10 +101,11 @@ pub struct TableEntries {
 
 impl Table {
     /// Every entry of the table in key order, puts and deletions alike, with
-    /// the sequence number and kind of each (see [`TableEntry`]).
+    /// the sequence number and kind of each (see [`TableEntry`]; the public
+    /// way in is [`TableFile::entries`](super::TableFile::entries)).
     ///
     /// ```
-    /// use strata::sstable::{Table, TableEntry, TableOptions};
+    /// use strata::sstable::{TableEntry, TableFile};
     /// use strata::{SstOptions, SstWriter};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("a.sst");
@@ -112,7 +113,7 @@ impl Table {
     /// w.put("a", "1")?;
     /// w.delete("b")?;
     /// w.finish()?;
-    /// let t = Table::open_path(&path, TableOptions::default())?;
+    /// let t = TableFile::open(&path)?;
     /// let entries: Vec<TableEntry> = t.entries().collect::<strata::Result<_>>()?;
     /// let put = TableEntry { user_key: b"a".to_vec(), seq: 0, kind: 1, value: b"1".to_vec() };
     /// let del = TableEntry { user_key: b"b".to_vec(), seq: 0, kind: 0, value: Vec::new() };

@@ -208,8 +208,19 @@ pub struct SstWriter {
 
 impl SstWriter {
     /// Starts a table on an already created file; `name` is used in errors.
+    /// Internal ([`start`](Self::start)).
+    #[cfg(feature = "internals")]
     #[doc(hidden)]
     pub fn new(
+        file: Box<dyn WritableFile>,
+        name: impl Into<String>,
+        opts: SstOptions,
+    ) -> SstWriter {
+        Self::start(file, name, opts)
+    }
+
+    /// Starts a table on an already created file; `name` is used in errors.
+    pub(crate) fn start(
         file: Box<dyn WritableFile>,
         name: impl Into<String>,
         opts: SstOptions,
@@ -264,7 +275,7 @@ impl SstWriter {
             )));
         }
         let f = vfs.create(path)?;
-        Ok(SstWriter::new(f, path.display().to_string(), opts))
+        Ok(SstWriter::start(f, path.display().to_string(), opts))
     }
 
     /// Point entries added so far.
@@ -280,23 +291,35 @@ impl SstWriter {
 
     /// Adds a value at sequence number 0 (files for ingestion).
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.add_entry(key.as_ref(), 0, ValueKind::Value, value.as_ref())
+        self.entry_at(key.as_ref(), 0, ValueKind::Value, value.as_ref())
     }
 
     /// Adds a point deletion at sequence number 0.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.add_entry(key.as_ref(), 0, ValueKind::Deletion, b"")
+        self.entry_at(key.as_ref(), 0, ValueKind::Deletion, b"")
     }
 
     /// Adds a range tombstone `[start, end)` at sequence number 0.
     pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        self.add_range_tombstone(start.as_ref(), end.as_ref(), 0)
+        self.tombstone_at(start.as_ref(), end.as_ref(), 0)
     }
 
-    /// Adds an entry of any kind at any sequence number (flushes,
-    /// compactions, tests). Internal: the kinds are the engine's.
+    /// Adds an entry of any kind at any sequence number (tests). Internal
+    /// ([`entry_at`](Self::entry_at)): the kinds are the engine's.
+    #[cfg(feature = "internals")]
     #[doc(hidden)]
     pub fn add_entry(
+        &mut self,
+        user_key: &[u8],
+        seq: u64,
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<()> {
+        self.entry_at(user_key, seq, kind, value)
+    }
+
+    /// Adds an entry of any kind at any sequence number.
+    pub(crate) fn entry_at(
         &mut self,
         user_key: &[u8],
         seq: u64,
@@ -316,11 +339,18 @@ impl SstWriter {
         r
     }
 
-    /// Adds an entry by internal key. Keys must strictly increase in
-    /// internal-key order; range tombstones go through
-    /// [`add_range_tombstone`](Self::add_range_tombstone). Internal.
+    /// Adds an entry by internal key (tests). Internal
+    /// ([`add_ikey`](Self::add_ikey)).
+    #[cfg(feature = "internals")]
     #[doc(hidden)]
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.add_ikey(ikey, value)
+    }
+
+    /// Adds an entry by internal key (flushes, compactions). Keys must
+    /// strictly increase in internal-key order; range tombstones go through
+    /// [`tombstone_at`](Self::tombstone_at).
+    pub(crate) fn add_ikey(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         let p = ParsedKey::parse(ikey).ok_or_else(|| {
             Error::invalid(format!("{}: internal key shorter than 8 bytes", self.name))
         })?;
@@ -419,11 +449,17 @@ impl SstWriter {
         Ok(())
     }
 
-    /// Adds a range tombstone deleting user keys in `[start, end)` at `seq`.
-    /// Tombstones may be added in any order, before or after point entries.
-    /// Internal.
+    /// Adds a range tombstone at `seq` (tests). Internal
+    /// ([`tombstone_at`](Self::tombstone_at)).
+    #[cfg(feature = "internals")]
     #[doc(hidden)]
     pub fn add_range_tombstone(&mut self, start: &[u8], end: &[u8], seq: u64) -> Result<()> {
+        self.tombstone_at(start, end, seq)
+    }
+
+    /// Adds a range tombstone deleting user keys in `[start, end)` at `seq`.
+    /// Tombstones may be added in any order, before or after point entries.
+    pub(crate) fn tombstone_at(&mut self, start: &[u8], end: &[u8], seq: u64) -> Result<()> {
         if start >= end {
             return Err(Error::invalid(format!(
                 "{}: empty range tombstone [{}, {})",
@@ -538,12 +574,26 @@ impl SstWriter {
     }
 
     /// [`finish`](Self::finish) without the final sync: the footer is
-    /// written and the file is handed back, and nothing may read or
-    /// ingest the table before the caller has synced it. An importer
-    /// writing several files in a row syncs each one on another thread
-    /// while it writes the next (the sync of a 64 MiB file was a third of
-    /// W1's merge phase). Internal.
-    #[doc(hidden)]
+    /// written and the file is handed back unsynced. The caller must call
+    /// [`WritableFile::sync`](crate::vfs::WritableFile::sync) on it (from any thread) before anything reads
+    /// or ingests the table: until then a power cut can leave the file
+    /// short or empty. A bulk loader writing several files in a row syncs
+    /// each one on another thread while it writes the next (the sync of a
+    /// 64 MiB file was a third of W1's merge phase when the writer waited
+    /// for each one).
+    ///
+    /// ```
+    /// use strata::{SstOptions, SstWriter};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let mut w = SstWriter::create(dir.path().join("a.sst"), SstOptions::for_ingestion())?;
+    /// w.put("a", "1")?;
+    /// let (info, mut file) = w.finish_unsynced()?;
+    /// let syncing = std::thread::spawn(move || file.sync());
+    /// // ... write the next file here ...
+    /// syncing.join().expect("the sync thread")?;
+    /// assert_eq!(info.num_entries, 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn finish_unsynced(mut self) -> Result<(SstInfo, Box<dyn WritableFile>)> {
         self.flush_data_block()?;
         if let Some(h) = self.pending.take() {

@@ -123,10 +123,12 @@ impl<'a> Reader<'a> {
         self.pos += n;
         Some(v)
     }
+    #[cfg(any(test, feature = "internals"))]
     pub fn fixed32(&mut self) -> Option<u32> {
         let b = self.bytes(4)?;
         Some(decode_fixed32(b))
     }
+    #[cfg(any(test, feature = "internals"))]
     pub fn fixed64(&mut self) -> Option<u64> {
         let b = self.bytes(8)?;
         Some(decode_fixed64(b))
