@@ -102,9 +102,10 @@ pub struct ImportArgs {
     /// Escape byte inside quotes (default: a doubled quote).
     #[arg(long)]
     pub escape: Option<String>,
-    /// The first record of each file is a header: skipped, or (`match`)
-    /// used to map columns by name.
-    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "skip")]
+    /// The first record of each file is a header: `skip` it, or `match`
+    /// it to map columns by name. The value is required (a bare
+    /// `--header` used to take the next file name as its value).
+    #[arg(long, value_enum)]
     pub header: Option<HeaderArg>,
     /// The field text that means NULL (e.g. `\N`); a quoted field is
     /// never NULL, whatever its text.
@@ -472,11 +473,11 @@ pub fn print_summary(
         .map(|(l, n)| format!("L{l}: {n}"))
         .collect();
     outln!(
-        "ingested files landed on {}; the tree now holds {}",
+        "{}; the tree now holds {}",
         if landed.is_empty() {
-            "(applied as a batch)".to_string()
+            "applied as one write batch (too small for files)".to_string()
         } else {
-            landed.join(", ")
+            format!("ingested files landed on {}", landed.join(", "))
         },
         if tree.is_empty() {
             "no table files (the rows are in the write-ahead log and memtable)".to_string()

@@ -35,7 +35,7 @@ pub fn run(a: RepairArgs) -> Result<()> {
             outln!("LOST: {line}")?;
         }
         for p in &t.problems {
-            outln!("LOST: {p} (the table is now inconsistent)")?;
+            outln!("LOST: {p} (found checking the repaired database's SQL tables)")?;
         }
     }
     Ok(())

@@ -20,8 +20,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         info.num_entries, info.file_size
     );
 
-    // The file is hard-linked into the database (copied across file
-    // systems); all its keys appear at once.
+    // The file is moved into the database: hard-linked (copied across
+    // file systems), then removed from `path` (`move_files: false` copies
+    // and leaves it); all its keys appear at once.
     let r = db.ingest(&[&path], &IngestOptions::default())?;
     println!(
         "ingested at sequence {} (levels {:?})",

@@ -342,7 +342,7 @@ fn tail_finding(
 ) {
     let name = path.display().to_string();
     let msg = format!(
-        "damaged last record{what} ({} bytes): {:?}",
+        "damaged last record{what} ({} bytes): {}",
         t.bytes, t.damage
     );
     let file = match vfs.open_random(path) {

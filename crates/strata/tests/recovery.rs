@@ -1044,7 +1044,7 @@ fn repair_redoes_an_ingestion_from_its_marker() {
             match how {
                 "cut away" => assert!(r.lost_nothing(), "{case}: {r:?}"),
                 _ => assert!(
-                    r.lost.len() == 1 && r.lost[0].contains("every edit from offset"),
+                    r.lost.len() == 1 && r.lost[0].contains("the edits from offset"),
                     "{case}: {r:?}"
                 ),
             }

@@ -651,7 +651,7 @@ fn replay_wals(
                     &name,
                     t.offset,
                     format!(
-                        "damaged record ({:?}) in a WAL that is not the newest",
+                        "damaged record ({}) in a WAL that is not the newest",
                         t.damage
                     ),
                 ));

@@ -185,9 +185,10 @@ fn repair_locked(
     let mname = format!("MANIFEST-{number:06}");
     let r = VersionSet::recover_manifest(Arc::clone(vfs), dir, number, true)?;
     if let Some((off, why)) = &r.stopped {
-        report
-            .lost
-            .push(format!("{mname}: every edit from offset {off} on ({why})"));
+        report.lost.push(format!(
+            "{mname}: the edits from offset {off} on do not read ({why}); what they \
+                 recorded is lost unless a salvaged line names it"
+        ));
     }
     let mut set = r.set;
     // The MANIFEST may have lost the edits that counted the newest files:

@@ -68,6 +68,14 @@ impl Damage {
     }
 }
 
+/// What people read (the check, the open's refusals): the description, not
+/// the variant's name.
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
 /// The torn tail a [`TailPolicy::TolerateTornTail`] reader dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DroppedTail {

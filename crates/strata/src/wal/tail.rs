@@ -93,7 +93,7 @@ pub fn judge(file: &dyn RandomAccessFile, t: &DroppedTail) -> Result<Option<Stri
                 .to_string(),
         ),
         Damage::BadLength | Damage::UnknownType(_) | Damage::OrphanFragment => Some(format!(
-            "{:?} at the end of the log is not what an unfinished write leaves",
+            "{} at the end of the log is not what an unfinished write leaves",
             t.damage
         )),
     })
