@@ -12,6 +12,7 @@
 //! unsupported part, never silently ignored.
 
 use crate::error::{Error, Result};
+use sqlparser::ast::Spanned;
 use sqlparser::ast::{
     CharacterLength, ColumnOption, DataType, ExactNumberInfo, Expr, ObjectName, Statement,
     TableConstraint,
@@ -301,8 +302,10 @@ impl Schema {
                         }
                         let Some(i) = t.column_index(&id.value) else {
                             return Err(Error::schema(format!(
-                                "{what}: no column {} in table {}",
-                                id.value, t.name
+                                "{what}: no column {}{} in table {}",
+                                id.value,
+                                at(id),
+                                t.name
                             )));
                         };
                         cols.push(i);
@@ -350,13 +353,32 @@ fn located(e: &sqlparser::parser::ParserError, sql: &str) -> String {
     format!("{msg} (the schema ends there, after line {line}, column {column}: a statement is not finished)")
 }
 
+/// The statement as errors name it: where it is in the schema (the line of
+/// its first name, as the parser counts lines, from 1) and its text, cut at
+/// 60 characters.
 fn head(stmt: &Statement) -> String {
     let s = stmt.to_string();
     let cut: String = s.chars().take(60).collect();
-    if cut.len() < s.len() {
+    let text = if cut.len() < s.len() {
         format!("`{cut}...`")
     } else {
         format!("`{cut}`")
+    };
+    let start = stmt.span().start;
+    if start.line > 0 {
+        format!("line {}: {text}", start.line)
+    } else {
+        text
+    }
+}
+
+/// ` (line L, column C)` for a name the parser placed, else nothing.
+fn at(id: &sqlparser::ast::Ident) -> String {
+    let l = id.span.start;
+    if l.line > 0 {
+        format!(" (line {}, column {})", l.line, l.column)
+    } else {
+        String::new()
     }
 }
 
@@ -376,8 +398,9 @@ fn create_table(ct: &sqlparser::ast::CreateTable, stmt: &Statement) -> Result<Ta
     let mut pk: Option<Vec<usize>> = None;
     let mut uniques: Vec<Vec<usize>> = Vec::new();
     for (i, cd) in ct.columns.iter().enumerate() {
-        let ty = column_type(&cd.data_type)
-            .map_err(|part| unsupported(format!("column {}: {part}", cd.name.value)))?;
+        let ty = column_type(&cd.data_type).map_err(|part| {
+            unsupported(format!("column {}{}: {part}", cd.name.value, at(&cd.name)))
+        })?;
         let mut not_null = false;
         for opt in &cd.options {
             match &opt.option {
@@ -398,8 +421,9 @@ fn create_table(ct: &sqlparser::ast::CreateTable, stmt: &Statement) -> Result<Ta
                 }
                 other => {
                     return Err(unsupported(format!(
-                        "column {}: option `{other}`",
-                        cd.name.value
+                        "column {}{}: option `{other}`",
+                        cd.name.value,
+                        at(&cd.name)
                     )))
                 }
             }
@@ -416,7 +440,9 @@ fn create_table(ct: &sqlparser::ast::CreateTable, stmt: &Statement) -> Result<Ta
                 columns
                     .iter()
                     .position(|c: &Column| c.name.eq_ignore_ascii_case(&id.value))
-                    .ok_or_else(|| Error::schema(format!("{what}: no column {}", id.value)))
+                    .ok_or_else(|| {
+                        Error::schema(format!("{what}: no column {}{}", id.value, at(id)))
+                    })
             })
             .collect()
     };
@@ -587,6 +613,22 @@ mod tests {
         assert_eq!(c.primary().columns, vec![5]);
         assert_eq!(c.input_columns().len(), 5);
         assert_eq!(c.indexes[1].columns, vec![0, 1]);
+    }
+
+    #[test]
+    fn errors_after_parsing_name_the_line_and_column() {
+        let err = |sql: &str| Schema::parse(sql).unwrap_err().to_string();
+        let sql = "CREATE TABLE a (id INT PRIMARY KEY);\n\nCREATE TABLE u (\n  id INT PRIMARY KEY,\n  name FOOBAR\n);";
+        let e = err(sql);
+        assert!(e.contains("line 3: `CREATE TABLE u"), "{e}");
+        assert!(e.contains("column name (line 5, column 3): type FOOBAR"), "{e}");
+        let sql = "CREATE TABLE t (id INT PRIMARY KEY, v INT);\nCREATE INDEX t_w ON t (w);";
+        let e = err(sql);
+        assert!(e.contains("line 2: `CREATE INDEX"), "{e}");
+        assert!(e.contains("no column w (line 2, column 24) in table t"), "{e}");
+        let sql = "CREATE TABLE t (\n  id INT,\n  PRIMARY KEY (idd)\n);";
+        let e = err(sql);
+        assert!(e.contains("no column idd (line 3, column 16)"), "{e}");
     }
 
     #[test]
