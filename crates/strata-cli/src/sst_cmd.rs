@@ -4,7 +4,7 @@
 
 use crate::gen;
 use crate::hex;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -79,7 +79,8 @@ pub fn run(cmd: SstCmd) -> Result<()> {
 }
 
 pub fn open(path: &Path) -> Result<TableFile> {
-    TableFile::open(path).with_context(|| format!("opening {}", path.display()))
+    // The engine's errors name the file (and the offset, for damage).
+    Ok(TableFile::open(path)?)
 }
 
 fn show(b: &[u8], as_hex: bool) -> String {
@@ -182,9 +183,7 @@ fn dump(a: DumpArgs) -> Result<()> {
 
 fn verify(file: &Path) -> Result<()> {
     let t = open(file)?;
-    let s = t
-        .verify()
-        .with_context(|| format!("verifying {}", file.display()))?;
+    let s = t.verify()?;
     outln!(
         "OK {}: {} entries in {} data blocks, {} range tombstones{}",
         file.display(),

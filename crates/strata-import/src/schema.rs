@@ -621,11 +621,17 @@ mod tests {
         let sql = "CREATE TABLE a (id INT PRIMARY KEY);\n\nCREATE TABLE u (\n  id INT PRIMARY KEY,\n  name FOOBAR\n);";
         let e = err(sql);
         assert!(e.contains("line 3: `CREATE TABLE u"), "{e}");
-        assert!(e.contains("column name (line 5, column 3): type FOOBAR"), "{e}");
+        assert!(
+            e.contains("column name (line 5, column 3): type FOOBAR"),
+            "{e}"
+        );
         let sql = "CREATE TABLE t (id INT PRIMARY KEY, v INT);\nCREATE INDEX t_w ON t (w);";
         let e = err(sql);
         assert!(e.contains("line 2: `CREATE INDEX"), "{e}");
-        assert!(e.contains("no column w (line 2, column 24) in table t"), "{e}");
+        assert!(
+            e.contains("no column w (line 2, column 24) in table t"),
+            "{e}"
+        );
         let sql = "CREATE TABLE t (\n  id INT,\n  PRIMARY KEY (idd)\n);";
         let e = err(sql);
         assert!(e.contains("no column idd (line 3, column 16)"), "{e}");
