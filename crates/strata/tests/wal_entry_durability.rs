@@ -75,10 +75,20 @@ impl RaceVfs {
     /// the test then fails on what it expected, rather than hang).
     fn wait_until<'a>(
         &self,
-        mut st: std::sync::MutexGuard<'a, St>,
+        st: std::sync::MutexGuard<'a, St>,
         done: impl Fn(&St) -> bool,
     ) -> std::sync::MutexGuard<'a, St> {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        self.wait_until_for(st, Duration::from_secs(10), done)
+    }
+
+    /// [`Self::wait_until`], giving up after `limit`.
+    fn wait_until_for<'a>(
+        &self,
+        mut st: std::sync::MutexGuard<'a, St>,
+        limit: Duration,
+        done: impl Fn(&St) -> bool,
+    ) -> std::sync::MutexGuard<'a, St> {
+        let deadline = Instant::now() + limit;
         while !done(&st) && Instant::now() < deadline {
             st = self
                 .cv
@@ -117,7 +127,10 @@ impl Vfs for RaceVfs {
         if st.hold_rotation {
             st.hold_rotation = false;
             st.rotation_waiting = Some(n);
-            st = self.wait_until(st, |s| s.synced_after);
+            // Not for long: a WAL thread that parked while idle is woken
+            // only by this rotation, after its WAL is created, so then no
+            // spare comes and the attempt does not form the interleaving.
+            st = self.wait_until_for(st, Duration::from_secs(1), |s| s.synced_after);
         }
         drop(st);
         let f = self.inner.create(path)?;
@@ -236,9 +249,9 @@ fn attempt() -> bool {
         let st = vfs.st.lock().unwrap();
         (st.rotation_waiting, st.spare_created)
     };
-    let (Some(rotation), Some(spare)) = (rotation, spare) else {
-        panic!("stage 2 did not run: rotation {rotation:?}, spare {spare:?}");
-    };
+    // The rotation always waits here; the spare may not come (see
+    // `create`), and then only the write's survival is checked.
+    let rotation = rotation.expect("the rotation's WAL creation was never held");
 
     // A synced write goes to the rotation's WAL; then the power is cut.
     let mut b = WriteBatch::new();
@@ -247,22 +260,30 @@ fn attempt() -> bool {
     let image = vfs.inner.crash_clone();
     drop(db);
     let db = Db::open("/db", opts(Arc::new(image) as Arc<dyn Vfs>)).unwrap_or_else(|e| {
-        panic!("open after the power cut (rotation's WAL {rotation}, spare {spare}): {e}")
+        panic!("open after the power cut (rotation's WAL {rotation}, spare {spare:?}): {e}")
     });
     assert_eq!(
         db.get("acked").unwrap(),
         Some(b"durable".to_vec()),
-        "a synced write was lost (rotation's WAL {rotation}, spare {spare})"
+        "a synced write was lost (rotation's WAL {rotation}, spare {spare:?})"
     );
-    rotation < spare
+    spare.is_some_and(|s| rotation < s)
 }
 
 #[test]
 fn a_synced_write_survives_a_wal_created_after_a_later_numbered_one() {
     // The rotation takes its number right after it discards the spare, and
     // the WAL thread takes the next one within its 1 ms interval, so the
-    // interleaving forms nearly always; an attempt where it did not still
-    // checks the write, and another attempt is made.
-    let formed = (0..5).filter(|_| attempt()).count();
-    assert!(formed > 0, "the interleaving never formed in 5 attempts");
+    // interleaving forms nearly always (on a loaded machine the WAL thread
+    // may have parked, and then it does not); an attempt where it did not
+    // still checks the write. Attempts go on until 3 formed, 40 at most.
+    let (mut formed, mut attempts) = (0, 0);
+    while formed < 3 && attempts < 40 {
+        attempts += 1;
+        formed += usize::from(attempt());
+    }
+    assert!(
+        formed > 0,
+        "the interleaving never formed in {attempts} attempts"
+    );
 }
