@@ -78,11 +78,6 @@ pub fn run(cmd: SstCmd) -> Result<()> {
     }
 }
 
-pub fn open(path: &Path) -> Result<TableFile> {
-    // The engine's errors name the file (and the offset, for damage).
-    Ok(TableFile::open(path)?)
-}
-
 fn show(b: &[u8], as_hex: bool) -> String {
     if as_hex {
         hex::encode(b).to_uppercase()
@@ -92,7 +87,8 @@ fn show(b: &[u8], as_hex: bool) -> String {
 }
 
 fn dump(a: DumpArgs) -> Result<()> {
-    let t = open(&a.file)?;
+    // The engine's errors name the file (and the offset, for damage).
+    let t = TableFile::open(&a.file)?;
     let mut out = BufWriter::new(crate::stdout::lock());
     writeln!(out, "Table: {} ({} bytes)", a.file.display(), t.file_size())?;
     writeln!(
@@ -182,7 +178,7 @@ fn dump(a: DumpArgs) -> Result<()> {
 }
 
 fn verify(file: &Path) -> Result<()> {
-    let t = open(file)?;
+    let t = TableFile::open(file)?;
     let s = t.verify()?;
     outln!(
         "OK {}: {} entries in {} data blocks, {} range tombstones{}",

@@ -27,8 +27,12 @@
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-use strata::vfs::{FaultVfs, RandomAccessFile, SequentialFile, Vfs, WritableFile};
-use strata::{Db, Options, Result, WriteBatch, WriteOptions};
+use strata::vfs::{FaultVfs, Vfs, WritableFile};
+use strata::{Db, Options, WriteBatch, WriteOptions};
+
+#[path = "support/gated_vfs.rs"]
+mod support;
+use support::{CreateGate, GatedVfs};
 
 #[derive(Default)]
 struct St {
@@ -55,11 +59,15 @@ struct St {
     spare_wals: Vec<u64>,
 }
 
-struct RaceVfs {
-    inner: FaultVfs,
+/// The gate the test's file system (`FaultVfs` underneath) passes WAL
+/// creations and directory syncs through.
+#[derive(Default)]
+struct RaceGate {
     st: Mutex<St>,
     cv: Condvar,
 }
+
+type RaceVfs = GatedVfs<RaceGate, FaultVfs>;
 
 fn wal_number(path: &Path) -> Option<u64> {
     let name = path.file_name()?.to_str()?;
@@ -70,7 +78,7 @@ fn on_wal_thread() -> bool {
     std::thread::current().name() == Some("strata-wal")
 }
 
-impl RaceVfs {
+impl RaceGate {
     /// Waits on the condition variable until `done` holds (10 s at most:
     /// the test then fails on what it expected, rather than hang).
     fn wait_until<'a>(
@@ -100,87 +108,57 @@ impl RaceVfs {
     }
 }
 
-impl Vfs for RaceVfs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let Some(n) = wal_number(path) else {
-            return self.inner.create(path);
-        };
+impl CreateGate for RaceGate {
+    fn before_create(&self, path: &Path) {
+        if wal_number(path).is_none() {
+            return;
+        }
+        let mut st = self.st.lock().unwrap();
         if on_wal_thread() {
-            let mut st = self.st.lock().unwrap();
             if st.hold_wal_thread {
                 st.wal_thread_held = true;
                 self.cv.notify_all();
                 st = self.wait_until(st, |s| !s.hold_wal_thread);
                 st.wal_thread_held = false;
             }
-            drop(st);
-            let f = self.inner.create(path)?;
-            let mut st = self.st.lock().unwrap();
+        } else if st.hold_rotation {
+            st.hold_rotation = false;
+            st.rotation_waiting = wal_number(path);
+            // Not for long: a WAL thread that parked while idle is woken
+            // only by this rotation, after its WAL is created, so then no
+            // spare comes and the attempt does not form the interleaving.
+            drop(self.wait_until_for(st, Duration::from_secs(1), |s| s.synced_after));
+        }
+    }
+
+    /// Called once the file exists: records who created which WAL.
+    fn wrap(&self, path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
+        let Some(n) = wal_number(path) else {
+            return file;
+        };
+        let mut st = self.st.lock().unwrap();
+        if on_wal_thread() {
             st.spare_wals.push(n);
             if st.rotation_waiting.is_some() && st.spare_created.is_none() {
                 st.spare_created = Some(n);
             }
-            self.cv.notify_all();
-            return Ok(f);
-        }
-        let mut st = self.st.lock().unwrap();
-        if st.hold_rotation {
-            st.hold_rotation = false;
-            st.rotation_waiting = Some(n);
-            // Not for long: a WAL thread that parked while idle is woken
-            // only by this rotation, after its WAL is created, so then no
-            // spare comes and the attempt does not form the interleaving.
-            st = self.wait_until_for(st, Duration::from_secs(1), |s| s.synced_after);
-        }
-        drop(st);
-        let f = self.inner.create(path)?;
-        let mut st = self.st.lock().unwrap();
-        st.rotation_wals.push(n);
-        if st.release_on_rotation {
-            st.release_on_rotation = false;
-            st.hold_wal_thread = false;
+        } else {
+            st.rotation_wals.push(n);
+            if st.release_on_rotation {
+                st.release_on_rotation = false;
+                st.hold_wal_thread = false;
+            }
         }
         self.cv.notify_all();
-        Ok(f)
+        file
     }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)?;
+
+    fn after_sync_dir(&self, _dir: &Path) {
         let mut st = self.st.lock().unwrap();
         if st.spare_created.is_some() {
             st.synced_after = true;
             self.cv.notify_all();
         }
-        Ok(())
-    }
-    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn link(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.link(from, to)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
-        self.inner.lock(path)
     }
 }
 
@@ -202,11 +180,7 @@ fn write_until(db: &Db, vfs: &RaceVfs, next: &mut u32, done: impl Fn(&St) -> boo
 /// One attempt; returns whether the interleaving formed (the rotation's
 /// WAL numbered below the spare created and synced while it waited).
 fn attempt() -> bool {
-    let vfs = Arc::new(RaceVfs {
-        inner: FaultVfs::new(),
-        st: Mutex::new(St::default()),
-        cv: Condvar::new(),
-    });
+    let vfs: Arc<RaceVfs> = Arc::new(GatedVfs::over(FaultVfs::new(), RaceGate::default()));
     let opts = |v: Arc<dyn Vfs>| Options {
         vfs: Some(v),
         memtable_size: 4 << 10,
@@ -257,7 +231,7 @@ fn attempt() -> bool {
     let mut b = WriteBatch::new();
     b.put("acked", "durable");
     db.write(b, &WriteOptions { sync: true }).unwrap();
-    let image = vfs.inner.crash_clone();
+    let image = vfs.inner().crash_clone();
     drop(db);
     let db = Db::open("/db", opts(Arc::new(image) as Arc<dyn Vfs>)).unwrap_or_else(|e| {
         panic!("open after the power cut (rotation's WAL {rotation}, spare {spare:?}): {e}")

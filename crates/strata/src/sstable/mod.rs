@@ -5,7 +5,7 @@
 //! [`SstReader`] reads a table of puts back, and [`TableFile`] inspects one
 //! (footer, properties, entries, range tombstones, a full verification:
 //! what `strata sst dump` and `strata sst verify` show). The engine's
-//! reader (`Table`, `TableIter`, `TableOptions`, `RangeTombstone`), the
+//! reader (`Table`, `TableIter`, `TableOptions`), the
 //! block, block-builder, filter, format and properties modules and the
 //! meta-block names are internals: public only with the `internals`
 //! feature (see the crate's documentation).
@@ -45,8 +45,9 @@ mod writer;
 pub use compression::{CompressionType, PROBE_EVERY, SKIP_AFTER};
 pub use prefix::{CappedPrefix, FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
+pub use reader::{RangeTombstone, TableStats};
 pub use sst_reader::{SstReader, TableEntries, TableEntry};
-pub use table_file::{RangeDeletion, TableFile, TableStats};
+pub use table_file::TableFile;
 #[cfg(not(feature = "internals"))]
 pub(crate) use writer::PROPERTIES_BLOCK_NAME;
 pub use writer::{SstInfo, SstOptions, SstWriter};
@@ -65,6 +66,6 @@ pub use reader::{Found, IndexEntries};
 pub(crate) use reader::{Found, IndexEntries};
 #[cfg(feature = "internals")]
 #[doc(hidden)]
-pub use reader::{RangeTombstone, Table, TableIter, TableOptions};
+pub use reader::{Table, TableIter, TableOptions};
 #[cfg(not(feature = "internals"))]
-pub(crate) use reader::{RangeTombstone, Table, TableIter, TableOptions};
+pub(crate) use reader::{Table, TableIter, TableOptions};

@@ -58,11 +58,17 @@ impl Default for TableOptions {
     }
 }
 
-/// A range tombstone: deletes user keys in `[start, end)` at `seq`.
+/// A range tombstone of a table: it deletes the user keys in
+/// `[start, end)` written before sequence number `seq` (the table's global
+/// one, when it has one). Public through
+/// [`TableFile::range_tombstones`](super::TableFile::range_tombstones).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RangeTombstone {
+    /// The first key deleted.
     pub start: Vec<u8>,
+    /// The first key after the deleted range.
     pub end: Vec<u8>,
+    /// The sequence number.
     pub seq: u64,
 }
 
@@ -74,16 +80,26 @@ pub struct Found {
     pub value: Vec<u8>,
 }
 
-/// Per-block figures for `sst dump --stats`.
-#[derive(Clone, Debug, Default)]
-pub struct BlockStats {
+/// What [`TableFile::verify`](super::TableFile::verify) read: the blocks,
+/// their sizes and compression, and the entries (`sst dump --stats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableStats {
+    /// Data blocks.
     pub data_blocks: u64,
+    /// Their bytes uncompressed.
     pub data_raw_bytes: u64,
+    /// Their bytes as stored (compressed, without block trailers).
     pub data_stored_bytes: u64,
+    /// How many data blocks are stored with each compression type.
     pub blocks_by_compression: Vec<(CompressionType, u64)>,
+    /// Point entries (puts, deletions, merge operands).
     pub entries: u64,
+    /// Bytes of the index block.
     pub index_bytes: u64,
+    /// Bytes of the filter block (0 without one).
     pub filter_bytes: u64,
+    /// The filter's probes per key, when the table has a filter it can read.
     pub filter_probes: Option<u32>,
 }
 
@@ -856,7 +872,7 @@ impl Table {
     /// increase, that each index entry bounds its block
     /// (`check_separator`) and that the entry count matches the
     /// properties.
-    pub fn verify(self: &Arc<Self>) -> Result<BlockStats> {
+    pub fn verify(self: &Arc<Self>) -> Result<TableStats> {
         self.verify_with(true, &mut |_, _| Ok(()))
     }
 
@@ -869,7 +885,7 @@ impl Table {
         self: &Arc<Self>,
         checksums: bool,
         each: &mut dyn FnMut(&[u8], u64) -> Result<()>,
-    ) -> Result<BlockStats> {
+    ) -> Result<TableStats> {
         if let Some(e) = &self.filter_error {
             return Err(Error::corruption(
                 &self.name,
@@ -877,11 +893,11 @@ impl Table {
                 format!("filter block: {e}"),
             ));
         }
-        let mut stats = BlockStats {
+        let mut stats = TableStats {
             index_bytes: self.footer.index.size,
             filter_bytes: self.filter_bytes,
             filter_probes: self.filter.as_ref().and_then(|f| f.num_probes()),
-            ..BlockStats::default()
+            ..TableStats::default()
         };
         let mut idx = self.index_iter();
         idx.seek_to_first();

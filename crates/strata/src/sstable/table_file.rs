@@ -13,9 +13,8 @@
 //! `verify`. A table whose footer declares no checksum is read unverified,
 //! and [`TableFile::has_checksums`] says so.
 
-use super::compression::CompressionType;
 use super::properties::{display_value, TableProperties};
-use super::reader::{BlockStats, Table, TableOptions};
+use super::reader::{RangeTombstone, Table, TableOptions, TableStats};
 use super::sst_reader::TableEntries;
 use crate::error::{Error, Result};
 use crate::util::checksum::ChecksumType;
@@ -47,57 +46,6 @@ use std::sync::Arc;
 /// ```
 pub struct TableFile {
     table: Arc<Table>,
-}
-
-/// A range tombstone of a table: it deletes the user keys in
-/// `[start, end)` written before sequence number `seq`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RangeDeletion {
-    /// The first key deleted.
-    pub start: Vec<u8>,
-    /// The first key after the deleted range.
-    pub end: Vec<u8>,
-    /// The sequence number (the table's global one, when it has one).
-    pub seq: u64,
-}
-
-/// What [`TableFile::verify`] read: the blocks, their sizes and
-/// compression, and the entries.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TableStats {
-    /// Data blocks.
-    pub data_blocks: u64,
-    /// Their bytes uncompressed.
-    pub data_raw_bytes: u64,
-    /// Their bytes as stored (compressed, without block trailers).
-    pub data_stored_bytes: u64,
-    /// How many data blocks are stored with each compression type.
-    pub blocks_by_compression: Vec<(CompressionType, u64)>,
-    /// Point entries (puts, deletions, merge operands).
-    pub entries: u64,
-    /// Bytes of the index block.
-    pub index_bytes: u64,
-    /// Bytes of the filter block (0 without one).
-    pub filter_bytes: u64,
-    /// The filter's probes per key, when the table has a filter it can read.
-    pub filter_probes: Option<u32>,
-}
-
-impl From<BlockStats> for TableStats {
-    fn from(s: BlockStats) -> TableStats {
-        TableStats {
-            data_blocks: s.data_blocks,
-            data_raw_bytes: s.data_raw_bytes,
-            data_stored_bytes: s.data_stored_bytes,
-            blocks_by_compression: s.blocks_by_compression,
-            entries: s.entries,
-            index_bytes: s.index_bytes,
-            filter_bytes: s.filter_bytes,
-            filter_probes: s.filter_probes,
-        }
-    }
 }
 
 impl TableFile {
@@ -170,16 +118,8 @@ impl TableFile {
     }
 
     /// The range tombstones, in the order the table stores them.
-    pub fn range_tombstones(&self) -> Vec<RangeDeletion> {
-        self.table
-            .range_tombstones()
-            .iter()
-            .map(|r| RangeDeletion {
-                start: r.start.clone(),
-                end: r.end.clone(),
-                seq: r.seq,
-            })
-            .collect()
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        self.table.range_tombstones()
     }
 
     /// Every point entry in key order, puts and deletions alike (see
@@ -192,7 +132,7 @@ impl TableFile {
     /// Reads every block of the table, verifying checksums, key order and
     /// the counts the properties claim; the figures of what it read.
     pub fn verify(&self) -> Result<TableStats> {
-        self.table.verify().map(TableStats::from)
+        self.table.verify()
     }
 }
 
@@ -225,7 +165,7 @@ mod tests {
         assert_eq!(keys, want);
         assert_eq!(
             t.range_tombstones(),
-            [RangeDeletion {
+            [RangeTombstone {
                 start: b"k5".to_vec(),
                 end: b"k7".to_vec(),
                 seq: 0

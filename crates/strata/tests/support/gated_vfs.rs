@@ -1,7 +1,9 @@
-//! An in-memory file system for tests that hold some file operations at a
-//! gate: `GatedVfs<G>` passes every call to a `MemVfs`, except that
+//! A file system for tests that hold some file operations at a gate:
+//! `GatedVfs<G, V>` passes every call to `V` (a `MemVfs` by default; a
+//! `FaultVfs` for a test that cuts the power), except that
 //! `create` first calls the test's gate (`CreateGate::before_create`;
-//! `remove` calls `CreateGate::before_remove`),
+//! `remove` calls `CreateGate::before_remove`, and a directory sync that
+//! succeeded `CreateGate::after_sync_dir`),
 //! which may block, and hands the new file to the gate
 //! (`CreateGate::wrap`), which may wrap it to hold its syncs. Each test keeps its own gate: which creations wait,
 //! how they are counted, and how the gate opens. The gate's own methods
@@ -71,32 +73,44 @@ pub trait CreateGate: Send + Sync {
     /// Called by `remove(path)` before the file is removed (may block). By
     /// default it lets every removal through.
     fn before_remove(&self, _path: &Path) {}
+    /// Called after `sync_dir(dir)` succeeded. By default nothing.
+    fn after_sync_dir(&self, _dir: &Path) {}
 }
 
-/// `MemVfs`, with every creation passing `gate` first.
-pub struct GatedVfs<G> {
-    inner: MemVfs,
+/// A file system (`MemVfs` unless said otherwise), with every creation
+/// passing `gate` first.
+pub struct GatedVfs<G, V = MemVfs> {
+    inner: V,
     gate: G,
 }
 
 impl<G> GatedVfs<G> {
     /// An empty file system whose creations pass `gate`.
     pub fn with_gate(gate: G) -> GatedVfs<G> {
-        GatedVfs {
-            inner: MemVfs::new(),
-            gate,
-        }
+        GatedVfs::over(MemVfs::new(), gate)
     }
 }
 
-impl<G> Deref for GatedVfs<G> {
+impl<G, V> GatedVfs<G, V> {
+    /// `inner`, whose creations pass `gate`.
+    pub fn over(inner: V, gate: G) -> GatedVfs<G, V> {
+        GatedVfs { inner, gate }
+    }
+
+    /// The file system under the gate (a `FaultVfs`'s crash image).
+    pub fn inner(&self) -> &V {
+        &self.inner
+    }
+}
+
+impl<G, V> Deref for GatedVfs<G, V> {
     type Target = G;
     fn deref(&self) -> &G {
         &self.gate
     }
 }
 
-impl<G: CreateGate> Vfs for GatedVfs<G> {
+impl<G: CreateGate, V: Vfs> Vfs for GatedVfs<G, V> {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.gate.before_create(path);
         let file = self.inner.create(path)?;
@@ -131,7 +145,9 @@ impl<G: CreateGate> Vfs for GatedVfs<G> {
         self.inner.list(dir)
     }
     fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
+        self.inner.sync_dir(dir)?;
+        self.gate.after_sync_dir(dir);
+        Ok(())
     }
     fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>> {
         self.inner.lock(path)
