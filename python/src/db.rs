@@ -158,7 +158,7 @@ impl Db {
     }
 
     /// Removes every key in `[start, end)` with one range tombstone
-    /// (`start` above `end`: `InvalidArgument`, as `Db::delete_range`).
+    /// (`start` above `end`: `InvalidArgumentError`, as `Db::delete_range`).
     #[pyo3(signature = (start, end, sync=false))]
     fn delete_range(
         &self,
@@ -169,7 +169,7 @@ impl Db {
     ) -> PyResult<()> {
         let (start, end) = (bytes_of(start, "start")?, bytes_of(end, "end")?);
         if start > end {
-            return Err(crate::errors::InvalidArgument::new_err(format!(
+            return Err(crate::errors::InvalidArgumentError::new_err(format!(
                 "delete_range: start {:?} is above end {:?}",
                 String::from_utf8_lossy(&start),
                 String::from_utf8_lossy(&end)

@@ -7,7 +7,7 @@
 //! per index (primary first), each `(index number, key, value)`.
 
 use crate::errors::import_err;
-use crate::errors::InvalidArgument;
+use crate::errors::InvalidArgumentError;
 use crate::table::{pick_table, row_values, schema_text};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -28,7 +28,7 @@ impl TableEncoder {
     #[pyo3(signature = (schema, table, table_id))]
     fn new(schema: &Bound<'_, PyAny>, table: Option<&str>, table_id: u32) -> PyResult<Self> {
         if table_id == 0 {
-            return Err(InvalidArgument::new_err("table ids start at 1"));
+            return Err(InvalidArgumentError::new_err("table ids start at 1"));
         }
         let schema = Schema::parse(&schema_text(schema)?).map_err(import_err)?;
         Ok(TableEncoder {
@@ -81,7 +81,9 @@ impl TableEncoder {
     /// messages, e.g. naming a duplicate key).
     fn describe_key(&self, index: usize, key: &[u8]) -> PyResult<String> {
         if index >= self.codec.table.indexes.len() {
-            return Err(InvalidArgument::new_err(format!("no index number {index}")));
+            return Err(InvalidArgumentError::new_err(format!(
+                "no index number {index}"
+            )));
         }
         Ok(self.codec.describe_key(index, key))
     }

@@ -26,7 +26,7 @@ create_exception!(
 );
 create_exception!(
     strata,
-    InvalidArgument,
+    InvalidArgumentError,
     StrataError,
     "The request cannot be done (a bad option, keys out of order, ...)."
 );
@@ -119,7 +119,7 @@ pub fn db_err(e: strata::Error) -> PyErr {
             IoError::new_err(msg),
             &[("path", obj(path)), ("errno", obj(source.raw_os_error()))],
         ),
-        strata::Error::InvalidArgument(_) => InvalidArgument::new_err(msg),
+        strata::Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
         strata::Error::NotSupported(_) => NotSupportedError::new_err(msg),
         strata::Error::Busy { .. } => BusyError::new_err(msg),
         strata::Error::NotFound { .. } | strata::Error::NotADatabase { .. } => {
@@ -147,7 +147,7 @@ pub fn import_err(e: strata_import::Error) -> PyErr {
         E::Duplicate { index, .. } => {
             with_attrs(DuplicateKeyError::new_err(msg), &[("index", obj(index))])
         }
-        E::Invalid(_) => InvalidArgument::new_err(msg),
+        E::Invalid(_) => InvalidArgumentError::new_err(msg),
         E::Io { path, err } => with_attrs(
             IoError::new_err(msg),
             &[
@@ -167,7 +167,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("StrataError", py.get_type::<StrataError>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;
-    m.add("InvalidArgument", py.get_type::<InvalidArgument>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
+    // The class's earlier name, kept so `except strata.InvalidArgument`
+    // written against an earlier release still catches it.
+    m.add("InvalidArgument", py.get_type::<InvalidArgumentError>())?;
     m.add("NotSupportedError", py.get_type::<NotSupportedError>())?;
     m.add("BusyError", py.get_type::<BusyError>())?;
     m.add("NotFoundError", py.get_type::<NotFoundError>())?;

@@ -3,9 +3,9 @@
 //! `DB(path, **options)`, `SstWriter(path, **options)` and `db.ingest(...)`
 //! take their options as keywords named after the Rust fields. An unknown
 //! keyword is a `TypeError` (as for any Python function), a bad value an
-//! `InvalidArgument`.
+//! `InvalidArgumentError`.
 
-use crate::errors::InvalidArgument;
+use crate::errors::InvalidArgumentError;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -20,7 +20,7 @@ pub fn compression(s: &str) -> PyResult<CompressionType> {
         "lz4" => CompressionType::Lz4,
         "zstd" => CompressionType::Zstd,
         _ => {
-            return Err(InvalidArgument::new_err(format!(
+            return Err(InvalidArgumentError::new_err(format!(
                 "compression {s:?}: use none, snappy, lz4 or zstd"
             )))
         }
@@ -36,7 +36,7 @@ pub fn checksum(s: &str) -> PyResult<ChecksumType> {
         "xxhash64" => ChecksumType::XxHash64,
         "xxh3" => ChecksumType::Xxh3,
         _ => {
-            return Err(InvalidArgument::new_err(format!(
+            return Err(InvalidArgumentError::new_err(format!(
                 "checksum {s:?}: use none, crc32c, xxhash, xxhash64 or xxh3"
             )))
         }
@@ -58,12 +58,12 @@ fn sst_option(o: &mut SstOptions, key: &str, v: &Bound<'_, PyAny>) -> PyResult<b
 }
 
 fn positive(v: &Bound<'_, PyAny>, key: &str) -> PyResult<usize> {
-    // Extracted signed, so a negative value is the same `InvalidArgument`
+    // Extracted signed, so a negative value is the same `InvalidArgumentError`
     // as 0 (as `usize` it would be an `OverflowError`).
     let n: i64 = v.extract()?;
     match usize::try_from(n) {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(InvalidArgument::new_err(format!(
+        _ => Err(InvalidArgumentError::new_err(format!(
             "{key} must be positive, not {n}"
         ))),
     }
@@ -94,7 +94,7 @@ pub fn db_options(kw: Option<&Bound<'_, PyDict>>) -> PyResult<(Options, bool)> {
             "wal_flush_interval" => {
                 let s: f64 = v.extract()?;
                 if !(0.0..=3600.0).contains(&s) {
-                    return Err(InvalidArgument::new_err(
+                    return Err(InvalidArgumentError::new_err(
                         "wal_flush_interval is in seconds, 0 to 3600",
                     ));
                 }

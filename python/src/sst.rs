@@ -5,7 +5,7 @@
 //! leaving it with an exception abandons it and removes the partial file.
 
 use crate::convert::bytes_of;
-use crate::errors::{db_err, InvalidArgument};
+use crate::errors::{db_err, InvalidArgumentError};
 use crate::options::sst_options;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
@@ -24,7 +24,7 @@ impl SstWriter {
         let mut g = self.w.lock();
         match g.as_mut() {
             Some(w) => f(w).map_err(db_err),
-            None => Err(InvalidArgument::new_err(format!(
+            None => Err(InvalidArgumentError::new_err(format!(
                 "SstWriter for {} is finished",
                 self.path.display()
             ))),
@@ -94,7 +94,9 @@ impl SstWriter {
     /// returns a dict (file_size, num_entries, smallest, largest, ...).
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let Some(w) = self.w.lock().take() else {
-            return Err(InvalidArgument::new_err("SstWriter is already finished"));
+            return Err(InvalidArgumentError::new_err(
+                "SstWriter is already finished",
+            ));
         };
         let info = py.detach(move || w.finish()).map_err(db_err)?;
         info_dict(py, &info)

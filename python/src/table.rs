@@ -9,7 +9,7 @@
 //! CSV file); each is parsed with its column's type, so `get(42)` and
 //! `get("42")` find the same row.
 
-use crate::errors::{import_err, InvalidArgument};
+use crate::errors::{import_err, InvalidArgumentError};
 use crate::handle::Handle;
 use crate::table_scan::{Cursor, TableScan};
 use pyo3::prelude::*;
@@ -34,7 +34,7 @@ fn text_of(o: &Bound<'_, PyAny>, ty: &ColumnType, column: &str) -> PyResult<Stri
         if *ty != ColumnType::Bytea {
             return match std::str::from_utf8(b.as_bytes()) {
                 Ok(t) => Ok(t.to_string()),
-                Err(e) => Err(InvalidArgument::new_err(format!(
+                Err(e) => Err(InvalidArgumentError::new_err(format!(
                     "column {column}: bytes for a {} column must be UTF-8 text: {e}",
                     ty.sql()
                 ))),
@@ -72,7 +72,7 @@ fn value_of(o: &Bound<'_, PyAny>, ty: &ColumnType, column: &str) -> PyResult<Val
         return Ok(Value::Null);
     }
     let t = text_of(o, ty, column)?;
-    value::parse(ty, &t).map_err(|r| InvalidArgument::new_err(format!("column {column}: {r}")))
+    value::parse(ty, &t).map_err(|r| InvalidArgumentError::new_err(format!("column {column}: {r}")))
 }
 
 /// The years `datetime.date` and `datetime.datetime` can hold.
@@ -173,13 +173,13 @@ pub(crate) fn pick_table(schema: &Schema, table: Option<&str>) -> PyResult<Table
     };
     match table {
         Some(n) => schema.table(n).cloned().ok_or_else(|| {
-            InvalidArgument::new_err(format!(
+            InvalidArgumentError::new_err(format!(
                 "the schema defines no table {n} (it defines: {})",
                 names()
             ))
         }),
         None if schema.tables.len() == 1 => Ok(schema.tables[0].clone()),
-        None => Err(InvalidArgument::new_err(format!(
+        None => Err(InvalidArgumentError::new_err(format!(
             "name the table: the schema defines {}",
             names()
         ))),
@@ -190,7 +190,7 @@ fn one_byte(what: &str, s: &str) -> PyResult<u8> {
     match s {
         "\\t" | "tab" | "\t" => Ok(b'\t'),
         _ if s.len() == 1 => Ok(s.as_bytes()[0]),
-        _ => Err(InvalidArgument::new_err(format!(
+        _ => Err(InvalidArgumentError::new_err(format!(
             "{what} must be one byte, not {s:?}"
         ))),
     }
@@ -210,7 +210,7 @@ fn dialect(
         "csv" => Dialect::csv(),
         "tsv" => Dialect::tsv(),
         _ => {
-            return Err(InvalidArgument::new_err(format!(
+            return Err(InvalidArgumentError::new_err(format!(
                 "format {format:?}: use csv or tsv"
             )))
         }
@@ -238,7 +238,7 @@ fn dialect(
                 "match" => Header::Match,
                 "none" => Header::None,
                 s => {
-                    return Err(InvalidArgument::new_err(format!(
+                    return Err(InvalidArgumentError::new_err(format!(
                         "header {s:?}: use True, False, \"skip\" or \"match\""
                     )))
                 }
@@ -333,7 +333,7 @@ pub fn import_csv<'py>(
             "ignore" => OnDuplicate::Ignore,
             "replace" => OnDuplicate::Replace,
             s => {
-                return Err(InvalidArgument::new_err(format!(
+                return Err(InvalidArgumentError::new_err(format!(
                     "on_duplicate {s:?}: use \"error\", \"ignore\" or \"replace\""
                 )))
             }
@@ -415,7 +415,7 @@ impl PyTable {
         };
         let ncols = self.codec.table.indexes[index].columns.len();
         if vals.len() > ncols {
-            return Err(InvalidArgument::new_err(format!(
+            return Err(InvalidArgumentError::new_err(format!(
                 "index {} has {ncols} columns, {} values given",
                 self.codec.table.indexes[index].name,
                 vals.len()
@@ -426,7 +426,7 @@ impl PyTable {
             .zip(&table.indexes[index].columns)
             .map(|(v, &c)| {
                 if v.is_none() {
-                    Err(InvalidArgument::new_err("key values cannot be None"))
+                    Err(InvalidArgumentError::new_err("key values cannot be None"))
                 } else {
                     let col = &table.columns[c];
                     text_of(v, &col.ty, &col.name)
@@ -449,7 +449,7 @@ impl PyTable {
             .map(|(s, &c)| {
                 let col = &t.columns[c];
                 value::parse(&col.ty, s)
-                    .map_err(|r| InvalidArgument::new_err(format!("column {}: {r}", col.name)))
+                    .map_err(|r| InvalidArgumentError::new_err(format!("column {}: {r}", col.name)))
             })
             .collect::<PyResult<Vec<_>>>()?;
         Ok(self.codec.index_key_prefix(index, &vals))
@@ -463,11 +463,13 @@ impl PyTable {
             if n < self.codec.table.indexes.len() {
                 return Ok(n);
             }
-            return Err(InvalidArgument::new_err(format!("no index number {n}")));
+            return Err(InvalidArgumentError::new_err(format!(
+                "no index number {n}"
+            )));
         }
         let name: String = ix.extract()?;
         self.codec.table.index_by_name(&name).ok_or_else(|| {
-            InvalidArgument::new_err(format!(
+            InvalidArgumentError::new_err(format!(
                 "table {} has no index {name}",
                 self.codec.table.name
             ))
@@ -610,7 +612,7 @@ pub(crate) fn row_values(
     };
     let cols = t.input_columns();
     if vals.len() != cols.len() {
-        return Err(InvalidArgument::new_err(format!(
+        return Err(InvalidArgumentError::new_err(format!(
             "table {} has {} columns, {} values given",
             t.name,
             cols.len(),
@@ -623,7 +625,7 @@ pub(crate) fn row_values(
         .map(|(c, v)| {
             let val = value_of(v, &c.ty, &c.name)?;
             if val == Value::Null && c.not_null {
-                return Err(InvalidArgument::new_err(format!(
+                return Err(InvalidArgumentError::new_err(format!(
                     "column {} is NOT NULL",
                     c.name
                 )));
@@ -633,7 +635,7 @@ pub(crate) fn row_values(
         .collect::<PyResult<Vec<_>>>()?;
     if t.hidden_rowid {
         let id = rowid.ok_or_else(|| {
-            InvalidArgument::new_err(format!(
+            InvalidArgumentError::new_err(format!(
                 "table {} has no primary key: give the row's rowid=",
                 t.name
             ))
@@ -671,11 +673,15 @@ pub fn encode_key<'py>(
         None => 0,
         Some(i) => match i.extract::<usize>() {
             Ok(n) if n < codec.table.indexes.len() => n,
-            Ok(n) => return Err(InvalidArgument::new_err(format!("no index number {n}"))),
+            Ok(n) => {
+                return Err(InvalidArgumentError::new_err(format!(
+                    "no index number {n}"
+                )))
+            }
             Err(_) => {
                 let name: String = i.extract()?;
                 codec.table.index_by_name(&name).ok_or_else(|| {
-                    InvalidArgument::new_err(format!(
+                    InvalidArgumentError::new_err(format!(
                         "table {} has no index {name}",
                         codec.table.name
                     ))
@@ -723,7 +729,7 @@ pub fn decode_row<'py>(
     let table_id = match key.get(1..5) {
         Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
         None => {
-            return Err(InvalidArgument::new_err(
+            return Err(InvalidArgumentError::new_err(
                 "key is too short to be a table key",
             ))
         }
@@ -731,7 +737,7 @@ pub fn decode_row<'py>(
     let codec = codec_for(schema, table, table_id)?;
     let row = codec
         .decode_primary(key, value)
-        .map_err(|m| InvalidArgument::new_err(format!("row does not decode: {m}")))?;
+        .map_err(|m| InvalidArgumentError::new_err(format!("row does not decode: {m}")))?;
     py_row(py, &codec.table, &row, false)
 }
 

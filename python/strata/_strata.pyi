@@ -26,6 +26,9 @@ class CorruptionError(StrataError):
 class InvalidArgument(StrataError):
     """The request cannot be done (a bad option, keys out of order, ...)."""
 
+InvalidArgument = InvalidArgumentError
+"""The earlier name of `InvalidArgumentError`, kept as an alias."""
+
 class NotSupportedError(StrataError):
     """The file or request uses a feature Strata does not implement."""
 

@@ -47,6 +47,11 @@ def test_delete_range_and_batch(db):
     for i in range(100):
         db[b"k%03d" % i] = b"v%d" % i
     db.delete_range(b"k010", b"k090")
+    with pytest.raises(strata.InvalidArgumentError):
+        db.delete_range(b"k090", b"k010")
+    # The class's earlier name is the same class, so old handlers still catch.
+    assert strata.InvalidArgument is strata.InvalidArgumentError
+    assert issubclass(strata.InvalidArgumentError, strata.StrataError)
     with pytest.raises(strata.InvalidArgument):
         db.delete_range(b"k090", b"k010")
     assert len(list(db.keys())) == 20
@@ -246,10 +251,10 @@ def test_busy_and_not_found(db, tmp_path):
     (notdb / "file").write_text("x")
     with pytest.raises(strata.NotFoundError):
         strata.DB(notdb, create_if_missing=False)
-    with pytest.raises(strata.InvalidArgument):
+    with pytest.raises(strata.InvalidArgumentError):
         strata.DB(tmp_path / "x", compression="brotli")
     for bad in (0, -1):
-        with pytest.raises(strata.InvalidArgument, match="memtable_size must be positive"):
+        with pytest.raises(strata.InvalidArgumentError, match="memtable_size must be positive"):
             strata.DB(tmp_path / "x", memtable_size=bad)
     assert issubclass(strata.CorruptionError, strata.StrataError)
 

@@ -58,10 +58,10 @@ def test_sst_writer_and_ingest(db, tmp_path):
 def test_sst_writer_errors(tmp_path):
     w = strata.SstWriter(tmp_path / "x.sst")
     w.put(b"b", b"1")
-    with pytest.raises(strata.InvalidArgument):
+    with pytest.raises(strata.InvalidArgumentError):
         w.put(b"a", b"2")  # out of order
     w.finish()
-    with pytest.raises(strata.InvalidArgument):
+    with pytest.raises(strata.InvalidArgumentError):
         w.put(b"c", b"3")  # finished
     with pytest.raises(TypeError):
         strata.SstWriter(tmp_path / "y.sst", colour="blue")

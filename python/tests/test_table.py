@@ -82,7 +82,7 @@ def test_import_round_trip(db, tmp_path):
     # bytes are a text column's UTF-8 text (and an INT's digits).
     assert [r[0] for r in t.scan(index="item_name", start=b"apple", end=b"apple")] == [1, 10]
     assert t.get(b"10") == expected(ROWS[3])
-    with pytest.raises(strata.InvalidArgument, match="UTF-8"):
+    with pytest.raises(strata.InvalidArgumentError, match="UTF-8"):
         t.get(b"\xff")
     # The entries are in the key space: the encoders reproduce them.
     k = strata.encode_key(SCHEMA, "item", expected(ROWS[0]), table_id=t.table_id)
@@ -121,19 +121,19 @@ def test_import_errors_leave_nothing(db, tmp_path):
         db.import_csv([dup], schema=SCHEMA, table="item")
     s = db.import_csv([dup], schema=SCHEMA, table="item", on_duplicate="ignore")
     assert s["rows"] == 1 and s["duplicates_ignored"] == 1
-    with pytest.raises(strata.InvalidArgument):
+    with pytest.raises(strata.InvalidArgumentError):
         db.import_csv([dup], schema=SCHEMA, table="item", on_duplicate="overwrite")
     with pytest.raises(strata.SchemaError):
         db.import_csv([dup], schema="CREATE TABLE (", table="item")
-    with pytest.raises(strata.InvalidArgument):
+    with pytest.raises(strata.InvalidArgumentError):
         db.import_csv([dup], schema=SCHEMA, table="nope")
-    with pytest.raises(strata.InvalidArgument):
+    with pytest.raises(strata.InvalidArgumentError):
         db.table("nope")
     with pytest.raises(strata.IoError):
         db.import_csv([tmp_path / "missing.csv"], schema=SCHEMA, table="item")
-    with pytest.raises(strata.InvalidArgument):
+    with pytest.raises(strata.InvalidArgumentError):
         strata.encode_key(SCHEMA, "item", (1, "a"), table_id=1)
-    with pytest.raises(strata.InvalidArgument):
+    with pytest.raises(strata.InvalidArgumentError):
         strata.encode_row(SCHEMA, "item", (1, None, None, None, None, None, None, None))
 
 
@@ -144,7 +144,7 @@ def test_import_rejects_file_must_not_exist(db, tmp_path):
     write_csv(bad, ROWS[:2] + [(3, "x" * 30, "", "", "", "", "", "")], header=False)
     keep = tmp_path / "keep.txt"
     keep.write_text("mine")
-    with pytest.raises(strata.InvalidArgument, match="already exists"):
+    with pytest.raises(strata.InvalidArgumentError, match="already exists"):
         db.import_csv([bad], schema=SCHEMA, table="item", max_bad_rows=1, rejects=keep)
     assert keep.read_text() == "mine"
     assert db.tables() == [] and list(db.keys()) == []

@@ -124,9 +124,9 @@ def test_scan_close(db_path, tmp_path):
 
 def test_scan_bad_arguments(db, tmp_path):
     t = load(db, tmp_path, rows(range(10)))
-    with pytest.raises(strata.InvalidArgument, match="no index t_nope"):
+    with pytest.raises(strata.InvalidArgumentError, match="no index t_nope"):
         t.scan(index="t_nope")
-    with pytest.raises(strata.InvalidArgument, match="column id"):
+    with pytest.raises(strata.InvalidArgumentError, match="column id"):
         t.scan(start="not a number")
-    with pytest.raises(strata.InvalidArgument, match="1 columns, 2 values"):
+    with pytest.raises(strata.InvalidArgumentError, match="1 columns, 2 values"):
         t.scan(start=(1, 2))

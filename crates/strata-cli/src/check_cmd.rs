@@ -37,12 +37,19 @@ pub fn run(a: CheckArgs) -> Result<()> {
         outln!("note: {n}")?;
     }
     let problems = r.problems.len() + t.problems.len();
+    // A table that could not be read through added none or only some of
+    // its entries: the count says so rather than pass as the whole.
+    let unread = match r.tables_unreadable {
+        0 => String::new(),
+        n => format!("; {n} could not be read through, so the count is partial"),
+    };
     outln!(
-        "checked {} MANIFEST records, {} tables ({} entries), {} WALs ({} records), \
+        "checked {} MANIFEST records, {} tables ({} entries{}), {} WALs ({} records), \
          {} SQL tables ({} rows, {} index entries): {} problems, {} warnings",
         r.manifest_records,
         r.tables,
         r.table_entries,
+        unread,
         r.wals,
         r.wal_records,
         t.tables,

@@ -445,8 +445,16 @@ pub fn print_summary(
         s.ingest.as_secs_f64()
     )?;
     if let Some(b) = &s.budget {
+        // The default budget is a quarter of the machine's memory, which
+        // read beside a tiny import looks like what it took: say it is a
+        // ceiling (the next line has what was used).
+        let origin = if b.total == strata_import::budget::default_memory() {
+            " (the default ceiling, a quarter of this machine's memory; --memory sets it)"
+        } else {
+            ""
+        };
         outln!(
-            "memory budget {:.1} MB: chunks in flight {:.1} MB ({} KiB chunks), writers {:.1} MB, sort buffers {:.1} MB",
+            "memory budget {:.1} MB{origin}: chunks in flight {:.1} MB ({} KiB chunks), writers {:.1} MB, sort buffers {:.1} MB",
             b.total as f64 / 1e6,
             b.chunks as f64 / 1e6,
             b.chunk_size >> 10,

@@ -65,6 +65,11 @@ fn check_passes_then_reports_a_damaged_table() {
         "{line}"
     );
     assert!(err.contains("1 problems found"), "{err}");
+    // The summary does not pass a partial entry count off as the whole.
+    assert!(
+        out.contains("entries; 1 could not be read through, so the count is partial)"),
+        "{out}"
+    );
     assert_eq!(before, listing(&dir), "check changed the directory");
 
     let (ok, _, err) = strata(&["check", "/nonexistent/strata-db"]);
@@ -179,6 +184,7 @@ fn check_of_what_is_not_a_database_says_so() {
         std::fs::write(p(&format!("rocks/{f}")), "x").unwrap();
     }
     std::fs::create_dir(p("damaged")).unwrap();
+    std::fs::create_dir(p("empty")).unwrap();
     std::fs::write(p("damaged/MANIFEST-000002"), "").unwrap();
     let before = listing(d.path());
     for (path, says) in [
@@ -186,7 +192,7 @@ fn check_of_what_is_not_a_database_says_so() {
         (p("file"), "is not a Strata database: it is a file"),
         (
             p("photos"),
-            "is not a Strata database: the directory has no CURRENT and no MANIFEST",
+            "is not a Strata database: the directory has no CURRENT but is not empty (cat.jpg)",
         ),
         (
             p("rocks"),
@@ -200,6 +206,29 @@ fn check_of_what_is_not_a_database_says_so() {
             "check {path}: {err}"
         );
     }
+    // An empty directory: every command that reads refuses it in one
+    // sentence (check, lsm, viz and the read-only opens used to word it
+    // three ways), and it stays empty.
+    let empty = p("empty");
+    let page = p("page.html");
+    let says = format!(
+        "{empty} is not a Strata database: the directory has no CURRENT file: it is \
+         empty, or holds only what an interrupted creation leaves"
+    );
+    for args in [
+        vec!["check", &empty],
+        vec!["lsm", &empty],
+        vec!["viz", &empty, "-o", &page],
+        vec!["tables", &empty],
+        vec!["kv", "get", &empty, "k"],
+        vec!["kv", "scan", &empty],
+    ] {
+        let (ok, out, err) = strata(&args);
+        assert!(!ok, "{args:?} passed: {out}");
+        assert!(err.contains(&says), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    assert!(!d.path().join("page.html").exists());
     let (ok, out, _) = strata(&["check", &p("damaged")]);
     assert!(
         !ok && out.contains("problem:") && out.contains("CURRENT"),

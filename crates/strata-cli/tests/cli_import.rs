@@ -8,6 +8,42 @@ mod common;
 use common::strata;
 use std::path::Path;
 
+/// The summary's memory budget: the default (a quarter of the machine's
+/// memory) is called a ceiling, so beside a tiny import it does not read as
+/// what was used; a budget given with `--memory` is printed as given.
+#[test]
+fn the_default_memory_budget_is_called_a_ceiling() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("s.sql"), "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);").unwrap();
+    std::fs::write(p("t.tsv"), "1\ta\n2\tb\n").unwrap();
+    let import = |db: &str, extra: &[&str]| {
+        let (schema, t) = (p("s.sql"), p("t.tsv"));
+        let mut args = vec!["import", db, "--schema", &schema];
+        args.extend_from_slice(&["--table", "t", "--format", "tsv"]);
+        args.extend_from_slice(extra);
+        args.push(&t);
+        let (ok, out, err) = strata(&args);
+        assert!(ok, "{err}");
+        out.lines()
+            .find(|l| l.starts_with("memory budget"))
+            .unwrap_or_else(|| panic!("no budget line: {out}"))
+            .to_string()
+    };
+    let line = import(&p("a"), &[]);
+    assert!(
+        line.contains(
+            "(the default ceiling, a quarter of this machine's memory; --memory sets it)"
+        ),
+        "{line}"
+    );
+    let line = import(&p("b"), &["--memory", "64MiB"]);
+    assert!(
+        line.starts_with("memory budget 67.1 MB:") && !line.contains("default"),
+        "{line}"
+    );
+}
+
 #[test]
 fn import_then_read_back() {
     let d = tempfile::tempdir().unwrap();
@@ -104,7 +140,10 @@ fn import_then_read_back() {
     assert_eq!(strata(&["count", &db, "item"]).1, "3\n");
     // Reading a table that does not exist is an error, and creates nothing.
     let (ok, _, err) = strata(&["count", &db, "nope"]);
-    assert!(!ok && err.contains("no table nope"), "{err}");
+    assert!(
+        !ok && err.contains("no table nope (the tables are: item)"),
+        "{err}"
+    );
     let (ok, _, _) = strata(&["tables", &p("missing")]);
     assert!(!ok && !d.path().join("missing").exists());
 }

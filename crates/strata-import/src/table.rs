@@ -22,7 +22,15 @@ impl<'a> TableReader<'a> {
     /// Opens table `name` from the catalog.
     pub fn open(db: &'a Db, name: &str) -> Result<TableReader<'a>> {
         let Some(CatalogEntry { id, table }) = catalog::get(db, name)? else {
-            return Err(Error::invalid(format!("no table {name}")));
+            let names: Vec<String> = catalog::list(db)?
+                .into_iter()
+                .map(|e| e.table.name)
+                .collect();
+            return Err(Error::invalid(if names.is_empty() {
+                format!("no table {name} (this database holds no imported table)")
+            } else {
+                format!("no table {name} (the tables are: {})", names.join(", "))
+            }));
         };
         Ok(TableReader {
             db,

@@ -25,7 +25,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     db.write(cleanup, &WriteOptions::default())?;
 
     assert_eq!(db.get("account:bob")?, Some(b"30".to_vec()));
-    assert_eq!(db.prefix("log:").count(), 0);
+    assert_eq!(
+        db.prefix("log:").collect::<strata::Result<Vec<_>>>()?.len(),
+        0
+    );
     println!("transfer applied atomically; log cleared");
     Ok(())
 }

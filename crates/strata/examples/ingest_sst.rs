@@ -29,6 +29,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         r.sequence, r.levels
     );
     assert_eq!(db.get("user:00004242")?, Some(b"payload-4242".to_vec()));
-    assert_eq!(db.prefix("user:").count(), 100_000);
+    assert_eq!(
+        db.prefix("user:")
+            .collect::<strata::Result<Vec<_>>>()?
+            .len(),
+        100_000
+    );
     Ok(())
 }

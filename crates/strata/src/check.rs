@@ -83,6 +83,10 @@ pub struct CheckReport {
     pub tables: u64,
     /// Entries read from those tables.
     pub table_entries: u64,
+    /// Table files among `tables` that could not be read through (each is
+    /// also a problem): their entries are missing from `table_entries`, or
+    /// partly so.
+    pub tables_unreadable: u64,
     /// Live WAL files verified.
     pub wals: u64,
     /// Records read from those WALs.
@@ -144,10 +148,10 @@ pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
     crate::db::recovery_checks::refuse_foreign(dir, &names)?;
     let manifest = |n: &String| matches!(filenames::parse(n), Some(FileKind::Manifest(_)));
     if !names.iter().any(|n| n == "CURRENT" || manifest(n)) {
-        return Err(Error::NotADatabase {
-            path: dir.display().to_string(),
-            reason: "the directory has no CURRENT and no MANIFEST".into(),
-        });
+        // Neither CURRENT nor a MANIFEST: no database, refused in the
+        // words opening it uses (an empty directory, or one listing what
+        // else it holds). `Ok` only if a CURRENT appeared meanwhile.
+        crate::db::recovery_checks::require_database(vfs, dir)?;
     }
     check_events(vfs, dir, &mut r);
     let Some(mut state) = check_manifest(vfs, dir, &mut r) else {
@@ -432,6 +436,7 @@ fn check_tables(
                         f.size
                     ),
                 );
+                r.tables_unreadable += 1;
                 continue;
             }
         }
@@ -447,6 +452,7 @@ fn check_tables(
             Ok(t) => t,
             Err(e) => {
                 r.error(&name, e);
+                r.tables_unreadable += 1;
                 continue;
             }
         };
@@ -459,6 +465,7 @@ fn check_tables(
         }
         if let Err(e) = t.verify() {
             r.error(&name, e);
+            r.tables_unreadable += 1;
             continue;
         }
         check_properties_checksum(vfs, &path, &name, &t, r);
@@ -489,6 +496,7 @@ fn check_tables(
             }
             if let Err(e) = it.status() {
                 r.error(&name, e);
+                r.tables_unreadable += 1;
             }
         }
     }

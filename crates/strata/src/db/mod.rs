@@ -609,7 +609,7 @@ impl Db {
     ///     db.put(k, "v")?;
     /// }
     /// db.delete_range("a", "c")?;
-    /// assert_eq!(db.iter().count(), 1); // only "c" is left
+    /// assert_eq!(db.iter().collect::<strata::Result<Vec<_>>>()?.len(), 1); // only "c" is left
     /// assert!(db.delete_range("c", "a").is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -889,7 +889,7 @@ impl Db {
     /// }
     /// let keys: Vec<_> = db.range("b"..="c").map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
     /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
-    /// assert_eq!(db.range("b"..).rev().count(), 3);
+    /// assert_eq!(db.range("b"..).rev().collect::<strata::Result<Vec<_>>>()?.len(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
@@ -909,7 +909,7 @@ impl Db {
     /// db.put("user:1", "ada")?;
     /// db.put("user:2", "grace")?;
     /// db.put("video:1", "...")?;
-    /// assert_eq!(db.prefix("user:").count(), 2);
+    /// assert_eq!(db.prefix("user:").collect::<strata::Result<Vec<_>>>()?.len(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {

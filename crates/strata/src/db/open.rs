@@ -129,7 +129,8 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
             return Err(Error::NotADatabase {
                 path: shown.to_string(),
                 reason: format!(
-                    "the directory has no CURRENT file{}",
+                    "{}{}",
+                    checks::NO_DATABASE_YET,
                     if read_only {
                         ", and a read-only open creates nothing"
                     } else {

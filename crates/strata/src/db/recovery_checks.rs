@@ -71,6 +71,13 @@ pub(crate) enum DirKind {
 /// Files an interrupted `VersionSet::create` may leave behind: the lock,
 /// the first MANIFEST (number 1, the first number a new database takes)
 /// and CURRENT's temporary file.
+/// Why a directory holding nothing, or only what an interrupted creation
+/// leaves, is no database: one sentence, so `check`, `viz`, `lsm` and a
+/// read-only open refuse an empty directory in the same words.
+pub(crate) const NO_DATABASE_YET: &str =
+    "the directory has no CURRENT file: it is empty, or holds only what an \
+     interrupted creation leaves";
+
 fn creation_leftover(name: &str) -> bool {
     matches!(name, "LOCK" | "MANIFEST-000001" | "000001.dbtmp")
 }
@@ -166,7 +173,7 @@ pub(crate) fn require_database(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
         DirKind::Missing => Err(Error::NotFound { path: path() }),
         DirKind::Fresh => Err(Error::NotADatabase {
             path: path(),
-            reason: "the directory has no CURRENT file".into(),
+            reason: NO_DATABASE_YET.into(),
         }),
         DirKind::Unrecognised(reason) => Err(Error::NotADatabase {
             path: path(),
