@@ -454,12 +454,17 @@ pub fn print_summary(
             ""
         };
         outln!(
-            "memory budget {:.1} MB{origin}: chunks in flight {:.1} MB ({} KiB chunks), writers {:.1} MB, sort buffers {:.1} MB",
+            "memory budget {:.1} MB{origin}: chunks in flight {:.1} MB ({} KiB chunks), writers {:.1} MB, sort buffers {:.1} MB{}",
             b.total as f64 / 1e6,
             b.chunks as f64 / 1e6,
             b.chunk_size >> 10,
             b.writers as f64 / 1e6,
-            b.sort as f64 / 1e6
+            b.sort as f64 / 1e6,
+            if b.written > 0 {
+                format!(", filter of written keys {:.1} MB", b.written as f64 / 1e6)
+            } else {
+                String::new()
+            }
         )?;
     }
     outln!(
@@ -522,6 +527,7 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
         "peak_sort_buffer_bytes": s.peak_buffer_bytes,
         "memory_budget_bytes": s.budget.map(|b| b.total),
         "sort_budget_bytes": s.budget.map(|b| b.sort),
+        "written_filter_budget_bytes": s.budget.map(|b| b.written),
         "peak_rss_bytes": peak_rss(),
         "spilled_bytes": s.spilled_bytes,
         "write_amplification": s.write_amplification(),

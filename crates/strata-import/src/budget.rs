@@ -93,6 +93,10 @@ pub struct Budget {
     pub writer_cap: usize,
     /// Bytes for the sort buffers of all indexes together.
     pub sort: usize,
+    /// Bytes for the filter of keys written by earlier units
+    /// ([`crate::written`]), taken from the sort buffers' share: a direct
+    /// or batch import into a table that held no rows. 0 otherwise.
+    pub written: usize,
 }
 
 impl Budget {
@@ -129,7 +133,16 @@ impl Budget {
             writers,
             writer_cap,
             sort,
+            written: 0,
         }
+    }
+
+    /// Sets aside a 32nd of the budget, taken from the sort buffers, for
+    /// the filter of keys written by earlier units.
+    pub fn with_written_filter(mut self) -> Budget {
+        self.written = self.total / 32;
+        self.sort = self.sort.saturating_sub(self.written).max(self.total / 4);
+        self
     }
 
     /// Chunks that can be held at once: the reader's, a full chunk queue,

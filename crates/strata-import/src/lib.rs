@@ -32,6 +32,7 @@ pub mod sink;
 pub mod sort;
 pub mod table;
 pub mod value;
+pub mod written;
 
 pub use error::{Error, Result, RowSource};
 pub use pipeline::{import, ImportOptions, Mode, OnDuplicate, Summary};

@@ -34,10 +34,11 @@ use crate::csv::input::Input;
 use crate::error::{Error, Result, RowSource};
 use crate::parse::{parse_chunk, BadRow, EntryRef, Layout, Parsed, Src};
 use crate::pool::BatchPool;
-use crate::resolve::Resolver;
+use crate::resolve::{Lookups, Resolver};
 use crate::schema::Table;
 use crate::sink::{Output, RollingSink, SstFile};
 use crate::sort::{IndexSorter, SortError, MEM_RUN_AT};
+use crate::written::WrittenKeys;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -453,14 +454,22 @@ pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> R
     } else {
         opts.threads
     };
-    let budget = Budget::new(
+    let mut budget = Budget::new(
         opts.memory,
         threads,
         codec.table.indexes.len(),
         opts.chunk_size,
         opts.target_file_size,
     );
+    // Units after the first look their keys up in the table; into a table
+    // that held no rows, a filter of the earlier units' keys spares most
+    // of those lookups (`written.rs`).
+    let written = (opts.mode != Mode::Pipeline && !has_rows).then(|| {
+        budget = budget.with_written_filter();
+        WrittenKeys::new(budget.written)
+    });
     let mut loader = Loader {
+        written,
         budget,
         threads,
         db,
@@ -563,6 +572,10 @@ struct Loader<'a> {
     dir: PathBuf,
     /// The table held rows before the import.
     has_rows: bool,
+    /// The keys earlier units wrote, when the table held no rows before
+    /// the import (direct and batch modes). Taken out while a unit is
+    /// merged, and given its keys between units.
+    written: Option<WrittenKeys>,
     /// The current buffers (the whole import's, or the current unit's).
     sorters: Vec<IndexSorter>,
     /// Entry batches the sorters are done with, for the workers to reuse.
@@ -779,9 +792,11 @@ impl Loader<'_> {
             return self.merge_unit_parallel(sorters);
         }
         let mut all = Vec::new();
-        let has_rows = self.has_rows || self.summary.units > 0;
+        let written = self.written.take();
+        let lookups = self.lookups(written.as_ref());
         let (db, codec, names) = (self.db, self.codec, self.names);
-        let mut resolver = Resolver::new(db, codec, names, self.opts.on_duplicate, has_rows);
+        let mode = self.opts.on_duplicate;
+        let mut resolver = Resolver::new(db, codec, names, mode, lookups, written.as_ref());
         for (i, mut sorter) in sorters.into_iter().enumerate() {
             let stale = resolver.take_stale(i);
             if !stale.is_empty() {
@@ -800,6 +815,8 @@ impl Loader<'_> {
             all.extend(files);
         }
         self.account(&resolver);
+        drop(resolver);
+        self.written = written;
         Ok(all)
     }
 
@@ -810,7 +827,9 @@ impl Loader<'_> {
     /// instead of one. Errors are reported for the lowest index first, as
     /// the sequential merge would.
     fn merge_unit_parallel(&mut self, sorters: Vec<IndexSorter>) -> Result<Vec<SstFile>> {
-        let has_rows = self.has_rows || self.summary.units > 0;
+        let written = self.written.take();
+        let lookups = self.lookups(written.as_ref());
+        let record = written.as_ref();
         let (db, codec, names) = (self.db, self.codec, self.names);
         let mode = self.opts.on_duplicate;
         for (i, sorter) in sorters.iter().enumerate() {
@@ -831,7 +850,8 @@ impl Loader<'_> {
                 .map(|(i, sorter)| {
                     s.spawn(move || {
                         sorter.finish_split(ways, || {
-                            let mut resolver = Resolver::new(db, codec, names, mode, has_rows);
+                            let mut resolver =
+                                Resolver::new(db, codec, names, mode, lookups, record);
                             move |g: &[EntryRef<'_>]| resolver.decide(i, g)
                         })
                     })
@@ -839,6 +859,7 @@ impl Loader<'_> {
                 .collect();
             handles.into_iter().map(|h| h.join()).collect()
         });
+        self.written = written;
         let mut all = Vec::new();
         for (i, r) in results.into_iter().enumerate() {
             let files = r
@@ -853,6 +874,18 @@ impl Loader<'_> {
         Ok(all)
     }
 
+    /// Which keys a unit's resolvers look up in the table: none in the
+    /// first unit into a table that held no rows, every key when it held
+    /// rows, else those the filter of earlier units' keys may hold.
+    fn lookups<'w>(&self, written: Option<&'w WrittenKeys>) -> Lookups<'w> {
+        match (self.has_rows, self.summary.units, written) {
+            (true, _, _) => Lookups::All,
+            (false, 0, _) => Lookups::None,
+            (false, _, Some(w)) => Lookups::Written(w),
+            (false, _, None) => Lookups::All,
+        }
+    }
+
     fn account(&mut self, resolver: &Resolver<'_>) {
         let dropped = resolver.dropped.len() as u64;
         self.summary.duplicates_ignored += dropped;
@@ -862,6 +895,11 @@ impl Loader<'_> {
 
     /// Writes the current unit of a direct or batch import.
     fn write_unit(&mut self, sorters: Vec<IndexSorter>) -> Result<()> {
+        // The earlier units' keys, noted by their resolvers, join the
+        // filter before this unit's resolvers read it.
+        if let Some(w) = self.written.as_mut() {
+            w.absorb();
+        }
         match self.opts.mode {
             Mode::Pipeline => return Err(Error::invalid("internal: a unit in pipeline mode")),
             Mode::Direct => {
@@ -878,10 +916,11 @@ impl Loader<'_> {
                 }
             }
             Mode::Batch { .. } => {
-                let has_rows = self.has_rows || self.summary.units > 0;
+                let written = self.written.take();
+                let lookups = self.lookups(written.as_ref());
                 let (db, codec, names) = (self.db, self.codec, self.names);
-                let mut resolver =
-                    Resolver::new(db, codec, names, self.opts.on_duplicate, has_rows);
+                let mode = self.opts.on_duplicate;
+                let mut resolver = Resolver::new(db, codec, names, mode, lookups, written.as_ref());
                 let mut out = BatchOutput::default();
                 for (i, mut sorter) in sorters.into_iter().enumerate() {
                     let stale = resolver.take_stale(i);
@@ -896,6 +935,8 @@ impl Loader<'_> {
                     self.summary.indexes[i].in_order = false;
                 }
                 self.account(&resolver);
+                drop(resolver);
+                self.written = written;
                 if out.ops > 0 {
                     let t = Instant::now();
                     self.db.write(out.batch, &WriteOptions::default())?;

@@ -27,8 +27,23 @@ use crate::codec::TableCodec;
 use crate::error::{Error, Result, RowSource};
 use crate::parse::{Entry, EntryRef, Src};
 use crate::sort::Keep;
+use crate::written::{self, WrittenKeys};
 use std::collections::HashSet;
 use strata::Db;
+
+/// Which keys a [`Resolver`] looks up in the table (to find the rows an
+/// import's keys collide with).
+#[derive(Clone, Copy)]
+pub enum Lookups<'a> {
+    /// None: the table held no rows before the import and no unit of it
+    /// has been written yet.
+    None,
+    /// Every key: the table held rows before the import.
+    All,
+    /// Only keys the import's earlier units may have written: the table
+    /// held no rows before the import (see [`crate::written`]).
+    Written(&'a WrittenKeys),
+}
 
 /// What to do with a row whose primary key is already taken (by a row in
 /// the table, or another row of the input).
@@ -57,8 +72,13 @@ pub struct Resolver<'a> {
     codec: &'a TableCodec,
     names: &'a [String],
     mode: OnDuplicate,
-    /// The table may already hold keys of this import (checked with gets).
-    pub has_rows: bool,
+    /// Which keys are looked up in the table.
+    lookups: Lookups<'a>,
+    /// Where the keys this resolver keeps are noted for later units (the
+    /// primary and unique secondary ones: those later units look up), and
+    /// their hashes until the resolver is dropped.
+    record: Option<&'a WrittenKeys>,
+    noted: Vec<u64>,
     /// Rows dropped while resolving the primary index.
     pub dropped: HashSet<Src>,
     /// Per index: keys of stale entries of replaced table rows, to delete.
@@ -74,14 +94,17 @@ impl<'a> Resolver<'a> {
         codec: &'a TableCodec,
         names: &'a [String],
         mode: OnDuplicate,
-        has_rows: bool,
+        lookups: Lookups<'a>,
+        record: Option<&'a WrittenKeys>,
     ) -> Resolver<'a> {
         Resolver {
             db,
             codec,
             names,
             mode,
-            has_rows,
+            lookups,
+            record,
+            noted: Vec::new(),
             dropped: HashSet::new(),
             stale: vec![Vec::new(); codec.table.indexes.len()],
             replaced: 0,
@@ -92,6 +115,24 @@ impl<'a> Resolver<'a> {
     /// sorter straight away).
     pub fn keeps_dups(mode: OnDuplicate) -> bool {
         mode != OnDuplicate::Error
+    }
+
+    /// The table's value for `key`, if it may have one: a get, unless the
+    /// lookups rule the key out.
+    fn lookup(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let may = match self.lookups {
+            Lookups::None => false,
+            Lookups::All => true,
+            Lookups::Written(w) => w.may_contain(written::hash(key)),
+        };
+        Ok(if may { self.db.get(key)? } else { None })
+    }
+
+    /// Notes that `key` is written, for the lookups of later units.
+    fn note(&mut self, key: &[u8]) {
+        if self.record.is_some() {
+            self.noted.push(written::hash(key));
+        }
     }
 
     fn src(&self, s: Src) -> RowSource {
@@ -132,12 +173,13 @@ impl<'a> Resolver<'a> {
             if let Some((_, s)) = second {
                 return Err(self.dup(index, first.key, Some(first.src), s.src));
             }
-            if self.has_rows && self.codec.table.indexes[index].unique {
-                if let Some(v) = self.db.get(first.key)? {
+            if self.codec.table.indexes[index].unique {
+                if let Some(v) = self.lookup(first.key)? {
                     if v != first.value && !has_delete {
                         return Err(self.dup(index, first.key, None, first.src));
                     }
                 }
+                self.note(first.key);
             }
             return Ok(Keep::Put(first_at));
         }
@@ -156,18 +198,17 @@ impl<'a> Resolver<'a> {
                 self.dropped.insert(e.src);
             }
         }
-        if self.has_rows {
-            if let Some(old) = self.db.get(keep.key)? {
-                match self.mode {
-                    OnDuplicate::Error => return Err(self.dup(0, keep.key, None, keep.src)),
-                    OnDuplicate::Ignore => {
-                        self.dropped.insert(keep.src);
-                        return Ok(Keep::Nothing);
-                    }
-                    OnDuplicate::Replace => self.note_replaced(keep.key, &old, keep.value)?,
+        if let Some(old) = self.lookup(keep.key)? {
+            match self.mode {
+                OnDuplicate::Error => return Err(self.dup(0, keep.key, None, keep.src)),
+                OnDuplicate::Ignore => {
+                    self.dropped.insert(keep.src);
+                    return Ok(Keep::Nothing);
                 }
+                OnDuplicate::Replace => self.note_replaced(keep.key, &old, keep.value)?,
             }
         }
+        self.note(keep.key);
         Ok(Keep::Put(keep_at))
     }
 
@@ -208,5 +249,15 @@ impl<'a> Resolver<'a> {
                 delete: true,
             })
             .collect()
+    }
+}
+
+impl Drop for Resolver<'_> {
+    /// Hands the noted keys to the filter (a unit's resolvers run on
+    /// several threads; the filter takes them between units).
+    fn drop(&mut self) {
+        if let Some(w) = self.record {
+            w.note(&mut self.noted);
+        }
     }
 }

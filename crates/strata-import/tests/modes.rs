@@ -269,3 +269,71 @@ fn rows_of_a_killed_unit_import_are_deleted_by_the_next_new_table() {
     };
     assert!(got == want, "the orphaned keys survived the new table");
 }
+
+/// Into a new table, a direct or batch import looks a unit's keys up only
+/// where the filter of earlier units' keys (`written.rs`) may hold them: a
+/// primary key or a unique secondary key that an earlier unit wrote must
+/// still be found, however many units and filter lines lie between, and
+/// under `ignore` the first row must still win.
+#[test]
+fn a_key_an_earlier_unit_wrote_is_found_in_every_later_unit() {
+    let mut rng = Rng(11);
+    let schema = Schema::parse(SCHEMA).unwrap();
+    let t = schema.table("t").unwrap();
+    let rows: Vec<Row> = (0..3000).map(|id| row(&mut rng, id, 1)).collect();
+    // The last row repeats row 0's id; in the second input, its code
+    // (unique) under a new id.
+    let mut pk_dup = rows.clone();
+    pk_dup.push((0, Some(1), Some("fresh".into()), "again".into()));
+    let mut code_dup = rows.clone();
+    let code = rows.iter().find_map(|r| r.2.clone()).unwrap();
+    code_dup.push((5000, Some(1), Some(code.clone()), "same code".into()));
+    for mode in [Mode::Direct, Mode::Batch { rows_per_batch: 97 }] {
+        for (input, says) in [
+            (&pk_dup, "duplicate key (0) in index primary"),
+            (&code_dup, "is already in the table"),
+        ] {
+            let d = tempfile::tempdir().unwrap();
+            let db = Db::open_default(d.path().join("db")).unwrap();
+            let opts = ImportOptions {
+                mode,
+                memory: 20_000,
+                chunk_size: 256,
+                ..ImportOptions::default()
+            };
+            let i = write(d.path(), "in.csv", &csv(input));
+            let e = import(&db, t, &[i], &opts).unwrap_err().to_string();
+            // The last row's line (notes may hold newlines).
+            let line = csv(&input[..input.len() - 1])
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            assert!(
+                e.contains(says) && e.contains(&format!("in.csv:{line} is already in the table")),
+                "{}: {e}",
+                mode.name()
+            );
+            // `ignore` keeps the first row: the table equals the model's.
+            // (A unique secondary key taken by another row is an error
+            // under every rule.)
+            if input.last().map(|r| r.0) != Some(0) {
+                continue;
+            }
+            let d2 = tempfile::tempdir().unwrap();
+            let opts = ImportOptions {
+                on_duplicate: OnDuplicate::Ignore,
+                ..opts
+            };
+            let (got, s) = run(d2.path(), &[], input, &opts);
+            assert!(s.units > 20, "{}: only {} units", mode.name(), s.units);
+            let want = {
+                let d = tempfile::tempdir().unwrap();
+                let kept: Vec<Row> = model(&[], &rows, OnDuplicate::Ignore);
+                run(d.path(), &kept, &[], &ImportOptions::default()).0
+            };
+            assert!(got == want, "{}: the first row 0 must win", mode.name());
+            assert_eq!(s.duplicates_ignored, 1, "{}", mode.name());
+        }
+    }
+}
