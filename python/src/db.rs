@@ -23,20 +23,11 @@ use strata::{IngestOptions, WriteOptions};
 /// An open Strata database.
 #[pyclass(module = "strata", name = "DB")]
 pub struct Db {
-    /// Shared with iterators and snapshots.
+    /// Shared with iterators, snapshots, tables and table scans: each
+    /// keeps the database open, so `strata.DB(p).table("t").count()`
+    /// works. A database dropped without `close()` is closed when the last
+    /// of them is gone (`Handle`'s `Drop`).
     pub handle: Arc<Handle>,
-}
-
-impl Drop for Db {
-    /// A database dropped without `close()` is closed (as a file is): its
-    /// directory lock is released even if iterators are still alive. The
-    /// close waits for the database's lock (a call running in another
-    /// thread), its background jobs and a WAL sync, so it runs with the
-    /// GIL released, as `close()` does: other threads run meanwhile.
-    fn drop(&mut self) {
-        let h = &self.handle;
-        let _ = Python::attach(|py| py.detach(|| h.close()));
-    }
 }
 
 impl Db {

@@ -14,7 +14,7 @@
 
 use crate::errors::{db_err, import_err, DatabaseClosedError};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
-use pyo3::PyErr;
+use pyo3::{PyErr, Python};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -96,6 +96,19 @@ impl From<Failure> for PyErr {
             Failure::Db(e) => db_err(e),
             Failure::Import(e) => import_err(e),
             Failure::Py(e) => e,
+        }
+    }
+}
+
+impl Drop for Handle {
+    /// A database nobody closed is closed (as a file is) once the `DB` and
+    /// every iterator, snapshot, table and scan made from it are gone. The
+    /// close waits for the database's lock (a call running in another
+    /// thread), its background jobs and a WAL sync, so it runs with the
+    /// GIL released, as `close()` does: other threads run meanwhile.
+    fn drop(&mut self) {
+        if !self.is_closed() {
+            let _ = Python::attach(|py| py.detach(|| self.close()));
         }
     }
 }

@@ -208,3 +208,22 @@ def test_import_on_duplicate_replace_keeps_the_last_row_and_its_index(db, tmp_pa
     names = [r[1] for r in t.scan(index="item_name")]
     assert names == sorted(["date", "pear", "plum"]), names
     assert t.count(index="item_name") == 3
+
+
+def test_a_table_keeps_its_database_open(db, db_path, tmp_path):
+    """`strata.DB(path).table(name)` outlives the expression that made the
+    `DB`: the table (and its scans) keep the database open, so nobody has to
+    name the `DB` first; once the last of them is gone, it is closed."""
+    import gc
+
+    tsv = tmp_path / "a.tsv"
+    tsv.write_text("5\tkiwi\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n6\tlime\t2.00\t\\N\t\\N\t\\N\t\\N\t\\N\n")
+    db.import_csv(str(tsv), schema=SCHEMA, table="item", format="tsv")
+    db.close()
+    assert strata.DB(db_path).table("item").count() == 2
+    gc.collect()
+    rows = list(strata.DB(db_path).table("item").scan())
+    assert [r[0] for r in rows] == [5, 6]
+    gc.collect()
+    # The database was closed when the last object went: it opens again.
+    strata.DB(db_path).close()

@@ -226,7 +226,16 @@ pub fn options(
     })
 }
 
+/// The largest `--value-size`: a generated value is built in memory whole.
+const MAX_VALUE_SIZE: usize = 1 << 30;
+
 fn write(a: WriteArgs) -> Result<()> {
+    if a.value_size > MAX_VALUE_SIZE {
+        bail!(
+            "--value-size {}: at most {MAX_VALUE_SIZE} bytes (1 GiB)",
+            a.value_size
+        );
+    }
     let opts = options(&a.compression, a.block_size, a.bloom_bits, &a.checksum)?;
     let start = Instant::now();
     let mut w = SstWriter::create(&a.out, opts)?;

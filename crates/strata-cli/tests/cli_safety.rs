@@ -504,6 +504,27 @@ fn sst_commands_on_a_directory_say_it_is_one() {
     }
 }
 
+/// `sst write` with a value size no memory holds is refused with its
+/// limit, and leaves no file behind (it panicked with "capacity overflow"
+/// and left an empty file).
+#[test]
+fn sst_write_refuses_an_impossible_value_size() {
+    let root = tempfile::tempdir().unwrap();
+    let sst = root.path().join("w.sst");
+    let sst = sst.to_str().unwrap();
+    for size in ["18446744073709551615", "1073741825"] {
+        let (ok, out, err) = strata(&["sst", "write", sst, "--value-size", size]);
+        assert!(!ok, "{out}");
+        assert!(
+            err.contains(&format!(
+                "--value-size {size}: at most 1073741824 bytes (1 GiB)"
+            )) && !err.contains("panicked"),
+            "{err}"
+        );
+        assert!(!root.path().join("w.sst").exists());
+    }
+}
+
 /// `sst verify` refuses a footer whose bytes differ from their encoding,
 /// as every reader does: a flipped byte in the footer's padding (which no
 /// field reads) fails it with the file and offset instead of printing OK.

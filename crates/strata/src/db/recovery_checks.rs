@@ -680,6 +680,26 @@ pub(crate) fn move_to_lost(vfs: &dyn Vfs, dir: &Path, name: &str, why: &str) -> 
     vfs.sync_dir(dir)
 }
 
+/// Keeps a copy of `name` in `dir/lost/` (as `move_to_lost`, but the file
+/// stays: the caller replaces it atomically next, so no crash leaves it
+/// missing).
+pub(crate) fn copy_to_lost(vfs: &dyn Vfs, dir: &Path, name: &str, why: &str) -> Result<()> {
+    let lost = dir.join("lost");
+    vfs.create_dir_all(&lost)?;
+    let data = vfs::read_all(vfs, &dir.join(name))?;
+    vfs::write_all(vfs, &lost.join(name), &data)?;
+    let log = lost.join("LOG");
+    let mut text = if vfs.exists(&log) {
+        vfs::read_all(vfs, &log)?
+    } else {
+        Vec::new()
+    };
+    text.extend_from_slice(format!("{name}: {why}\n").as_bytes());
+    vfs::write_all(vfs, &log, &text)?;
+    vfs.sync_dir(&lost)?;
+    vfs.sync_dir(dir)
+}
+
 /// A missing WAL that the MANIFEST names as the oldest still needed (log
 /// number `log_number`, everything up to `flushed_seq` in tables): the
 /// writes it held are gone, so recovery refuses and `strata check` reports

@@ -265,7 +265,19 @@ impl VersionSet {
         }
         let missing = |what: &str| Error::corruption(&mname, 0, format!("MANIFEST has no {what}"));
         if !saw_any {
-            return Err(missing("records"));
+            // Under salvage, the first record (the tree's snapshot) may be
+            // there but damaged: say so, not that the file is empty.
+            return Err(match stopped {
+                Some((off, why)) => Error::corruption(
+                    &mname,
+                    off,
+                    format!(
+                        "its first record, the snapshot every later edit builds on, is \
+                         damaged ({why}), so there is no tree to rebuild from"
+                    ),
+                ),
+                None => missing("records"),
+            });
         }
         let next_file = next_file.ok_or_else(|| missing("next file number"))?;
         let last_seq = last_seq.ok_or_else(|| missing("last sequence"))?;
