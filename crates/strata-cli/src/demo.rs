@@ -40,6 +40,8 @@ pub fn run(a: DemoArgs) -> Result<()> {
     if a.warehouses == 0 {
         bail!("--warehouses must be at least 1");
     }
+    // Refused as `strata import` refuses it, before anything is written.
+    let memory = import_cmd::parse_memory(&a.memory)?;
     // The demo deletes and overwrites what it wrote before: only in a
     // directory it made (its marker file) or one that is empty or absent.
     let marker = a.dir.join(".strata-demo");
@@ -110,7 +112,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
     };
     let db = open::or_create(&db_dir, Options::default())?;
     let opts = ImportOptions {
-        memory: import_cmd::parse_size(&a.memory)?,
+        memory,
         ..ImportOptions::default()
     };
     let start = Instant::now();

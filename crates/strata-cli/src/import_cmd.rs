@@ -164,6 +164,9 @@ pub fn parse_size(s: &str) -> Result<usize> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
+    if n.is_empty() {
+        bail!("{s:?} is not a size: it must start with a number, e.g. 64MiB, 2GiB or 1000000");
+    }
     let n: usize = n.parse().with_context(|| format!("{s:?} is not a size"))?;
     let mul: usize = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -177,6 +180,17 @@ pub fn parse_size(s: &str) -> Result<usize> {
 
 /// The smallest `--memory` accepted.
 const MIN_MEMORY: usize = 1 << 20;
+
+/// Parses an import's `--memory` (`strata import`, `strata demo`).
+pub fn parse_memory(m: &str) -> Result<usize> {
+    let n = parse_size(m)?;
+    // Below this the budget means nothing: a chunk in flight alone is
+    // larger, and the summary would report a budget it broke.
+    if n < MIN_MEMORY {
+        bail!("--memory {m}: an import needs at least 1 MiB");
+    }
+    Ok(n)
+}
 
 /// Peak resident memory of this process (VmHWM), in bytes.
 pub fn peak_rss() -> Option<u64> {
@@ -250,15 +264,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
     let inputs = input::expand(&a.files)?;
     let total: Option<u64> = inputs.iter().map(|i| i.size()).sum();
     let memory = match &a.memory {
-        Some(m) => {
-            let n = parse_size(m)?;
-            // Below this the budget means nothing: a chunk in flight alone
-            // is larger, and the summary would report a budget it broke.
-            if n < MIN_MEMORY {
-                bail!("--memory {m}: an import needs at least 1 MiB");
-            }
-            n
-        }
+        Some(m) => parse_memory(m)?,
         None => strata_import::budget::default_memory(),
     };
     if a.rows_per_batch == 0 {

@@ -144,7 +144,17 @@ pub(crate) fn keep_large_allocations_mapped() {
     }
 }
 
+/// The largest `--memtable-mib`: a memtable is one arena in memory, and
+/// a load may hold several (about 5x this at most).
+const MAX_MEMTABLE_MIB: usize = 4096;
+
 pub fn load(mut a: LoadArgs) -> Result<()> {
+    if !(1..=MAX_MEMTABLE_MIB).contains(&a.memtable_mib) {
+        bail!(
+            "--memtable-mib {}: must be from 1 to {MAX_MEMTABLE_MIB}",
+            a.memtable_mib
+        );
+    }
     // `-` is standard input, as for `strata import`.
     if a.file.as_deref() == Some(std::path::Path::new("-")) {
         a.file = None;
@@ -169,7 +179,7 @@ pub fn load(mut a: LoadArgs) -> Result<()> {
         pb.finish_and_clear();
     }
     let opts = Options {
-        memtable_size: a.memtable_mib.max(1) << 20,
+        memtable_size: a.memtable_mib << 20,
         // A load reads nothing; only compactions fill the cache (they read
         // through it), and a big cache would grow with the data loaded.
         block_cache_bytes: LOAD_BLOCK_CACHE_BYTES,

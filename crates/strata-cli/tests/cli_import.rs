@@ -725,6 +725,10 @@ fn meaningless_sizes_are_refused() {
             &["--mode", "batch", "--rows-per-batch", "0"][..],
             "--rows-per-batch must be at least 1",
         ),
+        (
+            &["--memory", "lots"][..],
+            "\"lots\" is not a size: it must start with a number",
+        ),
     ] {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
         let (ok, out, err) = strata(&args);
@@ -733,4 +737,29 @@ fn meaningless_sizes_are_refused() {
     }
     let (ok, _, err) = strata(&base);
     assert!(ok, "{err}");
+    // The demo refuses a budget as the import it says it runs does,
+    // before it writes anything; `kv load` a memtable no size fits.
+    let demo = d.path().join("demo");
+    let (ok, out, err) = strata(&["demo", "--dir", demo.to_str().unwrap(), "--memory", "1KiB"]);
+    assert!(
+        !ok && err.contains("--memory 1KiB: an import needs at least 1 MiB"),
+        "{out}{err}"
+    );
+    assert!(!demo.exists());
+    for mib in ["0", "100000000"] {
+        let kv = d.path().join("kv");
+        let (ok, out, err) = strata(&[
+            "kv",
+            "load",
+            kv.to_str().unwrap(),
+            csv.to_str().unwrap(),
+            "--memtable-mib",
+            mib,
+        ]);
+        assert!(
+            !ok && err.contains(&format!("--memtable-mib {mib}: must be from 1 to 4096")),
+            "{out}{err}"
+        );
+        assert!(!kv.exists());
+    }
 }

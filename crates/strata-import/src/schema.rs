@@ -524,6 +524,11 @@ fn in_statement(what: &str, e: Error) -> Error {
 
 fn column_type(dt: &DataType) -> std::result::Result<ColumnType, String> {
     let len = |l: &Option<CharacterLength>, dflt: Option<u32>| match l {
+        // A zero length holds no value but the empty string (PostgreSQL
+        // refuses it too: "length for type varchar must be at least 1").
+        Some(CharacterLength::IntegerLength { length: 0, .. }) => {
+            Err(format!("type {dt}: the length must be at least 1"))
+        }
         Some(CharacterLength::IntegerLength { length, .. }) => u32::try_from(*length)
             .map_err(|_| format!("length {length} of type {dt}"))
             .map(Some),
@@ -635,6 +640,14 @@ mod tests {
         let sql = "CREATE TABLE t (\n  id INT,\n  PRIMARY KEY (idd)\n);";
         let e = err(sql);
         assert!(e.contains("no column idd (line 3, column 16)"), "{e}");
+        // A zero length is refused, where it said nothing.
+        for t in ["VARCHAR(0)", "CHAR(0)"] {
+            let e = err(&format!("CREATE TABLE t (id INT PRIMARY KEY, v {t});"));
+            assert!(
+                e.contains("column v (line 1, column 37)") && e.contains("must be at least 1"),
+                "{t}: {e}"
+            );
+        }
     }
 
     #[test]

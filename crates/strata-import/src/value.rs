@@ -114,10 +114,16 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
         ColumnType::Int => int(s, i32::MIN as i64, i32::MAX as i64, "INT"),
         ColumnType::BigInt => int(s, i64::MIN, i64::MAX, "BIGINT"),
         ColumnType::Double => {
-            let f: f64 = s
-                .trim()
+            let t = s.trim();
+            let f: f64 = t
                 .parse()
                 .map_err(|_| format!("{} is not a number", shown(s)))?;
+            // `1e400` parses as infinity: out of range, as PostgreSQL says,
+            // unless infinity is what was written.
+            let named = t.trim_start_matches(['+', '-']).to_ascii_lowercase();
+            if f.is_infinite() && named != "inf" && named != "infinity" {
+                return Err(format!("{} is out of range for DOUBLE", shown(s)));
+            }
             Ok(Value::Float(canonical_float(f)))
         }
         ColumnType::Decimal { precision, scale } => decimal(s, *precision, *scale),
@@ -611,8 +617,14 @@ mod tests {
             (ColumnType::Timestamp, "2001-01-01 24:00:00"),
             (ColumnType::Varchar(2), "abc"),
             (ColumnType::Bytea, "\\x0"),
+            (ColumnType::Double, "1e400"),
+            (ColumnType::Double, "-1e400"),
         ] {
             assert!(parse(&ty, bad).is_err(), "{bad}");
+        }
+        // Infinity written as such is a value, as in PostgreSQL.
+        for ok in ["inf", "-Infinity", "+INF"] {
+            assert!(parse(&ColumnType::Double, ok).is_ok(), "{ok}");
         }
     }
 

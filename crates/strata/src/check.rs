@@ -506,7 +506,8 @@ fn check_tables(
                 r.warn(
                     dir.join(name).display().to_string(),
                     0,
-                    "table named by no version (left by a crash; the next open deletes it)",
+                    "table named by no version (left by a crash, or put here by hand): the next \
+                     open deletes it if other files hold all it holds, else moves it to lost/",
                 );
             }
         }
