@@ -108,6 +108,8 @@ pub struct EventTotals {
     /// Lines skipped: of kinds this version does not know, or a torn last
     /// line after a crash.
     pub unreadable: u64,
+    /// Damaged lines skipped, each as "file line N (offset O): what".
+    pub damaged: Vec<String>,
 }
 
 impl EventTotals {
@@ -119,6 +121,13 @@ impl EventTotals {
         let mut t = EventTotals::default();
         let parsed = strata::inspect::read_events(db)?;
         t.unreadable = (parsed.unknown.len() + parsed.torn.len()) as u64;
+        t.damaged = parsed
+            .damaged
+            .iter()
+            .map(|(file, line, offset, what)| {
+                format!("{file} line {line} (offset {offset}): {what}")
+            })
+            .collect();
         for r in &parsed.records {
             t.add(&r.event);
         }
@@ -189,6 +198,15 @@ impl EventTotals {
         }
         if self.unreadable > 0 {
             outln!("({} unreadable EVENTS lines skipped)", self.unreadable)?;
+        }
+        for d in self.damaged.iter().take(3) {
+            outln!("(damaged EVENTS line skipped, so the totals may miss an event: {d})")?;
+        }
+        if self.damaged.len() > 3 {
+            outln!(
+                "({} more damaged EVENTS lines skipped)",
+                self.damaged.len() - 3
+            )?;
         }
         Ok(())
     }

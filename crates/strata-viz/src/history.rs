@@ -213,6 +213,18 @@ pub fn load(dir: &Path) -> strata::Result<History> {
             "the last line of {file} was cut short (a crash, or a write in progress) and is skipped"
         ));
     }
+    for (file, line, offset, what) in events.damaged.iter().take(3) {
+        notes.push(format!(
+            "{file} line {line} (offset {offset}) is damaged and skipped ({what}); the \
+             chart may miss that event"
+        ));
+    }
+    if events.damaged.len() > 3 {
+        notes.push(format!(
+            "{} more damaged lines skipped",
+            events.damaged.len() - 3
+        ));
+    }
     for (file, line, kind) in events.unknown.iter().take(3) {
         notes.push(format!(
             "{file} line {line}: unknown event kind {kind:?} skipped"

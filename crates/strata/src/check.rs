@@ -184,6 +184,16 @@ fn check_events(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) {
                     "the last event line was cut short (a crash)",
                 );
             }
+            for (file, line, offset, what) in &p.damaged {
+                r.warn(
+                    file,
+                    *offset,
+                    format!(
+                        "the event log is damaged at line {line} ({what}); readers skip the \
+                         line, and the data is not affected"
+                    ),
+                );
+            }
         }
         Err(Error::Corruption { file, offset, msg }) => r.warn(
             &file,

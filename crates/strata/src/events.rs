@@ -69,7 +69,7 @@
 //! - a reader skips kinds it does not know (a newer Strata may add some)
 //!   rather than failing.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::util::hex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -538,6 +538,12 @@ pub struct ParsedEvents {
     /// Files whose last line was cut short (a crash while it was written):
     /// that line was ignored.
     pub torn: Vec<String>,
+    /// Lines before the last that are not valid events (damage: a flipped
+    /// byte, a garbage line), skipped, so one damaged line does not make
+    /// the whole log unreadable; readers report each (`strata check` as a
+    /// warning, `strata lsm` and `strata viz` as a note): (file, 1-based
+    /// line number, byte offset of the line, what is wrong).
+    pub damaged: Vec<(String, usize, u64, String)>,
 }
 
 impl ParsedEvents {
@@ -549,13 +555,16 @@ impl ParsedEvents {
             .extend(next.files.into_iter().map(|(f, i)| (f, i + base)));
         self.unknown.extend(next.unknown);
         self.torn.extend(next.torn);
+        self.damaged.extend(next.damaged);
     }
 }
 
-/// Parses the text of one `EVENTS` segment (`file` names it in errors). A
-/// line that is not a valid event is corruption, reported with its byte
-/// offset; only the last line may be torn (written partly before a crash),
-/// which is ignored and reported in [`ParsedEvents::torn`].
+/// Parses the text of one `EVENTS` segment (`file` names it in what it
+/// reports). A line that is not a valid event is damage: skipped and
+/// reported in [`ParsedEvents::damaged`] with its line number and byte
+/// offset (the log is a diagnostic record, so one bad line must not make
+/// the rest unreadable); the last line may be torn (written partly before
+/// a crash), which is skipped and reported in [`ParsedEvents::torn`].
 pub fn parse_events(text: &[u8], file: &str) -> Result<ParsedEvents> {
     parse_segment(text, file).map(|s| s.events)
 }
@@ -616,13 +625,14 @@ pub(crate) fn parse_segment(text: &[u8], file: &str) -> Result<Segment> {
             }
             Ok(Parsed::Unknown(kind)) => out.unknown.push((file.to_string(), i + 1, kind)),
             Err(_) if last => out.torn.push(file.to_string()),
-            Err(msg) => {
-                return Err(Error::corruption(
-                    file,
-                    start as u64,
-                    format!("line {}: {msg}", i + 1),
-                ))
-            }
+            // The JSON parser counts lines and columns within the line it
+            // was given: its "line 1" is this line.
+            Err(msg) => out.damaged.push((
+                file.to_string(),
+                i + 1,
+                start as u64,
+                msg.replace(" at line 1 column ", " at column "),
+            )),
         }
     }
     Ok(Segment {
@@ -959,7 +969,7 @@ mod tests {
     }
 
     #[test]
-    fn torn_tail_is_ignored_but_bad_middle_line_is_corruption() {
+    fn torn_tail_and_bad_middle_line_are_skipped_and_named() {
         let good = EventRecord {
             v: FORMAT_VERSION,
             time: 1.0,
@@ -972,13 +982,20 @@ mod tests {
         assert_eq!(p.torn, ["EVENTS"]);
 
         let bad = format!("{good}\n{{\"v\":2,\"time\":1,\"event\":\"flush_end\"}}\n{good}\n");
-        match parse_events(bad.as_bytes(), "EVENTS") {
-            Err(Error::Corruption { offset, msg, .. }) => {
-                assert_eq!(offset as usize, good.len() + 1);
-                assert!(msg.contains("line 2"), "{msg}");
-            }
-            r => panic!("{r:?}"),
-        }
+        // The damaged line is skipped and named (line, offset, what); the
+        // events on either side of it are read.
+        let p = parse_events(bad.as_bytes(), "EVENTS").unwrap();
+        assert_eq!(p.records.len(), 2);
+        assert!(p.torn.is_empty());
+        let [(file, line, offset, what)] = &p.damaged[..] else {
+            panic!("{:?}", p.damaged);
+        };
+        assert_eq!((file.as_str(), *line), ("EVENTS", 2));
+        assert_eq!(*offset as usize, good.len() + 1);
+        assert!(
+            !what.contains("line 1"),
+            "the parser's own line count: {what}"
+        );
 
         let newer = format!("{good}\n{{\"v\":3,\"time\":1,\"event\":\"warp_drive\"}}\n");
         let p = parse_events(newer.as_bytes(), "EVENTS").unwrap();

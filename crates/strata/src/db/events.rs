@@ -197,7 +197,9 @@ impl Writer {
             return None;
         }
         let seg = parse_segment(&text, EVENTS_FILE).ok()?;
-        if !seg.events.torn.is_empty() {
+        // A damaged or torn line: the segment's tree may miss an event,
+        // so a new segment starts with a whole tree instead.
+        if !seg.events.torn.is_empty() || !seg.events.damaged.is_empty() {
             return None;
         }
         // Up to the end of the segment's first whole tree: what a roll
