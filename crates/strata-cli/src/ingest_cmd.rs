@@ -14,7 +14,9 @@ pub struct IngestArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Move the files into the database (hard-link them in, then remove
-    /// the given paths) instead of copying them.
+    /// the given paths) instead of copying them. A file on another file
+    /// system than the database cannot be linked: it is copied and left
+    /// where it is (the command says so).
     #[arg(long = "move")]
     pub move_files: bool,
     /// Files smaller than this (total bytes) are applied as a write batch.
@@ -23,6 +25,12 @@ pub struct IngestArgs {
 }
 
 pub fn ingest(a: IngestArgs) -> Result<()> {
+    // Refused before the database is opened or created.
+    for f in &a.files {
+        if f.is_dir() {
+            anyhow::bail!("{} is a directory, not an SST file", f.display());
+        }
+    }
     let (db, created) = crate::open::or_create_undoable(&a.db, strata::Options::default())?;
     let opts = strata::IngestOptions {
         move_files: a.move_files,
@@ -52,6 +60,23 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         r.sequence,
         start.elapsed().as_secs_f64() * 1e3
     )?;
+    if a.move_files {
+        for f in a.files.iter().filter(|f| f.exists()) {
+            if r.as_batch {
+                outln!(
+                    "note: {} was applied as a write batch (under --small-file-bytes), so it \
+                     is left where it is",
+                    f.display()
+                )?;
+            } else {
+                outln!(
+                    "note: {} was copied, not moved (it is on another file system than the \
+                     database), and is left where it is",
+                    f.display()
+                )?;
+            }
+        }
+    }
     db.close()?;
     Ok(())
 }

@@ -44,7 +44,9 @@ pub fn get(a: KeyArgs) -> Result<()> {
     let db = crate::open::read_only(&a.db)?;
     match db.get(&key)? {
         Some(v) => outln!("{}", codec::show(&v, f))?,
-        None => bail!("key {} not found", a.key),
+        // Shown as the output shows keys (`0x…` under --hex), whatever
+        // spelling was typed.
+        None => bail!("key {} not found", codec::show(&key, f)),
     }
     Ok(())
 }

@@ -352,6 +352,32 @@ fn refused_inputs_change_nothing_and_say_why() {
             "{file}: the failed import left a database"
         );
     }
+    // A file named twice (directly, or by a name and a pattern) is refused
+    // before anything is read: each row would collide with itself.
+    for second in [p("good.csv"), p("go*.csv")] {
+        let (ok, _, err) = import(&p("new"), &p("good.csv"), &[&second]);
+        assert!(
+            !ok && err.contains("good.csv is named twice; to load a file twice, run two imports"),
+            "{second}: {err}"
+        );
+        assert!(!d.path().join("new").exists());
+    }
+    // Past --max-bad-rows the error says the limit was passed.
+    std::fs::write(
+        p("two-bad.csv"),
+        "1,a
+x,b
+y,c
+",
+    )
+    .unwrap();
+    let (ok, _, err) = import(&p("new"), &p("two-bad.csv"), &["--max-bad-rows", "1"]);
+    assert!(
+        !ok && err.contains("two-bad.csv:3: column id")
+            && err.contains("(bad row 2: more than --max-bad-rows 1 allows)"),
+        "{err}"
+    );
+    assert!(!d.path().join("new").exists());
     let (ok, _, err) = strata(&["ingest", &p("new"), &p("junk.sst")]);
     assert!(!ok, "{err}");
     assert!(

@@ -101,7 +101,8 @@ impl fmt::Display for Error {
                 ),
                 None => write!(
                     f,
-                    "duplicate key {key} in index {index}: the row at {second} is already in the table"
+                    "duplicate key {key} in index {index}: the row at {second} has the key of a \
+                     row already in the table"
                 ),
             },
             Error::Invalid(m) => f.write_str(m),

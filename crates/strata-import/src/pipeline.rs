@@ -1050,10 +1050,19 @@ impl Loader<'_> {
         for b in p.bad {
             self.summary.bad_rows += 1;
             if self.summary.bad_rows > opts.max_bad_rows {
+                // Past a limit the user set, say so: the row named is only
+                // the one that went over it.
+                let reason = match opts.max_bad_rows {
+                    0 => b.reason,
+                    max => format!(
+                        "{} (bad row {}: more than --max-bad-rows {max} allows)",
+                        b.reason, self.summary.bad_rows
+                    ),
+                };
                 return Err(Error::BadRow {
                     at: self.src_of(b.src),
                     column: b.column,
-                    reason: b.reason,
+                    reason,
                 });
             }
             let names = self.names;

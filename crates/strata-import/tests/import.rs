@@ -676,6 +676,25 @@ fn compressed_inputs_and_globs() {
     .to_string();
     assert!(e.contains("bad.csv.zst:2: column id"), "{e}");
     assert!(all_pairs(&db2).is_empty());
+    // A file named for a compression it does not hold says so (it said
+    // "unexpected end of file").
+    for (name, what) in [("fake.csv.gz", "gzip"), ("fake.csv.zst", "zstd")] {
+        std::fs::write(
+            dir.path().join(name),
+            b"1,plain
+",
+        )
+        .unwrap();
+        let fake = Input::File(dir.path().join(name));
+        let e = import(&db2, t, &[fake], &ImportOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{name}: not {what} data")),
+            "{name}: {e}"
+        );
+    }
+    assert!(all_pairs(&db2).is_empty());
     // A pattern matching nothing is an error, not an empty import.
     let none = format!("{}/*.tsv", data.display());
     assert!(strata_import::csv::input::expand(&[none]).is_err());

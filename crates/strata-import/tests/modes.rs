@@ -291,7 +291,7 @@ fn a_key_an_earlier_unit_wrote_is_found_in_every_later_unit() {
     for mode in [Mode::Direct, Mode::Batch { rows_per_batch: 97 }] {
         for (input, says) in [
             (&pk_dup, "duplicate key (0) in index primary"),
-            (&code_dup, "is already in the table"),
+            (&code_dup, "has the key of a row already in the table"),
         ] {
             let d = tempfile::tempdir().unwrap();
             let db = Db::open_default(d.path().join("db")).unwrap();
@@ -310,7 +310,10 @@ fn a_key_an_earlier_unit_wrote_is_found_in_every_later_unit() {
                 .count()
                 + 1;
             assert!(
-                e.contains(says) && e.contains(&format!("in.csv:{line} is already in the table")),
+                e.contains(says)
+                    && e.contains(&format!(
+                        "in.csv:{line} has the key of a row already in the table"
+                    )),
                 "{}: {e}",
                 mode.name()
             );

@@ -44,9 +44,38 @@ impl Input {
             Input::Stdin => return Ok(Box::new(std::io::stdin())),
             Input::File(p) => p,
         };
-        let file = File::open(p).map_err(|e| Error::io(p, e))?;
+        let mut file = File::open(p).map_err(|e| Error::io(p, e))?;
+        let kind = compression(p);
+        // A file named for a compression it does not hold would fail deep
+        // in the decoder ("unexpected end of file"): check the magic bytes
+        // (gzip 1f 8b, zstd 28 b5 2f fd) first and say what is wrong.
+        let magic: &[u8] = match kind {
+            Compression::Gzip => &[0x1f, 0x8b],
+            Compression::Zstd => &[0x28, 0xb5, 0x2f, 0xfd],
+            Compression::None => &[],
+        };
+        if !magic.is_empty() {
+            use std::io::{Read as _, Seek as _};
+            let mut head = [0u8; 4];
+            let n = file.read(&mut head).map_err(|e| Error::io(p, e))?;
+            let empty = n == 0;
+            if !empty && !head[..n].starts_with(magic) {
+                let what = if kind == Compression::Gzip {
+                    "gzip"
+                } else {
+                    "zstd"
+                };
+                return Err(Error::invalid(format!(
+                    "{}: not {what} data (its name ends in .{}, but it does not start \
+                     with the {what} magic bytes)",
+                    p.display(),
+                    p.extension().and_then(|e| e.to_str()).unwrap_or_default()
+                )));
+            }
+            file.rewind().map_err(|e| Error::io(p, e))?;
+        }
         let f = |file| std::io::BufReader::with_capacity(1 << 20, file);
-        match compression(p) {
+        match kind {
             Compression::Gzip => Ok(Box::new(flate2::read::MultiGzDecoder::new(f(file)))),
             Compression::Zstd => Ok(Box::new(
                 zstd::stream::read::Decoder::with_buffer(f(file)).map_err(|e| Error::io(p, e))?,
@@ -104,6 +133,21 @@ pub fn expand(names: &[String]) -> Result<Vec<Input>> {
     }
     if out.is_empty() {
         return Err(Error::invalid("no input files"));
+    }
+    // A file loaded twice (named twice, or by a name and a pattern) would
+    // have every row collide with itself, or in a table without a primary
+    // key be stored twice.
+    let mut seen = std::collections::HashSet::new();
+    for i in &out {
+        if let Input::File(p) = i {
+            let key = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+            if !seen.insert(key) {
+                return Err(Error::invalid(format!(
+                    "{} is named twice; to load a file twice, run two imports",
+                    p.display()
+                )));
+            }
+        }
     }
     Ok(out)
 }

@@ -607,8 +607,8 @@ fn combine(t: &Table, path: &Path, plan: &Plan, outs: Vec<PieceOut>) -> Result<B
             ))),
         };
     }
-    if let Some(e) = t.filter_error() {
-        return Err(Error::corruption(t.name(), 0, format!("filter block: {e}")));
+    if let Some(e) = t.filter_corruption() {
+        return Err(e);
     }
     let name = path.display().to_string();
     let mut prev: Option<Vec<u8>> = None;

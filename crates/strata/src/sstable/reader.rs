@@ -114,7 +114,9 @@ pub struct Table {
     index_mode: BlockIterMode,
     data_mode: BlockIterMode,
     filter: Option<FilterReader>,
-    filter_error: Option<String>,
+    /// Why the filter block could not be read, and the offset the damage
+    /// was found at.
+    filter_error: Option<(u64, String)>,
     filter_bytes: u64,
     /// The prefix extractor, when it matches the file's.
     prefix: Option<Arc<dyn PrefixExtractor>>,
@@ -257,7 +259,13 @@ impl Table {
                 filter_bytes = h.size;
                 match read(h) {
                     Ok(c) => filter = Some(FilterReader::new(&c.data)),
-                    Err(e) => filter_error = Some(e.to_string()),
+                    // The block reader's own error names this file and the
+                    // offset: kept apart, so a report built from it does not
+                    // name the file twice.
+                    Err(Error::Corruption { offset, msg, .. }) => {
+                        filter_error = Some((offset, msg))
+                    }
+                    Err(e) => filter_error = Some((h.offset, e.to_string())),
                 }
             }
         }
@@ -423,7 +431,14 @@ impl Table {
 
     /// Why the filter was not loaded, if it was present but unreadable.
     pub fn filter_error(&self) -> Option<&str> {
-        self.filter_error.as_deref()
+        self.filter_error.as_ref().map(|(_, m)| m.as_str())
+    }
+
+    /// [`Self::filter_error`] as the corruption it is, at its offset.
+    pub fn filter_corruption(&self) -> Option<Error> {
+        self.filter_error
+            .as_ref()
+            .map(|(at, m)| Error::corruption(&self.name, *at, format!("filter block: {m}")))
     }
 
     pub fn has_filter(&self) -> bool {
@@ -886,12 +901,8 @@ impl Table {
         checksums: bool,
         each: &mut dyn FnMut(&[u8], u64) -> Result<()>,
     ) -> Result<TableStats> {
-        if let Some(e) = &self.filter_error {
-            return Err(Error::corruption(
-                &self.name,
-                0,
-                format!("filter block: {e}"),
-            ));
+        if let Some(e) = self.filter_corruption() {
+            return Err(e);
         }
         let mut stats = TableStats {
             index_bytes: self.footer.index.size,

@@ -198,4 +198,50 @@ mod tests {
         let e = TableFile::open(dir.path()).err().unwrap();
         assert!(e.to_string().contains("is a directory"), "{e}");
     }
+
+    /// A flipped byte in the filter block: the table opens without its
+    /// filter, and `verify` reports the damage once, at its own offset (it
+    /// said "corruption in t.sst at offset 0: filter block: corruption in
+    /// t.sst at offset N: ...").
+    #[test]
+    fn a_damaged_filter_block_is_reported_at_its_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.sst");
+        let opts = SstOptions {
+            bloom_bits_per_key: Some(10.0),
+            ..SstOptions::for_ingestion()
+        };
+        let mut w = SstWriter::create(&p, opts).unwrap();
+        for i in 0..200 {
+            w.put(format!("k{i:03}"), vec![b'v'; 100]).unwrap();
+        }
+        w.finish().unwrap();
+        let good = std::fs::read(&p).unwrap();
+        assert!(TableFile::open(&p).unwrap().has_filter());
+        // The filter block sits after the data blocks: flip bytes from the
+        // end of the data towards the footer until one lands in it.
+        let mut found = false;
+        for at in (good.len() / 2..good.len()).rev() {
+            let mut bytes = good.clone();
+            bytes[at] ^= 0x5a;
+            std::fs::write(&p, &bytes).unwrap();
+            let Ok(t) = TableFile::open(&p) else { continue };
+            if t.filter_error().is_none() {
+                continue;
+            }
+            let e = t.verify().unwrap_err();
+            let shown = e.to_string();
+            assert_eq!(shown.matches("t.sst").count(), 1, "{shown}");
+            assert!(shown.contains("filter block: "), "{shown}");
+            match e {
+                crate::Error::Corruption { offset, .. } => {
+                    assert!(offset > 0 && offset <= at as u64, "{shown}")
+                }
+                e => panic!("{e}"),
+            }
+            found = true;
+            break;
+        }
+        assert!(found, "no flipped byte reached the filter block");
+    }
 }
