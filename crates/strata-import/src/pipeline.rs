@@ -796,7 +796,7 @@ impl Loader<'_> {
         let lookups = self.lookups(written.as_ref());
         let (db, codec, names) = (self.db, self.codec, self.names);
         let mode = self.opts.on_duplicate;
-        let mut resolver = Resolver::new(db, codec, names, mode, lookups, written.as_ref());
+        let mut resolver = Resolver::new(db, codec, names, mode, lookups);
         for (i, mut sorter) in sorters.into_iter().enumerate() {
             let stale = resolver.take_stale(i);
             if !stale.is_empty() {
@@ -829,7 +829,6 @@ impl Loader<'_> {
     fn merge_unit_parallel(&mut self, sorters: Vec<IndexSorter>) -> Result<Vec<SstFile>> {
         let written = self.written.take();
         let lookups = self.lookups(written.as_ref());
-        let record = written.as_ref();
         let (db, codec, names) = (self.db, self.codec, self.names);
         let mode = self.opts.on_duplicate;
         for (i, sorter) in sorters.iter().enumerate() {
@@ -850,8 +849,7 @@ impl Loader<'_> {
                 .map(|(i, sorter)| {
                     s.spawn(move || {
                         sorter.finish_split(ways, || {
-                            let mut resolver =
-                                Resolver::new(db, codec, names, mode, lookups, record);
+                            let mut resolver = Resolver::new(db, codec, names, mode, lookups);
                             move |g: &[EntryRef<'_>]| resolver.decide(i, g)
                         })
                     })
@@ -874,15 +872,16 @@ impl Loader<'_> {
         Ok(all)
     }
 
-    /// Which keys a unit's resolvers look up in the table: none in the
-    /// first unit into a table that held no rows, every key when it held
-    /// rows, else those the filter of earlier units' keys may hold.
+    /// Which keys a unit's resolvers look up in the table: every key when
+    /// it held rows; into a table that held none, those the filter of
+    /// earlier units' keys may hold (none in the first unit), or none at
+    /// all in the pipeline's one merge.
     fn lookups<'w>(&self, written: Option<&'w WrittenKeys>) -> Lookups<'w> {
-        match (self.has_rows, self.summary.units, written) {
-            (true, _, _) => Lookups::All,
-            (false, 0, _) => Lookups::None,
-            (false, _, Some(w)) => Lookups::Written(w),
-            (false, _, None) => Lookups::All,
+        match (self.has_rows, written) {
+            (true, _) => Lookups::All,
+            (false, Some(w)) => Lookups::Written(w),
+            (false, None) if self.summary.units == 0 => Lookups::None,
+            (false, None) => Lookups::All,
         }
     }
 
@@ -920,7 +919,7 @@ impl Loader<'_> {
                 let lookups = self.lookups(written.as_ref());
                 let (db, codec, names) = (self.db, self.codec, self.names);
                 let mode = self.opts.on_duplicate;
-                let mut resolver = Resolver::new(db, codec, names, mode, lookups, written.as_ref());
+                let mut resolver = Resolver::new(db, codec, names, mode, lookups);
                 let mut out = BatchOutput::default();
                 for (i, mut sorter) in sorters.into_iter().enumerate() {
                     let stale = resolver.take_stale(i);

@@ -35,13 +35,14 @@ use strata::Db;
 /// import's keys collide with).
 #[derive(Clone, Copy)]
 pub enum Lookups<'a> {
-    /// None: the table held no rows before the import and no unit of it
-    /// has been written yet.
+    /// None: the pipeline's one merge into a table that held no rows.
     None,
     /// Every key: the table held rows before the import.
     All,
-    /// Only keys the import's earlier units may have written: the table
-    /// held no rows before the import (see [`crate::written`]).
+    /// A unit of a direct or batch import into a table that held no rows:
+    /// only keys the import's earlier units may have written (empty in the
+    /// first unit), and the keys this unit keeps are noted in it (see
+    /// [`crate::written`]).
     Written(&'a WrittenKeys),
 }
 
@@ -74,10 +75,9 @@ pub struct Resolver<'a> {
     mode: OnDuplicate,
     /// Which keys are looked up in the table.
     lookups: Lookups<'a>,
-    /// Where the keys this resolver keeps are noted for later units (the
-    /// primary and unique secondary ones: those later units look up), and
-    /// their hashes until the resolver is dropped.
-    record: Option<&'a WrittenKeys>,
+    /// Hashes of the keys this resolver kept that later units look up
+    /// (primary and unique secondary ones), under [`Lookups::Written`],
+    /// handed to the filter when the resolver is dropped.
     noted: Vec<u64>,
     /// Rows dropped while resolving the primary index.
     pub dropped: HashSet<Src>,
@@ -95,7 +95,6 @@ impl<'a> Resolver<'a> {
         names: &'a [String],
         mode: OnDuplicate,
         lookups: Lookups<'a>,
-        record: Option<&'a WrittenKeys>,
     ) -> Resolver<'a> {
         Resolver {
             db,
@@ -103,7 +102,6 @@ impl<'a> Resolver<'a> {
             names,
             mode,
             lookups,
-            record,
             noted: Vec::new(),
             dropped: HashSet::new(),
             stale: vec![Vec::new(); codec.table.indexes.len()],
@@ -130,7 +128,7 @@ impl<'a> Resolver<'a> {
 
     /// Notes that `key` is written, for the lookups of later units.
     fn note(&mut self, key: &[u8]) {
-        if self.record.is_some() {
+        if matches!(self.lookups, Lookups::Written(_)) {
             self.noted.push(written::hash(key));
         }
     }
@@ -256,7 +254,7 @@ impl Drop for Resolver<'_> {
     /// Hands the noted keys to the filter (a unit's resolvers run on
     /// several threads; the filter takes them between units).
     fn drop(&mut self) {
-        if let Some(w) = self.record {
+        if let Lookups::Written(w) = self.lookups {
             w.note(&mut self.noted);
         }
     }

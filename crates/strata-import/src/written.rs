@@ -36,7 +36,7 @@ const PROBES: u32 = 6;
 const FIRST_CAPACITY: usize = 1 << 16;
 
 /// One blocked Bloom filter.
-struct Line {
+struct Blocked {
     /// 512-bit lines, 8 words each.
     words: Vec<u64>,
     /// Keys it was sized for.
@@ -45,11 +45,10 @@ struct Line {
     len: usize,
 }
 
-impl Line {
-    fn new(capacity: usize) -> Line {
-        let lines = (capacity * BITS_PER_KEY).div_ceil(512).max(1);
-        Line {
-            words: vec![0; lines * 8],
+impl Blocked {
+    fn new(capacity: usize) -> Blocked {
+        Blocked {
+            words: vec![0; Blocked::bytes(capacity) / 8],
             capacity,
             len: 0,
         }
@@ -91,7 +90,7 @@ impl Line {
 
 /// The keys an import's earlier units wrote (see the module documentation).
 pub struct WrittenKeys {
-    filters: Vec<Line>,
+    filters: Vec<Blocked>,
     /// Bytes the filters may take together.
     cap: usize,
     /// Hashes of keys the current unit wrote, added between units (the
@@ -149,9 +148,8 @@ impl WrittenKeys {
             // cap is smaller, so a tiny budget gets a tiny filter.
             let first = (self.cap * 8 / BITS_PER_KEY).clamp(64, FIRST_CAPACITY);
             let next = self.filters.last().map_or(first, |f| f.capacity * 2);
-            let used: usize = self.filters.iter().map(|f| f.words.len() * 8).sum();
-            if self.filters.is_empty() || used + Line::bytes(next) <= self.cap {
-                self.filters.push(Line::new(next));
+            if self.filters.is_empty() || self.bytes() + Blocked::bytes(next) <= self.cap {
+                self.filters.push(Blocked::new(next));
             }
         }
         if let Some(f) = self.filters.last_mut() {
@@ -217,7 +215,11 @@ mod tests {
             } else {
                 // Over the cap: the memory stays put (one line at least),
                 // the answers stay right.
-                assert!(w.bytes() <= cap.max(Line::bytes(64)), "{} bytes", w.bytes());
+                assert!(
+                    w.bytes() <= cap.max(Blocked::bytes(64)),
+                    "{} bytes",
+                    w.bytes()
+                );
             }
         }
     }

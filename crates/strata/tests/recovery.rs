@@ -1214,6 +1214,27 @@ fn wal_byte_sweep_loses_nothing_silently() {
     assert_eq!(t.total() as usize, data.len());
 }
 
+/// A database at `dir` holding keys 0..100 flushed to a table ("flushed")
+/// and 100..`end` as synced writes in one WAL ("synced"), closed; returns
+/// every key it holds.
+fn flushed_then_synced(vfs: &Arc<dyn Vfs>, dir: &Path, end: u32) -> Model {
+    let mut model = Model::new();
+    let db = Db::open(dir, options(Arc::clone(vfs))).unwrap();
+    for i in 0..100 {
+        put(&db, &mut model, i, "flushed");
+    }
+    db.flush().unwrap();
+    let sync = WriteOptions { sync: true };
+    for i in 100..end {
+        let mut b = WriteBatch::new();
+        b.put(key(i), b"synced");
+        db.write(b, &sync).unwrap();
+        model.insert(key(i), b"synced".to_vec());
+    }
+    db.close().unwrap();
+    model
+}
+
 /// The WAL the MANIFEST names as the oldest still needed is required: once
 /// it is gone, so are the synced writes since the last flush, and the open
 /// used to pass without a word. Now the open (read-write and read-only)
@@ -1226,21 +1247,7 @@ fn wal_byte_sweep_loses_nothing_silently() {
 fn a_missing_live_wal_is_refused_and_repair_reports_the_loss() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let dir = Path::new("/db");
-    let mut model = Model::new();
-    {
-        let db = Db::open(dir, options(Arc::clone(&vfs))).unwrap();
-        for i in 0..100 {
-            put(&db, &mut model, i, "flushed");
-        }
-        db.flush().unwrap();
-        let sync = WriteOptions { sync: true };
-        for i in 100..150 {
-            let mut b = WriteBatch::new();
-            b.put(key(i), b"synced");
-            db.write(b, &sync).unwrap();
-        }
-        db.close().unwrap();
-    }
+    let model = flushed_then_synced(&vfs, dir, 150);
     let wals: Vec<String> = vfs
         .list(dir)
         .unwrap()
@@ -1469,22 +1476,7 @@ fn check_reports_every_manifest_cut_and_flip_the_open_refuses() {
 fn repair_keeps_the_records_before_a_damaged_wal_record() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let dir = Path::new("/db");
-    let mut model = Model::new();
-    {
-        let db = Db::open(dir, options(Arc::clone(&vfs))).unwrap();
-        for i in 0..100 {
-            put(&db, &mut model, i, "flushed");
-        }
-        db.flush().unwrap();
-        let sync = WriteOptions { sync: true };
-        for i in 100..200 {
-            let mut b = WriteBatch::new();
-            b.put(key(i), b"synced");
-            db.write(b, &sync).unwrap();
-            model.insert(key(i), b"synced".to_vec());
-        }
-        db.close().unwrap();
-    }
+    let model = flushed_then_synced(&vfs, dir, 200);
     let wal = vfs
         .list(dir)
         .unwrap()

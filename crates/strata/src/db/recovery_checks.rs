@@ -668,26 +668,28 @@ pub(crate) fn move_to_lost(vfs: &dyn Vfs, dir: &Path, name: &str, why: &str) -> 
     let lost = dir.join("lost");
     vfs.create_dir_all(&lost)?;
     vfs.rename(&dir.join(name), &lost.join(name))?;
-    let log = lost.join("LOG");
-    let mut text = if vfs.exists(&log) {
-        vfs::read_all(vfs, &log)?
-    } else {
-        Vec::new()
-    };
-    text.extend_from_slice(format!("{name}: {why}\n").as_bytes());
-    vfs::write_all(vfs, &log, &text)?;
-    vfs.sync_dir(&lost)?;
-    vfs.sync_dir(dir)
+    note_in_lost(vfs, dir, &lost, name, why)
 }
 
-/// Keeps a copy of `name` in `dir/lost/` (as `move_to_lost`, but the file
-/// stays: the caller replaces it atomically next, so no crash leaves it
-/// missing).
-pub(crate) fn copy_to_lost(vfs: &dyn Vfs, dir: &Path, name: &str, why: &str) -> Result<()> {
+/// Keeps `data` (the bytes of `name`) in `dir/lost/` as `move_to_lost`
+/// does, but leaves `name` in place: the caller replaces it atomically
+/// next, so no crash leaves it missing.
+pub(crate) fn copy_to_lost(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    name: &str,
+    data: &[u8],
+    why: &str,
+) -> Result<()> {
     let lost = dir.join("lost");
     vfs.create_dir_all(&lost)?;
-    let data = vfs::read_all(vfs, &dir.join(name))?;
-    vfs::write_all(vfs, &lost.join(name), &data)?;
+    vfs::write_all(vfs, &lost.join(name), data)?;
+    note_in_lost(vfs, dir, &lost, name, why)
+}
+
+/// Appends why `name` is in `lost` to `lost/LOG` and makes both
+/// directories' entries durable.
+fn note_in_lost(vfs: &dyn Vfs, dir: &Path, lost: &Path, name: &str, why: &str) -> Result<()> {
     let log = lost.join("LOG");
     let mut text = if vfs.exists(&log) {
         vfs::read_all(vfs, &log)?
@@ -696,7 +698,7 @@ pub(crate) fn copy_to_lost(vfs: &dyn Vfs, dir: &Path, name: &str, why: &str) -> 
     };
     text.extend_from_slice(format!("{name}: {why}\n").as_bytes());
     vfs::write_all(vfs, &log, &text)?;
-    vfs.sync_dir(&lost)?;
+    vfs.sync_dir(lost)?;
     vfs.sync_dir(dir)
 }
 

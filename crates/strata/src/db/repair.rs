@@ -38,9 +38,9 @@
 //! 6. **The live WAL**: if the WAL the MANIFEST names as the oldest still
 //!    needed is missing (recovery refuses that, `recovery_checks`), its
 //!    writes are reported lost and an empty WAL takes its place. A WAL
-//!    damaged before its end (which recovery refuses) is rewritten with
-//!    the records before the damage; what follows is reported lost, and
-//!    the damaged original is kept in `lost/`.
+//!    damaged before its end (which recovery refuses) is cut back to the
+//!    records before the damage; what follows is reported lost, and the
+//!    damaged original is kept in `lost/`.
 //! 7. A new MANIFEST holding the repaired version is written and CURRENT
 //!    pointed at it; then the database is opened normally (which replays
 //!    the WALs and moves what it cannot prove redundant to `lost/`), so a
@@ -68,33 +68,25 @@ use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Rewrites WAL `w` with only `records` (those read before its damage at
-/// offset `at`), keeping the damaged original in `lost/`: written to a
-/// temporary file, synced, then renamed over the WAL, so a crash leaves
-/// either file whole.
-fn salvage_wal(
-    vfs: &dyn Vfs,
-    dir: &Path,
-    w: u64,
-    records: &[Vec<u8>],
-    at: u64,
-    why: &str,
-) -> Result<()> {
-    let name = format!("{w:06}.log");
+/// Cuts WAL `w` back to its first `at` bytes (the records read before its
+/// damage: a log's prefix up to a record's end is itself a log that ends
+/// cleanly), keeping the damaged original in `lost/`. The prefix is
+/// written to a temporary file, synced, then renamed over the WAL, so a
+/// crash leaves either file whole.
+fn salvage_wal(vfs: &dyn Vfs, dir: &Path, w: u64, at: u64, why: &str) -> Result<()> {
+    let (name, path) = (format!("{w:06}.log"), filenames::wal(dir, w));
+    let data = crate::vfs::read_all(vfs, &path)?;
     checks::copy_to_lost(
         vfs,
         dir,
         &name,
+        &data,
         &format!("damaged at offset {at} ({why}); repair kept the records before it"),
     )?;
+    let keep = usize::try_from(at).map_or(data.len(), |a| a.min(data.len()));
     let tmp = filenames::temp(dir, w);
-    let mut lw = crate::wal::writer::LogWriter::new(vfs.create(&tmp)?, tmp.display().to_string());
-    for r in records {
-        lw.add_record(r)?;
-    }
-    lw.sync()?;
-    drop(lw);
-    vfs.rename(&tmp, &filenames::wal(dir, w))?;
+    crate::vfs::write_all(vfs, &tmp, &data[..keep])?;
+    vfs.rename(&tmp, &path)?;
     vfs.sync_dir(dir)
 }
 
@@ -319,12 +311,12 @@ fn repair_locked(
             path.display().to_string(),
             TailPolicy::TolerateTornTail,
         );
-        // The records read before any damage, to rewrite the WAL with.
-        let mut intact: Vec<Vec<u8>> = Vec::new();
+        // Records read before any damage: the WAL is cut back to them.
+        let mut intact = 0usize;
         loop {
             match rd.read_record() {
                 Ok(Some(rec)) => {
-                    intact.push(rec.clone());
+                    intact += 1;
                     if let Ok(b) = WriteBatch::from_bytes(rec) {
                         // A batch numbered out of range is left to the
                         // open that follows, which refuses it by name.
@@ -340,16 +332,15 @@ fn repair_locked(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    // The open would refuse this WAL; it is rewritten
-                    // with the records before the damage, the original
-                    // kept in lost/.
+                    // The open would refuse this WAL; it is cut back to
+                    // the records before the damage, the original kept in
+                    // lost/.
                     let at = rd.last_record_end();
-                    salvage_wal(vfs.as_ref(), dir, w, &intact, at, &e.to_string())?;
+                    salvage_wal(vfs.as_ref(), dir, w, at, &e.to_string())?;
                     report.lost.push(format!(
                         "{w:06}.log: every record from offset {at} on, where it is damaged \
-                         ({e}); the {} records before it were kept, and the damaged file \
-                         is in lost/",
-                        intact.len()
+                         ({e}); the {intact} records before it were kept, and the damaged \
+                         file is in lost/"
                     ));
                     break;
                 }

@@ -109,8 +109,8 @@ impl LogWriter {
         self.file.flush()
     }
 
-    /// Makes every record added so far durable (`Db::repair` syncs the
-    /// WAL it rewrites).
+    /// Makes every record added so far durable.
+    #[cfg(any(test, feature = "internals"))]
     pub fn sync(&mut self) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
