@@ -278,7 +278,8 @@ impl Splitter {
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>> {
         if !self.started {
             self.started = true;
-            self.fill(self.target)?;
+            // At least the byte-order mark's 3 bytes, whatever the target.
+            self.fill(self.target.max(3))?;
             if self.pending.starts_with(b"\xEF\xBB\xBF") {
                 self.pending.drain(..3);
                 self.offset += 3;
@@ -394,9 +395,9 @@ impl Splitter {
 /// Physical line numbers of the records of one chunk.
 ///
 /// The `csv` crate's own line numbers lag by one after a CRLF (it consumes
-/// the LF when it starts the next record), so lines are counted here: a
-/// record starts at the first byte after its reported start that is not CR
-/// or LF (blank lines are skipped, as the parser skips them).
+/// the LF when it starts the next record), so lines are counted here, from
+/// the LFs before each record's start (the reader reports where a record's
+/// first byte is: a blank line is a record too).
 pub struct LineCounter<'a> {
     data: &'a [u8],
     pos: usize,
@@ -416,10 +417,7 @@ impl<'a> LineCounter<'a> {
     /// The line and the true start offset of a record the parser reports
     /// at byte `start` (records must be asked for in order).
     pub fn record(&mut self, start: usize) -> (u64, usize) {
-        let mut s = start.min(self.data.len());
-        while s < self.data.len() && matches!(self.data[s], b'\r' | b'\n') {
-            s += 1;
-        }
+        let s = start.min(self.data.len());
         if s > self.pos {
             // SIMD search: a record is usually one line, so this finds its
             // one LF and stops (a byte-by-byte count was ~4% of W1's CPU).

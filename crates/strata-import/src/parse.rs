@@ -213,14 +213,21 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
             continue;
         }
         if rec.len() != layout.columns.len() {
-            out.bad.push(bad(
-                None,
+            let reason = if rec.bytes.is_empty() && rec.len() == 1 {
+                // A blank line is a record of one empty field (`Records`).
+                format!(
+                    "a blank line: expected {} fields (PostgreSQL's COPY reads a blank \
+                     line as one empty field too)",
+                    layout.columns.len()
+                )
+            } else {
                 format!(
                     "expected {} fields, found {}",
                     layout.columns.len(),
                     rec.len()
-                ),
-            ));
+                )
+            };
+            out.bad.push(bad(None, reason));
             continue;
         }
         // One UTF-8 check for the whole record (one call instead of one
@@ -356,8 +363,8 @@ mod tests {
         let schema = Schema::parse("CREATE TABLE t (a INT PRIMARY KEY, b TEXT)").unwrap();
         let codec = TableCodec::new(schema.tables[0].clone(), 1);
         let dialect = Dialect::csv();
-        // (record, lines it takes); three fields each, so every record is
-        // a bad row that names its line.
+        // (record, lines it takes); three fields each (a blank line one),
+        // so every record is a bad row that names its line.
         let pieces: [(&str, u64); 7] = [
             ("1,x,y\n", 1),
             ("\n\n", 2),
@@ -375,6 +382,9 @@ mod tests {
                 for (text, lines) in pieces {
                     if !text.trim().is_empty() {
                         want.push(line);
+                    } else {
+                        // Each blank line is a record (too few fields).
+                        want.extend(line..line + lines);
                     }
                     data.extend_from_slice(text.as_bytes());
                     line += lines;

@@ -56,6 +56,20 @@ fn bad_rows_name_file_line_column_and_leave_the_db_unchanged() {
             "expected 3 fields",
         ),
         (
+            "blank line",
+            b"id,name,amount\n1,a,1\n\n2,b,2\n",
+            3,
+            None,
+            "a blank line: expected 3 fields",
+        ),
+        (
+            "blank line at the end",
+            b"id,name,amount\r\n1,a,1\r\n2,b,2\r\n\r\n",
+            4,
+            None,
+            "a blank line",
+        ),
+        (
             "parse",
             b"id,name,amount\n1,a,1\n2,b,2\nx3,c,3\n",
             4,
@@ -230,6 +244,51 @@ fn bad_rows_within_the_limit_go_to_the_rejects_file() {
     let e = import(&db2, schema.table("t").unwrap(), &[input], &o).unwrap_err();
     assert!(e.to_string().contains("in.csv:4: column amount"), "{e}");
     assert!(all_pairs(&db2).is_empty());
+}
+
+/// A one-column table's NULL (CSV) or empty string (the text format) is
+/// written as a blank line, and read back as that row: a blank line is a
+/// record of one empty field, as in PostgreSQL's COPY, never skipped.
+#[test]
+fn a_one_column_table_round_trips_rows_written_as_blank_lines() {
+    let schema = Schema::parse("CREATE TABLE one (v TEXT)").unwrap();
+    let rows = [
+        Some("a".to_string()),
+        None,
+        Some(String::new()),
+        Some("\\N".to_string()),
+        None,
+    ];
+    for (name, dialect) in [("csv", Dialect::csv()), ("tsv", Dialect::tsv())] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open_default(dir.path().join("db")).unwrap();
+        let mut text = String::new();
+        for r in &rows {
+            text.push_str(&dialect.write_record(std::slice::from_ref(r)));
+            text.push('\n');
+        }
+        assert!(text.contains("\n\n"), "{name}: no blank line in {text:?}");
+        let input = write(dir.path(), &format!("in.{name}"), text.as_bytes());
+        let o = ImportOptions {
+            dialect: dialect.clone(),
+            ..ImportOptions::default()
+        };
+        let s = import(&db, schema.table("one").unwrap(), &[input], &o).unwrap();
+        assert_eq!(s.rows, rows.len() as u64, "{name}: {text:?}");
+        let mut got = Vec::new();
+        TableReader::open(&db, "one")
+            .unwrap()
+            .scan(0, &[], &[], None, |row| {
+                got.push(row[0].clone());
+                Ok(())
+            })
+            .unwrap();
+        let want: Vec<Value> = rows
+            .iter()
+            .map(|r| r.clone().map_or(Value::Null, Value::Text))
+            .collect();
+        assert_eq!(got, want, "{name}: {text:?}");
+    }
 }
 
 #[test]

@@ -146,7 +146,9 @@ fn damaged_filter_is_ignored_and_answers_stay_right() {
     vfs::write_all(&vfs, Path::new("/bad.sst"), &bad).unwrap();
     let t = Table::open_in(&vfs, Path::new("/bad.sst"), TableOptions::default()).unwrap();
     assert!(!t.has_filter());
-    assert!(t.filter_error().unwrap().contains("checksum mismatch"));
+    let (at, why) = t.filter_error().unwrap();
+    assert_eq!(at, h.offset, "the damaged block's own offset");
+    assert!(why.contains("checksum mismatch"), "{why}");
     assert!(
         t.verify().unwrap_err().is_corruption(),
         "verify reports the damaged filter"

@@ -22,9 +22,14 @@
 //! byte each field starts with ([`Records`]'s `probe`). Records without
 //! such a field (nearly all) pay nothing.
 //!
-//! Invariants: a record's `start` is where the reader stood before it (so
-//! it includes blank lines skipped before the record, as the `csv` crate's
-//! position does) and its `end` where the reader stands after it; records
+//! A blank line is a record of one empty unquoted field, as PostgreSQL's
+//! COPY reads it (the `csv` crate and `csv_core` skip blank lines): a
+//! one-column table writes its NULL (CSV) or its empty string (the text
+//! format) as a blank line, and in any other table a blank line is a row
+//! with too few fields, reported with its line.
+//!
+//! Invariants: a record's `start` is where its first byte is and its
+//! `end` is just past its line break (the LF of a CRLF included); records
 //! come in input order; the field bytes of the current record are valid
 //! until the next call; `quoted` is exact for every field whose text is
 //! the NULL marker (and false for every field of a plain line).
@@ -137,26 +142,39 @@ impl<'a> Records<'a> {
             return None;
         }
         let start = self.pos;
-        // The fast path: blank lines, then a line that holds neither a
-        // quote nor a CR, whose fields are simply the pieces between
-        // delimiters (what csv_core makes of it too), read in place.
-        loop {
-            let data = self.data;
-            let Some(rest) = data.get(self.pos..).filter(|r| !r.is_empty()) else {
-                break;
-            };
-            let Some((len, ascii)) =
-                split_plain(rest, self.delimiter, self.special, &mut self.fields)
-            else {
-                break;
-            };
-            let at = self.pos;
-            self.pos = (at + len + 1).min(self.data.len());
-            if len == 0 {
-                // A blank line: csv_core skips it, as part of the next
-                // record's read.
-                continue;
-            }
+        let data = self.data;
+        let Some(rest) = data.get(start..).filter(|r| !r.is_empty()) else {
+            // csv_core is told the data ended (a last record without a
+            // line break may be pending in it).
+            return self.read_core(start);
+        };
+        // A blank line is a record of one empty field, as PostgreSQL's
+        // COPY reads it (csv_core would skip it): a one-column table's
+        // NULL in CSV or empty string in the text format, which is how
+        // such a row is written out; any other table's row with too few
+        // fields, reported with its line rather than dropped unseen.
+        if matches!(rest[0], b'\n' | b'\r') {
+            let len = if rest.starts_with(b"\r\n") { 2 } else { 1 };
+            self.pos = start + len;
+            self.fields.clear();
+            self.fields.push(0..0);
+            return Some(Record {
+                start,
+                end: self.pos,
+                bytes: &[],
+                fields: &self.fields,
+                plain: true,
+                ascii: true,
+                quoted: &[],
+            });
+        }
+        // The fast path: a line that holds neither a quote nor a CR,
+        // whose fields are simply the pieces between delimiters (what
+        // csv_core makes of it too), read in place.
+        if let Some((len, ascii)) =
+            split_plain(rest, self.delimiter, self.special, &mut self.fields)
+        {
+            self.pos = (start + len + 1).min(self.data.len());
             return Some(Record {
                 start,
                 end: self.pos,
@@ -216,6 +234,15 @@ impl<'a> Records<'a> {
                 .any(|f| self.out[f.clone()] == self.null[..])
         {
             self.probe_quoted(record_from);
+        }
+        // csv_core ends a record at the CR of a CRLF and skips the LF as
+        // the next record starts; the LF is this record's, and the next
+        // record starts after it (else it would read as a blank line).
+        if self.pos > record_from
+            && self.data[self.pos - 1] == b'\r'
+            && self.data.get(self.pos) == Some(&b'\n')
+        {
+            self.pos += 1;
         }
         Some(Record {
             start,
@@ -399,23 +426,57 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Every record, field and position through the `csv` crate's reader.
+    /// Every record, field and position as [`Records`] must report them,
+    /// modelled on the `csv` crate's reader: its records, with each blank
+    /// line it skipped (LF, CRLF or a lone CR) as a record of one empty
+    /// field, and each record's end past the LF of a CRLF it ended with
+    /// (the crate consumes that LF as the next record starts).
     fn by_csv_crate(d: &Dialect, data: &[u8]) -> Vec<(u64, u64, Vec<Vec<u8>>)> {
         let mut r = d.reader(data);
         let mut rec = ::csv::ByteRecord::new();
         let mut out = Vec::new();
+        // Splits `data[from..to]` (line breaks only) into blank lines.
+        let blanks = |out: &mut Vec<(u64, u64, Vec<Vec<u8>>)>, mut from: usize, to: usize| {
+            while from < to {
+                let len = if data[from..to].starts_with(b"\r\n") {
+                    2
+                } else {
+                    1
+                };
+                out.push((from as u64, (from + len) as u64, vec![Vec::new()]));
+                from += len;
+            }
+        };
+        // Where the last record ended (past its whole line break).
+        let mut at = 0usize;
         loop {
-            let start = r.position().byte();
+            let start = r.position().byte() as usize;
             if !r.read_byte_record(&mut rec).unwrap() {
+                blanks(&mut out, at, data.len());
                 return out;
             }
-            let at = rec.position().map_or(start, |p| p.byte());
-            assert_eq!(at, start, "the csv crate's record position");
+            assert_eq!(
+                rec.position().map_or(start as u64, |p| p.byte()),
+                start as u64,
+                "the csv crate's record position"
+            );
+            // The crate stood before the blank lines it skipped.
+            let first = start.max(at)
+                + data[start.max(at)..]
+                    .iter()
+                    .take_while(|&&b| b == b'\r' || b == b'\n')
+                    .count();
+            blanks(&mut out, at.max(start), first);
+            let mut end = r.position().byte() as usize;
+            if end > 0 && data[end - 1] == b'\r' && data.get(end) == Some(&b'\n') {
+                end += 1;
+            }
             out.push((
-                start,
-                r.position().byte(),
+                first as u64,
+                end as u64,
                 rec.iter().map(<[u8]>::to_vec).collect(),
             ));
+            at = end;
         }
     }
 
@@ -496,8 +557,8 @@ mod tests {
         /// Every field whose text is the NULL marker is reported quoted
         /// exactly when it was written quoted, on both reader paths (a
         /// line with no quoted field and no CR takes the plain path), for
-        /// records with blank lines before them, CRLF or LF, and a last
-        /// record without a line break.
+        /// records with blank lines before them (records of one empty
+        /// field), CRLF or LF, and a last record without a line break.
         #[test]
         fn quoted_is_exact_for_fields_equal_to_the_null_marker(
             records in proptest::collection::vec(
@@ -528,7 +589,9 @@ mod tests {
                 let mut want = Vec::new();
                 for (r, fields) in records.iter().enumerate() {
                     if blank[r] {
+                        // A blank line: a record of one empty, unquoted field.
                         data.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                        want.push(vec![(Vec::new(), false)]);
                     }
                     let mut row = Vec::new();
                     for (i, (text, quoted)) in fields.iter().enumerate() {
@@ -542,9 +605,10 @@ mod tests {
                         write_field(&d, text, quoted, &mut data);
                         row.push((text.as_bytes().to_vec(), quoted));
                     }
-                    // A record of one empty unquoted field is a blank line
-                    // (the reader skips it): not a case here.
-                    if row.len() == 1 && row[0].0.is_empty() && !row[0].1 {
+                    // A last line of one empty unquoted field and no line
+                    // break is no line at all: not a case here.
+                    let last = r + 1 == records.len() && !last_break;
+                    if last && row.len() == 1 && row[0].0.is_empty() && !row[0].1 {
                         data.push(d.delimiter);
                         row.push((Vec::new(), false));
                     }
@@ -632,16 +696,17 @@ mod tests {
         }
     }
 
-    /// Many fields (past the initial 64 ends) and a record without a
-    /// final line break.
+    /// Many fields (past the initial 64 ends), a blank line and a record
+    /// without a final line break.
     #[test]
     fn wide_records_and_no_final_newline() {
         let row: Vec<String> = (0..200).map(|i| i.to_string()).collect();
         let data = format!("{}\n\n{}", row.join(","), row.join(","));
         let d = Dialect::csv();
         let got = by_records(&d, data.as_bytes());
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[1].2.len(), 200);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[1].2, vec![Vec::<u8>::new()], "the blank line");
+        assert_eq!(got[2].2.len(), 200);
         assert_eq!(got, by_csv_crate(&d, data.as_bytes()));
     }
 }

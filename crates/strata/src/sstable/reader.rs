@@ -429,9 +429,10 @@ impl Table {
         &self.tombstones
     }
 
-    /// Why the filter was not loaded, if it was present but unreadable.
-    pub fn filter_error(&self) -> Option<&str> {
-        self.filter_error.as_ref().map(|(_, m)| m.as_str())
+    /// Why the filter was not loaded, if it was present but unreadable:
+    /// the damaged block's offset and what is wrong with it.
+    pub fn filter_error(&self) -> Option<(u64, &str)> {
+        self.filter_error.as_ref().map(|(at, m)| (*at, m.as_str()))
     }
 
     /// [`Self::filter_error`] as the corruption it is, at its offset.

@@ -111,10 +111,13 @@ impl TableFile {
         self.table.has_filter()
     }
 
-    /// Why the table's filter block could not be used, if it could not: the
-    /// table reads without it (every lookup reads the data).
-    pub fn filter_error(&self) -> Option<&str> {
-        self.table.filter_error()
+    /// Why the table's filter block could not be used, if it could not
+    /// (where it is and what is wrong with it): the table reads without it
+    /// (every lookup reads the data).
+    pub fn filter_error(&self) -> Option<String> {
+        self.table
+            .filter_error()
+            .map(|(at, m)| format!("the filter block at offset {at}: {m}"))
     }
 
     /// The range tombstones, in the order the table stores them.
