@@ -31,9 +31,10 @@
 //!
 //! What a crash legitimately leaves is reported as a warning, not a
 //! problem: a last record cut short (or zero-filled) at the end of the
-//! MANIFEST or of the newest WAL (recovery drops it; nothing acknowledged as
-//! synced is in it), and table files no version names (recovery deletes
-//! them). A complete last record with a bad checksum is a problem: an
+//! MANIFEST or of the newest WAL holding records (empty WALs after it were
+//! created ahead of need; recovery drops the tail, and nothing acknowledged
+//! as synced is in it: the judgement is the open's, `db::open`, so the two
+//! agree), and table files no version names (recovery deletes them). A complete last record with a bad checksum is a problem: an
 //! interrupted append does not leave one.
 
 use crate::db::filenames::{self, FileKind};
@@ -670,11 +671,22 @@ fn check_wals(
     // a problem here, in its words.
     let mut seqs = WalSequence::new(st.flushed_seq, st.last_sequence);
     let mut redo = Vec::new();
+    // Whether each WAL has a later one holding anything: as the open
+    // judges it, a torn tail may be an unfinished last write only in the
+    // newest WAL holding anything (the WAL thread creates the next WAL
+    // ahead of need, so empty WALs after it say nothing).
+    let written: Vec<bool> = wals
+        .iter()
+        .map(|w| {
+            vfs.open_random(&filenames::wal(dir, *w))
+                .map_or(true, |f| !f.is_empty())
+        })
+        .collect();
     for (i, w) in wals.iter().enumerate() {
         r.wals += 1;
         let path = filenames::wal(dir, *w);
         let name = path.display().to_string();
-        let newest = i + 1 == wals.len();
+        let later_written = written[i + 1..].iter().any(|&b| b);
         let file = match vfs.open_sequential(&path) {
             Ok(f) => f,
             Err(e) => {
@@ -682,12 +694,7 @@ fn check_wals(
                 continue;
             }
         };
-        let policy = if newest {
-            TailPolicy::TolerateTornTail
-        } else {
-            TailPolicy::Strict
-        };
-        let mut reader = LogReader::new(file, &name, policy);
+        let mut reader = LogReader::new(file, &name, TailPolicy::TolerateTornTail);
         loop {
             let rec = match reader.read_record() {
                 Ok(Some(rec)) => rec,
@@ -741,7 +748,26 @@ fn check_wals(
             }
         }
         if let Some(t) = reader.dropped_tail() {
-            tail_finding(r, vfs, &path, t, " of the newest WAL", false);
+            if later_written {
+                // The open's words (`db::open::replay_wals`).
+                r.problem(
+                    &name,
+                    t.offset,
+                    format!(
+                        "damaged record ({}) in a WAL that is not the newest",
+                        t.damage
+                    ),
+                );
+            } else {
+                tail_finding(
+                    r,
+                    vfs,
+                    &path,
+                    t,
+                    " of the newest WAL holding records",
+                    false,
+                );
+            }
         }
     }
     redo
