@@ -8,7 +8,10 @@
 //! is read twice: a first pass checks every line, so a bad line fails the
 //! load before anything is written; standard input, a pipe or a FIFO is
 //! read once and a bad line stops the load after the rows before it, which
-//! are kept (the error says how many). At
+//! are kept (the error says how many). A write that fails (a full disk)
+//! stops the load, and the error says which rows are known to be in the
+//! database and the line to load again from (`Loaded`: the WAL is synced
+//! once a second, so that is never unknown for long). At
 //! the end the memtable is flushed to a table file (unless `--no-flush`),
 //! so the next command does not replay the WAL. On a terminal, a progress
 //! bar shows bytes read.
@@ -30,6 +33,64 @@ use strata::{Options, WriteBatch, WriteOptions};
 
 /// The block cache of a load (see `load`).
 const LOAD_BLOCK_CACHE_BYTES: usize = 8 << 20;
+
+/// How far a load got, for its error: the rows the database acknowledged
+/// and the rows a synced write made durable, each with its input line.
+///
+/// After an error, an acknowledged write is known to be in the database
+/// only if the close that follows succeeds (it syncs the WAL); if the
+/// close fails too (a full disk, an I/O error), writes the WAL had not
+/// yet handed to the operating system may be gone, and only the synced
+/// ones are known to be there. Loading the same rows again is harmless
+/// (the same keys get the same values), so the error names the line to
+/// load again from.
+#[derive(Default)]
+struct Loaded {
+    acked: u64,
+    acked_line: u64,
+    synced: u64,
+    synced_line: u64,
+}
+
+impl Loaded {
+    /// A batch of `n` rows ending at `line` was acknowledged (and synced).
+    fn written(&mut self, n: u64, line: u64, synced: bool) {
+        self.acked += n;
+        self.acked_line = line;
+        if synced {
+            self.synced = self.acked;
+            self.synced_line = line;
+        }
+    }
+
+    /// The load's error `e`, saying what is in the database given how the
+    /// close after it went.
+    fn failed(&self, e: anyhow::Error, closed: strata::Result<()>) -> anyhow::Error {
+        match closed {
+            Ok(()) => e.context(format!(
+                "the {} rows before the error (to line {}) were loaded",
+                self.acked, self.acked_line
+            )),
+            Err(c) if self.synced == self.acked => e.context(format!(
+                "closing the database failed too ({c}); the {} rows before the error (to \
+                 line {}) were synced, so they are in it: load again from line {}",
+                self.acked,
+                self.acked_line,
+                self.acked_line + 1
+            )),
+            Err(c) => e.context(format!(
+                "closing the database failed too ({c}), so of the {} rows the database \
+                 acknowledged (to line {}) only the first {} (to line {}) are known to be \
+                 in it, synced; load again from line {} (rows loaded twice end the same)",
+                self.acked,
+                self.acked_line,
+                self.synced,
+                self.synced_line,
+                self.synced_line + 1
+            )),
+        }
+    }
+}
 
 #[derive(Args)]
 pub struct LoadArgs {
@@ -54,15 +115,20 @@ pub struct LoadArgs {
     /// end (tests check the memory bound with it).
     #[arg(long, hide = true)]
     pub report_peak_rss: bool,
+    /// How often the WAL is synced during the load, in milliseconds (see
+    /// [`Loaded`]; tests set 0, a sync with every batch).
+    #[arg(long, hide = true, default_value_t = 1000)]
+    pub sync_interval_ms: u64,
 }
 
-/// Calls `row` with each row of `input`, streaming; `name` is for errors.
+/// Calls `row` with each row of `input` and its line, streaming; `name` is
+/// for errors.
 fn for_each_row(
     input: impl Read,
     name: &str,
     format: Format,
     progress: &ProgressBar,
-    mut row: impl FnMut(Vec<u8>, Vec<u8>) -> Result<()>,
+    mut row: impl FnMut(u64, Vec<u8>, Vec<u8>) -> Result<()>,
 ) -> Result<u64> {
     let mut r = BufReader::with_capacity(1 << 16, input);
     let mut buf = Vec::new();
@@ -86,7 +152,7 @@ fn for_each_row(
         let line = std::str::from_utf8(&buf)
             .map_err(|e| anyhow::anyhow!("{name}:{lineno}: not UTF-8 text ({e})"))?;
         let (k, v) = codec::split_line(line, format).with_context(|| format!("{name}:{lineno}"))?;
-        row(k, v).with_context(|| format!("{name}:{lineno}: after {rows} rows loaded"))?;
+        row(lineno, k, v).with_context(|| format!("{name}:{lineno}"))?;
         rows += 1;
     }
 }
@@ -175,7 +241,7 @@ pub fn load(mut a: LoadArgs) -> Result<()> {
         // First pass: every line must parse before anything is written.
         let (name, input, len) = open_input(&a)?;
         let pb = progress_bar(len, "checking");
-        for_each_row(input, &name, format, &pb, |_, _| Ok(()))?;
+        for_each_row(input, &name, format, &pb, |_, _, _| Ok(()))?;
         pb.finish_and_clear();
     }
     let opts = Options {
@@ -192,42 +258,66 @@ pub fn load(mut a: LoadArgs) -> Result<()> {
     let pb = progress_bar(len, "loading");
     let start = Instant::now();
     let mut batch = WriteBatch::new();
-    let mut written = 0u64;
-    let rows = for_each_row(input, &name, format, &pb, |k, v| {
+    let mut batch_line = 0u64;
+    let mut done = Loaded::default();
+    let mut last_sync = Instant::now();
+    let sync_interval = std::time::Duration::from_millis(a.sync_interval_ms);
+    // A batch the database refused: nothing more is written after it.
+    let mut write_failed = false;
+    let rows = for_each_row(input, &name, format, &pb, |lineno, k, v| {
         batch.put(k, v);
+        batch_line = lineno;
         if batch.len() >= a.batch_rows {
-            written += batch.len() as u64;
-            db.write(std::mem::take(&mut batch), &WriteOptions::default())?;
+            // A batch written with `sync` once a second (by default): an
+            // fsync a second costs nothing a load would notice, and it
+            // bounds what an error can leave unknown (see `Loaded`).
+            let sync = last_sync.elapsed() >= sync_interval;
+            let n = batch.len() as u64;
+            if let Err(e) = db.write(std::mem::take(&mut batch), &WriteOptions { sync }) {
+                write_failed = true;
+                return Err(e.into());
+            }
+            done.written(n, lineno, sync);
+            if sync {
+                last_sync = Instant::now();
+            }
         }
         Ok(())
     });
     let rows = match rows {
         Ok(rows) => rows,
         Err(e) => {
-            // Streamed input (a checked file cannot fail here but on
-            // writing): the rows before the bad line are kept, and the
-            // error says how many.
+            // Streamed input's bad line (a checked file cannot fail here
+            // but on writing): the rows before it are written too.
             pb.finish_and_clear();
-            let pending = batch.len() as u64;
-            let kept = match db.write(batch, &WriteOptions::default()) {
-                Ok(()) => written + pending,
-                Err(_) => written,
-            };
-            let closed = db.close();
-            let e = e.context(format!("{kept} rows before the error were loaded"));
-            return match closed {
-                Ok(()) => Err(e),
-                Err(c) => Err(e.context(format!("closing the database failed too: {c}"))),
-            };
+            if !write_failed && !batch.is_empty() {
+                let n = batch.len() as u64;
+                if db.write(batch, &WriteOptions::default()).is_ok() {
+                    done.written(n, batch_line, false);
+                }
+            }
+            return Err(done.failed(e, db.close()));
         }
     };
-    db.write(batch, &WriteOptions::default())?;
+    let n = batch.len() as u64;
+    let end = db.write(batch, &WriteOptions::default()).and_then(|()| {
+        done.written(n, batch_line, false);
+        if a.no_flush {
+            Ok(())
+        } else {
+            db.flush()
+        }
+    });
     pb.finish_and_clear();
-    let secs = start.elapsed().as_secs_f64();
-    if !a.no_flush {
-        db.flush()?;
+    match end {
+        Ok(()) => {
+            if let Err(c) = db.close() {
+                return Err(done.failed(anyhow::anyhow!("the load's last step"), Err(c)));
+            }
+        }
+        Err(e) => return Err(done.failed(e.into(), db.close())),
     }
-    db.close()?;
+    let secs = start.elapsed().as_secs_f64();
     outln!(
         "loaded {rows} rows in {secs:.3}s ({:.0} rows/s, {} rows per batch){}",
         rows as f64 / secs.max(1e-9),
