@@ -133,6 +133,35 @@ impl Error {
         matches!(self, Error::NotFound { .. } | Error::NotADatabase { .. })
     }
 
+    /// Whether the operating system refused an operation ([`Error::Io`]: a
+    /// full disk, a permission, a missing file); [`Self::io_error`] gives
+    /// its error.
+    pub fn is_io(&self) -> bool {
+        matches!(self, Error::Io { .. })
+    }
+
+    /// Whether the caller asked for something that cannot be done
+    /// ([`Error::InvalidArgument`]: a bad option, a key too long, keys out
+    /// of order); retrying the same call fails the same way.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// let e = db.delete_range("z", "a").unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_invalid_argument(&self) -> bool {
+        matches!(self, Error::InvalidArgument(_))
+    }
+
+    /// Whether a file uses a feature Strata does not implement
+    /// ([`Error::NotSupported`]: a compression, a format version, a merge
+    /// operand).
+    pub fn is_not_supported(&self) -> bool {
+        matches!(self, Error::NotSupported(_))
+    }
+
     /// The operating system's error behind an [`Error::Io`].
     pub fn io_error(&self) -> Option<&io::Error> {
         match self {

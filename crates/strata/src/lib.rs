@@ -122,7 +122,7 @@ pub use db::{
     ingest::{IngestOptions, IngestResult},
     repair::RepairReport,
     thread_write_waits,
-    write_batch::{BatchIter, BatchOp},
+    write_batch::{BatchIter, BatchOp, MAX_KEY_BYTES, MAX_VALUE_BYTES},
     CompactionOptions, Db, DbIterator, KvPair, LevelMetrics, Metrics, Options, RawIterator,
     ReadOptions, Snapshot, StallMetrics, WriteBatch, WriteOptions, WriteWaitMetrics,
 };

@@ -614,21 +614,20 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        if begin.as_ref() > end.as_ref() {
-            return Err(Error::invalid(format!(
-                "delete_range: begin {:?} is above end {:?}",
-                String::from_utf8_lossy(begin.as_ref()),
-                String::from_utf8_lossy(end.as_ref())
-            )));
-        }
         let mut b = WriteBatch::new();
         b.delete_range(begin, end);
         self.write(b, &WriteOptions::default())
     }
 
     /// Applies a batch atomically: after a crash either all of it is there
-    /// or none. See [`WriteBatch`] for an example.
+    /// or none. See [`WriteBatch`] for an example. A batch with an update
+    /// refused as it was built (a key or value too long, a reversed range:
+    /// see [`WriteBatch::put`]) is refused whole, `InvalidArgument`, and
+    /// nothing of it is written.
     pub fn write(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        if let Some(why) = batch.refused() {
+            return Err(Error::invalid(why.to_string()));
+        }
         self.check_writable()?;
         if batch.is_empty() {
             return Ok(());

@@ -96,6 +96,47 @@ fn return_buffer(mut rep: Vec<u8>) {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteBatch {
     rep: Vec<u8>,
+    /// Why the batch cannot be written, if an update was refused as it was
+    /// added (a key or value too long for the formats' 32-bit lengths, a
+    /// range whose begin is above its end): the builder methods cannot
+    /// return an error, so the refused update is left out and
+    /// [`Db::write`](crate::Db::write) refuses the whole batch with this.
+    refused: Option<String>,
+}
+
+/// The longest key the formats hold: a WAL record, a table entry and a
+/// MANIFEST record store a length in 32 bits, and a table's internal key
+/// is the user key and 8 bytes.
+pub const MAX_KEY_BYTES: usize = u32::MAX as usize - 8;
+/// The longest value the formats hold (a 32-bit length).
+pub const MAX_VALUE_BYTES: usize = u32::MAX as usize;
+
+/// The refusal of a range whose begin is above its end.
+pub(crate) fn range_reversed(begin: &[u8], end: &[u8]) -> String {
+    format!(
+        "delete_range: begin {:?} is above end {:?}",
+        String::from_utf8_lossy(&begin[..begin.len().min(64)]),
+        String::from_utf8_lossy(&end[..end.len().min(64)])
+    )
+}
+
+/// Why a key or value is too long for the formats, if it is.
+pub(crate) fn too_long(key: &[u8], value: &[u8]) -> Option<String> {
+    if key.len() > MAX_KEY_BYTES {
+        Some(format!(
+            "a key of {} bytes is longer than the {MAX_KEY_BYTES} bytes a key may hold",
+            key.len()
+        ))
+    } else if value.len() > MAX_VALUE_BYTES {
+        Some(format!(
+            "a value of {} bytes (key {:?}) is longer than the {MAX_VALUE_BYTES} bytes a \
+             value may hold",
+            value.len(),
+            String::from_utf8_lossy(&key[..key.len().min(64)])
+        ))
+    } else {
+        None
+    }
 }
 
 impl Default for WriteBatch {
@@ -134,7 +175,7 @@ impl WriteBatch {
             }
             None => vec![0; HEADER],
         };
-        WriteBatch { rep }
+        WriteBatch { rep, refused: None }
     }
 
     /// Rebuilds a batch from the bytes of [`data`](Self::data) (RocksDB's
@@ -171,7 +212,7 @@ impl WriteBatch {
                 ),
             ));
         }
-        let b = WriteBatch { rep };
+        let b = WriteBatch { rep, refused: None };
         let mut n = 0u32;
         for op in b.iter() {
             match op {
@@ -193,8 +234,27 @@ impl WriteBatch {
         Ok(b)
     }
 
-    /// Sets `key` to `value`.
+    /// Leaves an update out and marks the batch refused (the first reason
+    /// is kept): see the `refused` field.
+    fn refuse(&mut self, why: String) -> &mut Self {
+        self.refused.get_or_insert(why);
+        self
+    }
+
+    /// Why [`Db::write`](crate::Db::write) refuses this batch, if an update
+    /// was refused as it was added.
+    pub(crate) fn refused(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
+
+    /// Sets `key` to `value`. A key longer than [`MAX_KEY_BYTES`] or a
+    /// value longer than [`MAX_VALUE_BYTES`] makes
+    /// [`Db::write`](crate::Db::write) refuse the batch
+    /// (`InvalidArgument`).
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+        if let Some(why) = too_long(key.as_ref(), value.as_ref()) {
+            return self.refuse(why);
+        }
         self.rep.push(ValueKind::Value as u8);
         put_length_prefixed(&mut self.rep, key.as_ref());
         put_length_prefixed(&mut self.rep, value.as_ref());
@@ -202,8 +262,12 @@ impl WriteBatch {
         self
     }
 
-    /// Removes `key`.
+    /// Removes `key` (a key longer than [`MAX_KEY_BYTES`] makes the batch
+    /// refused, as for [`put`](Self::put)).
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        if let Some(why) = too_long(key.as_ref(), b"") {
+            return self.refuse(why);
+        }
         self.rep.push(ValueKind::Deletion as u8);
         put_length_prefixed(&mut self.rep, key.as_ref());
         self.bump();
@@ -211,8 +275,18 @@ impl WriteBatch {
     }
 
     /// Deletes every key in `[begin, end)`. An empty range is a no-op that
-    /// still takes a sequence number.
+    /// still takes a sequence number; a `begin` above `end` makes
+    /// [`Db::write`](crate::Db::write) refuse the batch (`InvalidArgument`,
+    /// as [`Db::delete_range`](crate::Db::delete_range) refuses it), since
+    /// swapped arguments would otherwise delete nothing, silently.
     pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        let (b, e) = (begin.as_ref(), end.as_ref());
+        if let Some(why) = too_long(b, b"").or_else(|| too_long(e, b"")) {
+            return self.refuse(why);
+        }
+        if b > e {
+            return self.refuse(range_reversed(b, e));
+        }
         self.rep.push(ValueKind::RangeDeletion as u8);
         put_length_prefixed(&mut self.rep, begin.as_ref());
         put_length_prefixed(&mut self.rep, end.as_ref());

@@ -331,6 +331,11 @@ impl SstWriter {
                 "sequence number {seq} is too large"
             )));
         }
+        // Before the key is copied (`add_parsed` checks it again for
+        // entries added by internal key).
+        if let Some(why) = crate::db::write_batch::too_long(user_key, value) {
+            return Err(Error::invalid(format!("{}: {why}", self.name)));
+        }
         let mut k = std::mem::take(&mut self.scratch);
         k.clear();
         key::append_internal_key(&mut k, user_key, seq, kind as u8);
@@ -383,6 +388,11 @@ impl SstWriter {
             return Err(Error::invalid(
                 "range tombstones are added with add_range_tombstone",
             ));
+        }
+        // A block stores lengths in 32 bits: a longer key or value would
+        // wrap and write a table that reads as something else.
+        if let Some(why) = crate::db::write_batch::too_long(user_key, value) {
+            return Err(Error::invalid(format!("{}: {why}", self.name)));
         }
         // The order check and the block's prefix compression both need
         // the prefix this key shares with the one before: measured once,
@@ -462,11 +472,21 @@ impl SstWriter {
     pub(crate) fn tombstone_at(&mut self, start: &[u8], end: &[u8], seq: u64) -> Result<()> {
         if start >= end {
             return Err(Error::invalid(format!(
-                "{}: empty range tombstone [{}, {})",
+                "{}: {} range tombstone [{}, {})",
                 self.name,
+                if start > end {
+                    "reversed (its begin is above its end)"
+                } else {
+                    "empty"
+                },
                 hex::escape(start),
                 hex::escape(end)
             )));
+        }
+        if let Some(why) = crate::db::write_batch::too_long(start, b"")
+            .or_else(|| crate::db::write_batch::too_long(end, b""))
+        {
+            return Err(Error::invalid(format!("{}: {why}", self.name)));
         }
         if self.opts.external && seq != 0 {
             return Err(Error::invalid(
