@@ -4,7 +4,7 @@
 
 use crate::gen;
 use crate::hex;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -237,13 +237,40 @@ fn write(a: WriteArgs) -> Result<()> {
         );
     }
     let opts = options(&a.compression, a.block_size, a.bloom_bits, &a.checksum)?;
-    let start = Instant::now();
-    let mut w = SstWriter::create(&a.out, opts)?;
-    let mut rng = gen::rng(a.seed);
-    for i in 0..a.keys {
-        w.put(gen::key(i), gen::value(&mut rng, a.value_size))?;
+    if a.out.is_dir() {
+        bail!("{} is a directory, not an SST file", a.out.display());
     }
-    let info = w.finish()?;
+    let start = Instant::now();
+    // Written under a temporary name beside the output and renamed over it
+    // once whole: a write that fails (a full disk) leaves no partial table
+    // behind, and a table already at the path stays as it was.
+    let name = a
+        .out
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = a
+        .out
+        .with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let written = (|| -> Result<strata::SstInfo> {
+        let mut w = SstWriter::create(&tmp, opts)?;
+        let mut rng = gen::rng(a.seed);
+        for i in 0..a.keys {
+            w.put(gen::key(i), gen::value(&mut rng, a.value_size))?;
+        }
+        Ok(w.finish()?)
+    })()
+    .and_then(|info| {
+        std::fs::rename(&tmp, &a.out)
+            .with_context(|| format!("renaming {} to {}", tmp.display(), a.out.display()))?;
+        Ok(info)
+    });
+    let info = match written {
+        Ok(info) => info,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
     let secs = start.elapsed().as_secs_f64();
     outln!(
         "wrote {}: {} entries, {} bytes in {:.3}s",

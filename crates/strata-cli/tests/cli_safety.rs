@@ -457,6 +457,67 @@ fn load_from_a_pipe_loads_every_row() {
     assert_eq!(out.trim(), "2500");
 }
 
+/// `cmd` with every file it writes limited to `limit` bytes
+/// (`RLIMIT_FSIZE`): a write past it fails with EFBIG, as one on a full
+/// disk fails with ENOSPC.
+fn with_file_size_limit(cmd: &mut std::process::Command, limit: u64) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only async-signal-safe calls:
+    // setrlimit and signal (SIGXFSZ ignored, so a write past the limit
+    // fails with EFBIG instead of killing the process).
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        })
+    }
+}
+
+/// `sst write` that runs out of room leaves the path as it was: no
+/// partial table (it used to leave a truncated file that `verify` called
+/// corrupt), and a table already there unchanged.
+#[test]
+fn sst_write_that_runs_out_of_room_leaves_the_path_as_it_was() {
+    use std::process::Command;
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("x.sst");
+    let p = out.to_str().unwrap();
+    let (ok, _, err) = strata(&["sst", "write", p, "--keys", "1000"]);
+    assert!(ok, "{err}");
+    let before = std::fs::read(&out).unwrap();
+    let r = with_file_size_limit(
+        Command::new(env!("CARGO_BIN_EXE_strata")).args(["sst", "write", p, "--keys", "200000"]),
+        256 << 10,
+    )
+    .output()
+    .unwrap();
+    assert!(!r.status.success());
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("File too large"),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        before,
+        "the old table changed"
+    );
+    let names: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["x.sst".to_string()], "a partial file was left");
+    let (ok, _, err) = strata(&["sst", "verify", p]);
+    assert!(ok, "{err}");
+}
+
 /// `kv load` that runs out of room (a file-size limit, `RLIMIT_FSIZE`,
 /// stands in for a full disk: every write past it fails) says what is in
 /// the database truthfully: every row before the line it says to load
@@ -465,7 +526,6 @@ fn load_from_a_pipe_loads_every_row() {
 /// wrote as loaded too (69,000 claimed, 65,000 there, in an audit).
 #[test]
 fn load_that_runs_out_of_room_says_what_it_loaded() {
-    use std::os::unix::process::CommandExt;
     use std::process::Command;
     let d = tempfile::tempdir().unwrap();
     let input = d.path().join("in.txt");
@@ -483,23 +543,7 @@ fn load_that_runs_out_of_room_says_what_it_loaded() {
             .args(["--sync-interval-ms", sync_ms])
             .arg(&db)
             .arg(&input);
-        // SAFETY: between fork and exec only async-signal-safe calls:
-        // setrlimit and signal (SIGXFSZ ignored, so a write past the limit
-        // fails with EFBIG instead of killing the process).
-        unsafe {
-            cmd.pre_exec(move || {
-                let lim = libc::rlimit {
-                    rlim_cur: limit,
-                    rlim_max: limit,
-                };
-                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                Ok(())
-            });
-        }
-        let out = cmd.output().unwrap();
+        let out = with_file_size_limit(&mut cmd, limit).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
             !out.status.success(),
