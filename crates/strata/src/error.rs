@@ -117,6 +117,34 @@ impl Error {
         Error::Internal(msg.into())
     }
 
+    /// The same error with `note` after its message (what the failed
+    /// operation had or had not done), its kind unchanged.
+    pub(crate) fn context(self, note: impl std::fmt::Display) -> Error {
+        match self {
+            Error::Io { path, source } => Error::Io {
+                path,
+                source: io::Error::new(source.kind(), format!("{source}; {note}")),
+            },
+            Error::Corruption { file, offset, msg } => Error::Corruption {
+                file,
+                offset,
+                msg: format!("{msg}; {note}"),
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m}; {note}")),
+            Error::NotSupported(m) => Error::NotSupported(format!("{m}; {note}")),
+            Error::Busy { path, msg } => Error::Busy {
+                path,
+                msg: format!("{msg}; {note}"),
+            },
+            Error::NotADatabase { path, reason } => Error::NotADatabase {
+                path,
+                reason: format!("{reason}; {note}"),
+            },
+            Error::Internal(m) => Error::Internal(format!("{m}; {note}")),
+            e @ Error::NotFound { .. } => e,
+        }
+    }
+
     /// Whether stored data was found damaged.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })

@@ -1563,3 +1563,54 @@ fn repair_names_a_damaged_first_manifest_record() {
         Ok(r) => panic!("repaired from a damaged snapshot: {r:?}"),
     }
 }
+
+/// A repair that cannot read a file for an operating system's reason (a
+/// permission, an I/O error) fails before it changes anything: it used to
+/// write a new MANIFEST, point CURRENT at it and drop the old one, then
+/// fail (an audit, with a table unreadable by the user running it). A
+/// repair that does replace the MANIFEST keeps the old one in `lost/`.
+#[test]
+fn a_repair_the_os_refuses_changes_nothing_and_a_repair_keeps_the_old_manifest() {
+    use strata::vfs::fault::{Fault, FaultKind, Op};
+    use strata::vfs::FaultVfs;
+    let fv = FaultVfs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fv.clone());
+    let dir = Path::new("/db");
+    let model = flushed_then_synced(&vfs, dir, 150);
+    let table = vfs
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".sst"))
+        .unwrap();
+    let before = listing(vfs.as_ref(), dir);
+    fv.inject(Fault {
+        op: Op::Read,
+        nth: 1,
+        kind: FaultKind::Eio,
+        sticky: true,
+        torn: false,
+        path_filter: Some(table.clone()),
+    });
+    let e = Db::repair(dir, options(Arc::clone(&vfs))).unwrap_err();
+    fv.clear_fault();
+    assert!(
+        e.is_io() && e.to_string().contains("nothing was changed"),
+        "{e}"
+    );
+    assert_eq!(
+        listing(vfs.as_ref(), dir),
+        before,
+        "the failed repair changed the directory ({table} unreadable)"
+    );
+    // Readable again, the repair runs, and keeps the MANIFEST it replaced.
+    let old = manifest_path(vfs.as_ref(), dir);
+    let old_bytes = vfs::read_all(vfs.as_ref(), &old).unwrap();
+    let r = Db::repair(dir, options(Arc::clone(&vfs))).unwrap();
+    assert!(r.lost_nothing(), "{r:?}");
+    assert_ne!(manifest_path(vfs.as_ref(), dir), old);
+    let kept = dir.join("lost").join(old.file_name().unwrap());
+    assert_eq!(vfs::read_all(vfs.as_ref(), &kept).unwrap(), old_bytes);
+    let db = Db::open(dir, options(vfs)).unwrap();
+    assert_eq!(scan(&db).unwrap(), model);
+}

@@ -139,19 +139,27 @@ pub(crate) fn repair(dir: &Path, opts: Options) -> Result<RepairReport> {
         let _lock = vfs.lock(&filenames::lock(dir))?;
         repair_locked(&vfs, dir, &names, ChecksumRule::of(&opts), &mut report)?
     };
-    report.manifest = manifest;
     // The normal open finishes the job; what it moves aside is reported.
     let lost_log = dir.join("lost").join("LOG");
     let before = crate::vfs::read_all(vfs.as_ref(), &lost_log).unwrap_or_default();
-    let db = Db::open(
+    let opened = Db::open(
         dir,
         Options {
             create_if_missing: false,
             error_if_exists: false,
             ..opts
         },
-    )?;
-    db.close()?;
+    )
+    .and_then(|db| db.close());
+    if let Err(e) = opened {
+        // Say what the repair changed before it failed: the database is
+        // not as it was, and the MANIFEST it replaced is kept.
+        return Err(e.context(format!(
+            "the repair wrote {manifest} and pointed CURRENT at it, then opening the \
+             repaired database failed; the MANIFEST it replaced is kept in lost/"
+        )));
+    }
+    report.manifest = manifest;
     let after = crate::vfs::read_all(vfs.as_ref(), &lost_log).unwrap_or_default();
     if after.len() > before.len() {
         for line in String::from_utf8_lossy(&after[before.len()..]).lines() {
@@ -216,6 +224,42 @@ fn repair_locked(
         ));
     }
     let mut set = r.set;
+    // Every file this repair may read must open before it changes
+    // anything: an operating system's refusal (a permission, an I/O error)
+    // is not damage to repair around, and a repair failing half-way would
+    // leave a new MANIFEST over a database it could not read.
+    // A table that is damaged is the repair's to handle (it reports it);
+    // only the refusals are failures here.
+    for name in names {
+        let read = match filenames::parse(name) {
+            Some(FileKind::Table(n)) => tables.open(n).map(drop),
+            Some(FileKind::Wal(_)) => vfs.open_random(&dir.join(name)).and_then(|f| {
+                let mut first = [0u8; 1];
+                if f.is_empty() {
+                    Ok(())
+                } else {
+                    f.read_exact_at(&mut first, 0)
+                }
+            }),
+            _ => Ok(()),
+        };
+        if let Err(e) = read {
+            if e.is_io() {
+                return Err(e.context("nothing was changed"));
+            }
+        }
+    }
+    // The MANIFEST being replaced is kept in lost/ (the open after the
+    // repair deletes it as obsolete): what the repair dropped from it can
+    // still be read there.
+    let old = crate::vfs::read_all(vfs.as_ref(), &dir.join(&mname))?;
+    super::recovery_checks::copy_to_lost(
+        vfs.as_ref(),
+        dir,
+        &mname,
+        &old,
+        "the MANIFEST a repair replaced",
+    )?;
     // The MANIFEST may have lost the edits that counted the newest files:
     // a file this repair writes (an excise's range-tombstone file, the new
     // MANIFEST) must not take one's number.
@@ -405,7 +449,11 @@ fn repair_locked(
                 report.lost.push(format!(
                     "{name}: no MANIFEST record names it and it cannot be read ({e}); \
                      whatever it held that no other file holds is not in the repaired \
-                     database (the file is kept in lost/)"
+                     database (the file is kept in lost/). Such a file is most often a \
+                     flush's or compaction's output that a crash cut short, whose entries \
+                     the WAL or the tables it was made from still hold; but a finished \
+                     flush whose MANIFEST record was lost looks the same, so this is not \
+                     reported as nothing lost"
                 ));
                 continue;
             }
