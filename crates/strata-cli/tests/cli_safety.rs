@@ -679,3 +679,61 @@ fn sst_verify_reports_a_damaged_footer_padding() {
         "{err}"
     );
 }
+
+/// A batch-mode import into a new table that runs out of room fails, and
+/// the table stays absent. The rows its committed batches wrote are
+/// deleted again when the database can still write; when it cannot (the
+/// deletion needs room too), the error says so and what becomes of them
+/// (it used to show only the I/O error), and the next import that creates
+/// a table deletes them.
+#[test]
+fn a_batch_import_that_runs_out_of_room_says_what_it_left() {
+    use std::process::Command;
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let schema = d.path().join("s.sql");
+    std::fs::write(&schema, "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);").unwrap();
+    let csv = d.path().join("t.csv");
+    let value = "x".repeat(100);
+    let rows: String = (0..30_000).map(|i| format!("{i},{value}\n")).collect();
+    std::fs::write(&csv, rows).unwrap();
+    // An existing database: one the import created is removed again on
+    // failure, with all it held.
+    let (ok, _, e) = strata(&["kv", "put", db.to_str().unwrap(), "k", "v"]);
+    assert!(ok, "{e}");
+    let args = |table: &str| {
+        vec![
+            "import".to_string(),
+            db.to_str().unwrap().to_string(),
+            "--schema".into(),
+            schema.to_str().unwrap().to_string(),
+            "--table".into(),
+            table.to_string(),
+            "--mode".into(),
+            "batch".into(),
+            csv.to_str().unwrap().to_string(),
+        ]
+    };
+    let r = with_file_size_limit(
+        Command::new(env!("CARGO_BIN_EXE_strata")).args(args("t")),
+        1 << 20,
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(!r.status.success(), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    assert!(
+        err.contains("deleting the rows this import had written into the new table t failed too"),
+        "{err}"
+    );
+    let (ok, out, e) = strata(&["tables", db.to_str().unwrap()]);
+    assert!(ok, "{e}");
+    assert!(out.trim().is_empty(), "a table is listed: {out}");
+    // The next import that creates a table deletes the rows left behind.
+    let (ok, _, e) = strata(&args("t").iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{e}");
+    let (ok, out, e) = strata(&["count", db.to_str().unwrap(), "t"]);
+    assert!(ok, "{e}");
+    assert_eq!(out.trim(), "30000");
+}

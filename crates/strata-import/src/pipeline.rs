@@ -505,7 +505,18 @@ pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> R
     let r = loader.run(inputs, rowid_base, &entry, created);
     if r.is_err() && created && loader.summary.units > 0 && opts.mode != Mode::Pipeline {
         // Take back what the committed units of this failed import wrote.
-        let _ = db.delete_range(&table_lo, &table_hi);
+        if let (Err(c), Err(e)) = (db.delete_range(&table_lo, &table_hi), &r) {
+            // On a full disk the deletion fails too: say so, and what
+            // becomes of the rows (the error alone would leave the user
+            // believing the table's rows are gone).
+            return Err(Error::Invalid(format!(
+                "{e}; deleting the rows this import had written into the new table {} \
+                 failed too ({c}): they stay in the database, invisible to table commands \
+                 (the table has no catalog entry), until the next import that creates a \
+                 table deletes them",
+                def.name
+            )));
+        }
     }
     r?;
     set_phase(opts, Phase::Done);
