@@ -111,7 +111,14 @@ fn assert_corruption(e: &Error, file: &Path, offset: u64, needles: &[&str]) {
 /// `e` is corruption at `offset` of `file`, saying the footer declares no
 /// checksum and that `who` requires one.
 fn assert_no_checksum_refusal(e: &Error, file: &Path, offset: u64, who: &str) {
-    let who = format!("{who} requires one");
+    // The database's refusal names the option a user would change.
+    let who = if who == "the database" {
+        "the database (opened with Options::sst.checksum other than none; tables written \
+         with ChecksumType::None are read with it set to none) requires one"
+            .to_string()
+    } else {
+        format!("{who} requires one")
+    };
     assert_corruption(e, file, offset, &["the footer declares no checksum", &who]);
 }
 
@@ -544,7 +551,7 @@ fn an_ingestion_redone_from_its_marker_is_refused_without_checksums() {
                 assert!(
                     msg.contains("cannot be redone")
                         && msg.contains("the footer declares no checksum")
-                        && msg.contains("the database requires one"),
+                        && msg.contains("the database (opened with Options::sst.checksum"),
                     "{how}: {e}"
                 );
             }

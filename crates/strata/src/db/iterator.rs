@@ -52,6 +52,14 @@ pub struct RawIterator {
     pub(crate) cursor: DbCursor,
 }
 
+impl std::fmt::Debug for RawIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawIterator")
+            .field("valid", &self.valid())
+            .finish_non_exhaustive()
+    }
+}
+
 impl RawIterator {
     /// Whether the cursor stands on an entry.
     pub fn valid(&self) -> bool {
@@ -157,6 +165,14 @@ pub struct DbIterator {
     front: Option<Vec<u8>>,
     back: Option<Vec<u8>>,
     done: bool,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DbIterator {

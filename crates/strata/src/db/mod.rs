@@ -492,9 +492,24 @@ impl DbInner {
 }
 
 /// An open database.
+///
+/// After a WAL write, flush, compaction or MANIFEST write fails (a full
+/// disk, an I/O error), the database refuses every later write, flush and
+/// close with that error: it cannot know what of the failed work reached
+/// the disk. Reopening it goes on from what recovery finds (every synced
+/// write is there).
 pub struct Db {
     inner: Arc<DbInner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("path", &self.inner.dir)
+            .field("read_only", &self.inner.read_only)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Db {

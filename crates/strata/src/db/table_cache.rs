@@ -54,6 +54,12 @@ pub struct TableCache {
 /// checksum (`Options::requires_table_checksums` decides), applied where a
 /// table file is opened. A format_version 5 footer carries no checksum of
 /// its own, so one flipped bit says "none"; see `Table::require_checksums`.
+/// Who refuses a table without checksums when the database reads it,
+/// named with the option: a database written with checksums off and
+/// opened with the default options would read as damaged otherwise.
+const DATABASE_NEEDS: &str = "the database (opened with Options::sst.checksum other than none; \
+     tables written with ChecksumType::None are read with it set to none)";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ChecksumRule {
     /// Refuse a table whose footer declares no block checksum.
@@ -84,10 +90,10 @@ impl ChecksumRule {
     }
 
     /// Opens the table at `path` (`Table::open_in`) and applies the rule
-    /// for "the database".
+    /// for the database ([`DATABASE_NEEDS`]).
     pub(crate) fn open(self, vfs: &dyn Vfs, path: &Path, opts: TableOptions) -> Result<Arc<Table>> {
         let t = Table::open_in(vfs, path, opts)?;
-        self.check(&t, "the database")?;
+        self.check(&t, DATABASE_NEEDS)?;
         Ok(t)
     }
 }
@@ -176,7 +182,7 @@ impl TableCache {
         let t = match self.pinned.get(&number) {
             Some(file) => {
                 let t = Table::open(Arc::clone(file), opts)?;
-                self.rule.check(&t, "the database")?;
+                self.rule.check(&t, DATABASE_NEEDS)?;
                 t
             }
             None => self.rule.open(

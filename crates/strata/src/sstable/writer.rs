@@ -121,9 +121,11 @@ pub struct SstInfo {
     pub num_entries: u64,
     /// Range tombstones.
     pub num_range_deletions: u64,
-    /// Smallest and largest internal key, counting range tombstones (whose
+    /// Smallest and largest *internal* key (the user key followed by 8
+    /// bytes of sequence number and kind), counting range tombstones (whose
     /// end bound is stamped with the maximal sequence number); `None` for a
-    /// table with no entries at all.
+    /// table with no entries at all. [`smallest_key`](Self::smallest_key)
+    /// and [`largest_key`](Self::largest_key) give the user keys.
     pub smallest: Option<Vec<u8>>,
     /// See `smallest`.
     pub largest: Option<Vec<u8>>,
@@ -133,6 +135,32 @@ pub struct SstInfo {
     pub largest_seqno: u64,
     /// The table's properties block, as RocksDB's `sst_dump` shows it.
     pub properties: TableProperties,
+}
+
+impl SstInfo {
+    /// The smallest user key the table holds (a range tombstone's start
+    /// counts); `None` for a table with no entries.
+    ///
+    /// ```
+    /// use strata::{SstOptions, SstWriter};
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut w = SstWriter::create(dir.path().join("a.sst"), SstOptions::for_ingestion())?;
+    /// w.put("apple", "1")?;
+    /// w.put("pear", "2")?;
+    /// let info = w.finish()?;
+    /// assert_eq!(info.smallest_key(), Some(&b"apple"[..]));
+    /// assert_eq!(info.largest_key(), Some(&b"pear"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn smallest_key(&self) -> Option<&[u8]> {
+        self.smallest.as_deref().map(key::user_key)
+    }
+
+    /// The largest user key the table holds (a range tombstone's exclusive
+    /// end counts); `None` for a table with no entries.
+    pub fn largest_key(&self) -> Option<&[u8]> {
+        self.largest.as_deref().map(key::user_key)
+    }
 }
 
 /// Writes one SST file in RocksDB's block-based format. For files to
