@@ -511,7 +511,7 @@ fn missing_current_refuses_and_deletes_nothing() {
         } else {
             Db::open(&dir, opts)
         };
-        let e = r.err().expect("opened a database without CURRENT");
+        let e = r.expect_err("opened a database without CURRENT");
         assert!(e.to_string().contains("no CURRENT"), "{e}");
         assert_eq!(listing(&OsVfs, &dir), before, "read_only {read_only}");
     }
@@ -535,7 +535,7 @@ fn unrelated_directories_are_left_alone() {
         } else {
             Db::open(&dir, opts)
         };
-        let e = r.err().expect("opened a directory of unrelated files");
+        let e = r.expect_err("opened a directory of unrelated files");
         assert!(e.to_string().contains("not a Strata database"), "{e}");
         assert_eq!(listing(&OsVfs, &dir), before);
         assert_eq!(
