@@ -1349,3 +1349,97 @@ fn ingest_metrics_split_the_calls_into_their_phases() {
     assert_eq!(n.ingest_commit_micros, m.ingest_commit_micros);
     assert_eq!(db.get(b"b1").unwrap(), Some(b"v".to_vec()));
 }
+
+/// A path that resolves into the database directory is refused before
+/// anything is changed, however it is spelt (as is, through `..`, through
+/// a symbolic link to the directory or to the table), moved or copied,
+/// as files or as a batch: the call is `InvalidArgument` naming the path,
+/// the table stays (byte for byte) and the database reopens with the same
+/// contents and checks clean. (A user audit: with `move_files` the live
+/// table was linked in and then removed, and the next open failed,
+/// "missing: MANIFEST names it".) A file outside the directory named
+/// through it (`db/../f.sst`) is still ingested.
+#[test]
+fn a_file_inside_the_database_directory_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let db = Db::open(&dir, opts()).unwrap();
+    // An ingested table, as in the audit: its keys are at sequence number
+    // 0 (its global one is the MANIFEST's), so nothing else refuses it.
+    let keys: Vec<(Vec<u8>, Vec<u8>)> = (0..100u32)
+        .map(|i| {
+            (
+                format!("k{i:03}").into_bytes(),
+                format!("v{i}").into_bytes(),
+            )
+        })
+        .collect();
+    let kvs: Vec<(&[u8], &[u8])> = keys.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    let first = write_sst(&d.path().join("first.sst"), &kvs);
+    db.ingest(&[first], &files_opts()).unwrap();
+    let tables = tables_on_disk(&dir);
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    let table = dir.join(format!("{:06}.sst", tables[0]));
+    let bytes = std::fs::read(&table).unwrap();
+    let contents = scan(&db);
+    std::os::unix::fs::symlink(&dir, d.path().join("alias")).unwrap();
+    std::os::unix::fs::symlink(&table, d.path().join("link.sst")).unwrap();
+    let name = table.file_name().unwrap();
+    let spellings = [
+        table.clone(),
+        d.path().join("db/../db").join(name),
+        d.path().join("db/./").join(name),
+        d.path().join("alias").join(name),
+        d.path().join("link.sst"),
+    ];
+    let copy = IngestOptions {
+        move_files: false,
+        ..files_opts()
+    };
+    for p in &spellings {
+        for (how, o) in [
+            ("moved", files_opts()),
+            ("copied", copy.clone()),
+            ("as a batch", IngestOptions::default()),
+        ] {
+            let e = db.ingest(std::slice::from_ref(p), &o).unwrap_err();
+            assert!(matches!(e, strata::Error::InvalidArgument(_)), "{how}: {e}");
+            let msg = e.to_string();
+            assert!(msg.contains(&p.display().to_string()), "{how}: {msg}");
+            assert!(
+                msg.contains("inside the database directory"),
+                "{how}: {msg}"
+            );
+            assert_eq!(tables_on_disk(&dir), tables, "{how} {}", p.display());
+            assert_eq!(std::fs::read(&table).unwrap(), bytes, "{how}");
+            assert_eq!(scan(&db), contents, "{how}");
+        }
+    }
+    assert_eq!(db.metrics().ingests, 1, "the first only");
+    db.close().unwrap();
+    let db = Db::open(&dir, opts()).unwrap();
+    assert_eq!(scan(&db), contents, "reopened with the same contents");
+    assert_eq!(tables_on_disk(&dir), tables);
+    // Outside the directory, named through it: not refused.
+    let f = write_sst(&d.path().join("f.sst"), &[(b"z1", b"outside")]);
+    let via = dir.join("..").join("f.sst");
+    db.ingest(&[via], &files_opts()).unwrap();
+    assert!(!f.exists(), "moved in");
+    assert_eq!(db.get(b"z1").unwrap(), Some(b"outside".to_vec()));
+    // The scratch directory is the tools' (the import ingests its files
+    // from there), not the database's: not refused either.
+    let work = db.scratch_dir().join("tool-1");
+    std::fs::create_dir_all(&work).unwrap();
+    let s = write_sst(&work.join("s.sst"), &[(b"z2", b"scratch")]);
+    db.ingest(&[&s], &files_opts()).unwrap();
+    assert!(!s.exists(), "moved in");
+    assert_eq!(db.get(b"z2").unwrap(), Some(b"scratch".to_vec()));
+    db.close().unwrap();
+    let report = strata::check::check_dir(&dir).unwrap();
+    assert!(
+        report.is_ok() && report.warnings.is_empty(),
+        "{:?} {:?}",
+        report.problems,
+        report.warnings
+    );
+}

@@ -1,13 +1,17 @@
 //! External SST ingestion: whole files handed to the database.
 //!
-//! 1. **Prepare**, outside every lock: open each file (one whose footer
+//! 1. **Prepare**, outside every lock: refuse any path that resolves into
+//!    the database directory, before anything is read or changed
+//!    (`outside_the_directory`: it may be a live table, which a move would
+//!    remove from under the MANIFEST; the tools' `scratch/` is not the
+//!    database's), open each file (one whose footer
 //!    declares no block checksum is refused unless the database writes
 //!    such tables itself: `open_to_ingest`), hard-link
 //!    (`move_files`) or copy it into the database directory under a new
 //!    file number, then sync the directory on the calling thread while a
 //!    helper thread walks every block (checksums, each index entry
-//!    bounding its block, every key at sequence number 0, no key twice,
-//!    the bounds), the calling thread taking a
+//!    bounding its block, every key at sequence number 0 and of a kind
+//!    Strata reads, no key twice, the bounds), the calling thread taking a
 //!    share of the blocks once its fsync returns (`SharedWalk`: runs of
 //!    blocks, their seams checked after; `prepare` has the order and why
 //!    it is crash safe; with `IngestOptions::trust_own_files`, a file
@@ -280,6 +284,67 @@ fn bounds(
         }
     }
     Some((lo?, hi?, exclusive))
+}
+
+/// The names `path` resolves to on `vfs` ([`Vfs::canonicalize`]): the
+/// whole path's (its last component followed if it is a symbolic link) and
+/// its parent directory's joined with its file name (the name of the link
+/// itself, which is what a hard link and the removal of a moved file act
+/// on); the path as given, lexically normalised, when neither resolves (a
+/// path that does not exist, refused when it is opened).
+fn resolved_names(vfs: &dyn Vfs, path: &Path) -> Vec<PathBuf> {
+    let mut names = Vec::new();
+    if let Ok(p) = vfs.canonicalize(path) {
+        names.push(p);
+    }
+    if let Some(file) = path.file_name() {
+        let parent = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Ok(d) = vfs.canonicalize(parent) {
+            names.push(d.join(file));
+        }
+    }
+    if names.is_empty() {
+        names.push(crate::vfs::lexically_normal(path));
+    }
+    names
+}
+
+/// Refuses every path to ingest that lies in the database directory `dir`
+/// (or below it), by any of the names it resolves to ([`resolved_names`]:
+/// `..` and symbolic links resolved, on the operating system's file
+/// system): such a path may be a live table, and an ingestion that moves
+/// it (hard-links it in and removes the caller's path) removed the table
+/// from under the MANIFEST, which named it still (found by a user audit:
+/// `Corruption ... missing: MANIFEST names it` at the next open). A copy
+/// is refused too: nothing in the directory is the caller's to hand over,
+/// and the database may delete any of it. The one exception is the
+/// scratch directory (`Db::scratch_dir`), the tools' own, which the
+/// database never reads: the import writes its files there and ingests
+/// them.
+fn outside_the_directory(vfs: &dyn Vfs, dir: &Path, paths: &[PathBuf]) -> Result<()> {
+    let dirs = resolved_names(vfs, dir);
+    let in_db = |n: &PathBuf| {
+        dirs.iter()
+            .any(|d| n.starts_with(d) && !n.starts_with(filenames::scratch(d)))
+    };
+    for p in paths {
+        let names = resolved_names(vfs, p);
+        let inside = names.iter().find(|n| in_db(n));
+        if let Some(n) = inside {
+            return Err(Error::invalid(format!(
+                "{}: is inside the database directory {} (it resolves to {}); \
+                 only files from outside it can be ingested (the database \
+                 owns, and may delete, every file in its directory)",
+                p.display(),
+                dir.display(),
+                n.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Opens a file to ingest (footer, index, properties: a few reads) and
@@ -1039,6 +1104,9 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
         }
     }
     let vfs = db.vfs.as_ref();
+    // Before anything is read or changed: a file the database may already
+    // own is no file to hand it.
+    outside_the_directory(vfs, &db.dir, paths)?;
     let tables = paths
         .iter()
         .map(|p| open_to_ingest(vfs, p, ChecksumRule::of(&db.opts)))
