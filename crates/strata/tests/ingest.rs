@@ -1443,3 +1443,50 @@ fn a_file_inside_the_database_directory_is_refused() {
         report.warnings
     );
 }
+
+/// A file holding a Merge operand (RocksDB writes them; Strata has no
+/// merge operator and cannot read one) is refused whichever way it would
+/// enter, as files or as a write batch, moved or copied, with a message
+/// naming the file, the key and the block's offset, in words (not Rust's
+/// `Some(Merge)`), and nothing changes. (A user audit: as files it was
+/// accepted, and then `get` of the key and every scan over it failed.)
+#[test]
+fn merge_operands_are_refused_on_both_paths() {
+    use strata::key::ValueKind;
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(d.path().join("db"), opts()).unwrap();
+    db.put(b"a", b"kept").unwrap();
+    let p = d.path().join("merge.sst");
+    let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+    w.add_entry(b"m1", 0, ValueKind::Value, b"one").unwrap();
+    w.add_entry(b"m2", 0, ValueKind::Merge, b"+1").unwrap();
+    w.add_entry(b"m3", 0, ValueKind::Value, b"three").unwrap();
+    w.finish().unwrap();
+    let bytes = std::fs::read(&p).unwrap();
+    let copy = IngestOptions {
+        move_files: false,
+        ..files_opts()
+    };
+    for (how, o) in [
+        ("moved", files_opts()),
+        ("copied", copy),
+        ("as a batch", IngestOptions::default()),
+    ] {
+        let e = db.ingest(std::slice::from_ref(&p), &o).unwrap_err();
+        assert!(matches!(e, strata::Error::NotSupported(_)), "{how}: {e}");
+        let msg = e.to_string();
+        for needle in [
+            p.display().to_string().as_str(),
+            "a Merge entry (key \"m2\") in the data block at offset 0",
+            "Strata has no merge operator, so it cannot ingest merge operands",
+        ] {
+            assert!(msg.contains(needle), "{how}: {needle:?} not in {msg}");
+        }
+        assert!(!msg.contains("Some("), "{how}: {msg}");
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{how}: the file stays");
+        assert_eq!(scan(&db), vec![(b"a".to_vec(), b"kept".to_vec())], "{how}");
+        assert_eq!(db.get(b"m2").unwrap(), None, "{how}");
+        assert!(tables_on_disk(&d.path().join("db")).is_empty(), "{how}");
+    }
+    assert_eq!(db.iter().count(), 1);
+}

@@ -413,7 +413,7 @@ fn written_for_ingestion_by_strata(t: &Table) -> bool {
 /// (`IngestOptions::trust_own_files`): its first and last point key (two
 /// block reads, each checksummed) and its range tombstones (read at
 /// open), instead of a walk over every key. The two keys are still
-/// checked for sequence number 0.
+/// checked for sequence number 0 and a readable kind.
 fn own_file_bounds(t: &Arc<Table>, path: &Path) -> Result<Bounds> {
     let name = path.display().to_string();
     let mut it = t.iter();
@@ -435,6 +435,9 @@ fn own_file_bounds(t: &Arc<Table>, path: &Path) -> Result<Bounds> {
                 crate::util::hex::escape(pk.user_key),
                 pk.seq
             )));
+        }
+        if !readable_kind(pk.kind) {
+            return Err(unreadable_kind(&name, pk.user_key, pk.kind, None));
         }
         Ok(Some(pk.user_key.to_vec()))
     };
@@ -528,29 +531,92 @@ struct Run {
     end: Result<()>,
 }
 
-/// Refuses an ingested key whose sequence number is not 0.
+/// Refuses an ingested entry the database could not serve (the entry
+/// `ikey` in the data block at `offset` of file `name`): a sequence number
+/// other than 0, or a kind Strata cannot read ([`readable_kind`]). One
+/// read of the trailer for both: the walk calls this for every entry.
 #[inline]
-fn check_seq(name: &str, ikey: &[u8]) -> Result<()> {
-    let seq = key::trailer(ikey) >> 8;
+fn check_entry(name: &str, ikey: &[u8], offset: u64) -> Result<()> {
+    let trailer = key::trailer(ikey);
+    let seq = trailer >> 8;
     if seq != 0 {
         return Err(Error::invalid(format!(
             "{name}: key {} has sequence number {seq} (files to ingest hold sequence 0 only)",
             crate::util::hex::escape(key::user_key(ikey))
         )));
     }
+    let kind = trailer as u8;
+    if !readable_kind(kind) {
+        return Err(unreadable_kind(
+            name,
+            key::user_key(ikey),
+            kind,
+            Some(offset),
+        ));
+    }
     Ok(())
+}
+
+/// Whether a point entry of `kind` is one a read can answer from: a value,
+/// a deletion or a single deletion (`read::resolve`, `DbIter`). A Merge
+/// operand needs a merge operator, which Strata does not have, and every
+/// other kind RocksDB writes (a blob index, a wide-column entity, ...) is
+/// unknown to the reader; range tombstones live in their own block, never
+/// among the point entries. Such an entry ingested made every read of its
+/// key, and every scan over it, fail afterwards (a user audit: a RocksDB
+/// file with a Merge entry was accepted, then `get` said `NotSupported:
+/// reading a Merge entry`), so the ingestion refuses the file instead.
+#[inline]
+fn readable_kind(kind: u8) -> bool {
+    kind == ValueKind::Value as u8
+        || kind == ValueKind::Deletion as u8
+        || kind == ValueKind::SingleDeletion as u8
+}
+
+/// The refusal of an entry of unreadable `kind` at `user_key` in file
+/// `name` (in the data block at `offset`, when known), saying what the
+/// entry is in RocksDB's terms and why Strata cannot take it.
+fn unreadable_kind(name: &str, user_key: &[u8], kind: u8, offset: Option<u64>) -> Error {
+    let key = crate::util::hex::escape(user_key);
+    let at = offset
+        .map(|o| format!(" in the data block at offset {o}"))
+        .unwrap_or_default();
+    let what = match kind {
+        k if k == ValueKind::Merge as u8 => format!(
+            "a Merge entry (key \"{key}\"){at}: Strata has no merge operator, \
+             so it cannot ingest merge operands"
+        ),
+        k if k == ValueKind::RangeDeletion as u8 => format!(
+            "a range tombstone among the point entries (key \"{key}\"){at}: \
+             range tombstones belong in the file's range-deletion block"
+        ),
+        k => {
+            let named = match k {
+                0x11 => " (RocksDB's blob index, BlobDB)",
+                0x14 => " (RocksDB's deletion with a timestamp)",
+                0x16 => " (RocksDB's wide-column entity)",
+                0x18 => " (RocksDB's value with a preferred sequence number)",
+                _ => "",
+            };
+            format!(
+                "an entry of kind {k:#04x}{named} (key \"{key}\"){at}: Strata reads \
+                 only values, deletions and single deletions among a file's point entries"
+            )
+        }
+    };
+    Error::NotSupported(format!("{name}: {what}"))
 }
 
 /// The checks of an entry `ikey` (in the block at `offset`) that follows
 /// `prev`, in one walk's order: after `prev` in internal-key order (else
-/// corruption, as `Table::verify` says), sequence number 0, not the same
-/// user key. Taken only when the user keys do not increase (or at a seam
+/// corruption, as `Table::verify` says), sequence number 0 and a readable
+/// kind ([`check_entry`]), not the same user key. Taken only when the user keys do not increase (or at a seam
 /// between runs): an increasing user key passes the first and the last.
 fn check_follows(table: &str, name: &str, prev: &[u8], ikey: &[u8], offset: u64) -> Result<()> {
     if key::compare_internal(prev, ikey) != std::cmp::Ordering::Less {
         return Err(Error::corruption(table, offset, "keys out of order"));
     }
-    check_seq(name, ikey)?;
+    check_entry(name, ikey, offset)?;
     if key::user_key(prev) == key::user_key(ikey) {
         return Err(Error::invalid(format!(
             "{name}: key {} appears twice",
@@ -604,7 +670,8 @@ fn walk_piece(
 /// Walks a run of data blocks (`index`'s entries `run`): checksums
 /// (unless `checksums` is off), each block's first and last key against
 /// the index's separators (`Table::walk_blocks`), and each key after the
-/// one before it, at sequence number 0, no user key twice. One comparison
+/// one before it, at sequence number 0, of a kind Strata reads, no user
+/// key twice. One comparison
 /// of user keys per entry: a user key greater than
 /// the previous one is also greater as an internal key and no duplicate;
 /// only otherwise does [`check_follows`] find which check fails. (The walk
@@ -635,9 +702,9 @@ fn walk_run(
         // `walk_blocks` hands over keys of 8 bytes or more only.
         if first.is_none() {
             first = Some((ikey.to_vec(), offset));
-            check_seq(&name, ikey)?;
+            check_entry(&name, ikey, offset)?;
         } else if user_key_less(key::user_key(&last), key::user_key(ikey)) {
-            check_seq(&name, ikey)?;
+            check_entry(&name, ikey, offset)?;
         } else {
             check_follows(t.name(), &name, &last, ikey, offset)?;
         }
@@ -1048,12 +1115,9 @@ fn as_batch(t: &Arc<Table>) -> Result<WriteBatch> {
         match p.value_kind() {
             Some(ValueKind::Value) => b.put(p.user_key, it.value()),
             Some(ValueKind::Deletion) | Some(ValueKind::SingleDeletion) => b.delete(p.user_key),
-            k => {
-                return Err(Error::NotSupported(format!(
-                    "{}: ingesting {k:?} entries",
-                    t.name()
-                )))
-            }
+            // The walk refused these already, unless it was skipped
+            // (`trust_own_files`): the same words either way.
+            _ => return Err(unreadable_kind(t.name(), p.user_key, p.kind, None)),
         };
         it.next();
     }
