@@ -1350,6 +1350,18 @@ fn ingest_metrics_split_the_calls_into_their_phases() {
     assert_eq!(db.get(b"b1").unwrap(), Some(b"v".to_vec()));
 }
 
+/// The table files of `dir` on `vfs`, by name.
+fn tables_in(vfs: &dyn strata::vfs::Vfs, dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = vfs
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .collect();
+    v.sort();
+    v
+}
+
 /// A path that resolves into the database directory is refused before
 /// anything is changed, however it is spelt (as is, through `..`, through
 /// a symbolic link to the directory or to the table), moved or copied,
@@ -1489,4 +1501,105 @@ fn merge_operands_are_refused_on_both_paths() {
         assert!(tables_on_disk(&d.path().join("db")).is_empty(), "{how}");
     }
     assert_eq!(db.iter().count(), 1);
+}
+
+/// An ingestion that fails after it made files in the database directory
+/// removes every one of them and nothing else, so the directory holds no
+/// table that no MANIFEST record names (`check` warns of none, and the
+/// next open has nothing to move to `lost/`): a copy cut short by a full
+/// disk (a user audit: the partial copy stayed and the next open moved it
+/// to `lost/`, where it kept the space), an excise's range-tombstone file
+/// cut short the same way, and files the commit refused (they overlap the
+/// memtable, which the caller forbade).
+#[test]
+fn a_failed_ingestion_leaves_no_file_behind() {
+    use std::sync::Arc;
+    use strata::vfs::fault::{Fault, FaultKind, Op};
+    use strata::vfs::{FaultVfs, Vfs};
+    let fs = FaultVfs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let dir = Path::new("/db");
+    let open = || {
+        Db::open(
+            dir,
+            Options {
+                vfs: Some(Arc::clone(&vfs)),
+                ..opts()
+            },
+        )
+        .unwrap()
+    };
+    let db = open();
+    db.put(b"a", b"flushed").unwrap();
+    db.flush().unwrap();
+    db.put(b"m00500", b"in memory").unwrap();
+    vfs.create_dir_all(Path::new("/in")).unwrap();
+    let sst = |name: &str, prefix: &str| {
+        let p = Path::new("/in").join(name);
+        let mut w = SstWriter::create_in(vfs.as_ref(), &p, SstOptions::for_ingestion()).unwrap();
+        for i in 0..2000u32 {
+            w.put(format!("{prefix}{i:05}"), [b'v'; 40]).unwrap();
+        }
+        w.finish().unwrap();
+        p
+    };
+    let big = sst("big.sst", "k");
+    let mem = sst("mem.sst", "m");
+    let tables = tables_in(vfs.as_ref(), dir);
+    let contents = scan(&db);
+    // The first write of a table fails half done, with ENOSPC.
+    let full_disk = || Fault {
+        kind: FaultKind::NoSpace,
+        torn: true,
+        path_filter: Some(".sst".into()),
+        ..Fault::eio(Op::Write, 1)
+    };
+    let copy = IngestOptions {
+        move_files: false,
+        ..files_opts()
+    };
+    fs.inject(full_disk());
+    let e = db.ingest(std::slice::from_ref(&big), &copy).unwrap_err();
+    fs.clear_fault();
+    assert!(e.to_string().contains("/db/"), "the copy failed: {e}");
+    assert_eq!(fs.fired().len(), 1, "{e}");
+    assert_eq!(tables_in(vfs.as_ref(), dir), tables, "copy: {e}");
+    // An excise under a snapshot writes a range-tombstone file (the file
+    // itself is linked: no write).
+    let snap = db.snapshot();
+    let excise = IngestOptions {
+        excise: Some((b"k".to_vec(), b"l".to_vec())),
+        ..files_opts()
+    };
+    fs.inject(full_disk());
+    let e = db.ingest(std::slice::from_ref(&big), &excise).unwrap_err();
+    fs.clear_fault();
+    assert_eq!(fs.fired().len(), 2, "{e}");
+    assert_eq!(tables_in(vfs.as_ref(), dir), tables, "tombstone file: {e}");
+    assert!(vfs.exists(&big), "the caller keeps the file");
+    drop(snap);
+    // Refused by the commit, after `prepare` linked the file in.
+    let no = IngestOptions {
+        allow_overlap_with_memtable: false,
+        ..files_opts()
+    };
+    let e = db.ingest(std::slice::from_ref(&mem), &no).unwrap_err();
+    assert!(e.to_string().contains("overlap a memtable"), "{e}");
+    assert_eq!(tables_in(vfs.as_ref(), dir), tables, "refused: {e}");
+    assert!(vfs.exists(&mem), "the caller keeps the file");
+    assert_eq!(scan(&db), contents);
+    db.close().unwrap();
+    let report = strata::check::check(vfs.as_ref(), dir).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert!(
+        report.warnings.iter().all(|w| !w.file.ends_with(".sst")),
+        "no unreferenced table: {:?}",
+        report.warnings
+    );
+    let db = open();
+    assert_eq!(scan(&db), contents);
+    assert!(vfs.list(&dir.join("lost")).unwrap_or_default().is_empty());
+    // The same files go in once the disk has room.
+    db.ingest(&[&big], &copy).unwrap();
+    assert_eq!(db.get(b"k01999").unwrap(), Some(vec![b'v'; 40]));
 }

@@ -53,8 +53,12 @@
 //!    wait for its sync.
 //!
 //! All files of one call appear together or not at all: one MANIFEST
-//! record. Files linked by an ingestion that never committed are
-//! unreferenced and deleted at the next open.
+//! record. A call that fails before its record is handed to the MANIFEST
+//! log (`IngestJob::named`) removes every file it made in the directory,
+//! and only those: links, copies (a partial one too: its number is noted
+//! before the copy starts), range-tombstone files (`remove_made`). Files
+//! left by a crash, or by a removal that failed, are unreferenced and set
+//! aside at the next open.
 //!
 //! **Ingest and excise** (`IngestOptions::excise`): everything the database
 //! held in `[start, end)` before the ingestion goes, without rewriting
@@ -1199,11 +1203,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     let mut made = Vec::new();
     let r = link_and_check(db, paths, opts, tables, &mut made);
     if r.is_err() {
-        for number in made {
-            // Best effort: a file left behind is unreferenced, and the
-            // next open deletes it.
-            let _ = vfs.remove(&filenames::table(&db.dir, number));
-        }
+        remove_made(db, &made);
     }
     r
 }
@@ -1223,8 +1223,20 @@ fn link_and_check(
     for p in paths {
         let number = db.new_file_number();
         let dst = filenames::table(&db.dir, number);
-        let moved = link_or_copy(vfs, p, &dst, opts.move_files)?;
+        if vfs.exists(&dst) {
+            // A fresh number names no file; one that does is not this
+            // call's to overwrite (a copy truncates) or to remove.
+            return Err(Error::internal(format!(
+                "{}: a table with a new file number exists already",
+                dst.display()
+            )));
+        }
+        // Noted before the link or copy: a copy that fails part way (a
+        // full disk) leaves a partial file, which is this call's to remove
+        // (it stayed, and the next open moved it to `lost/`, where it kept
+        // the space: a user audit).
         made.push(number);
+        let moved = link_or_copy(vfs, p, &dst, opts.move_files)?;
         if moved {
             linked.push(p.clone());
         }
@@ -1294,9 +1306,27 @@ pub(crate) fn sync_dir_timed(db: &DbInner) -> Result<()> {
 }
 
 /// Writes the range-tombstone file of an excise of `[a, b)` (synced; the
-/// caller syncs the directory).
+/// caller syncs the directory). If the write fails, what it left of the
+/// file (under a number no other file has) is removed again.
 pub(crate) fn write_excise_tombstone(db: &DbInner, a: &[u8], b: &[u8]) -> Result<Prepared> {
-    write_tombstone_file(db.vfs.as_ref(), &db.dir, db.new_file_number(), a, b)
+    let number = db.new_file_number();
+    let r = write_tombstone_file(db.vfs.as_ref(), &db.dir, number, a, b);
+    if r.is_err() {
+        // Best effort: a file left behind is unreferenced (the next open
+        // moves it aside); the write's error is the one to report.
+        let _ = db.vfs.remove(&filenames::table(&db.dir, number));
+    }
+    r
+}
+
+/// Removes the tables `numbers` of `db`'s directory, which an ingestion
+/// made and then failed before any MANIFEST record named them. Best
+/// effort: a file left behind is unreferenced, and the next open moves it
+/// aside; the ingestion's own error is the one to report.
+pub(crate) fn remove_made(db: &DbInner, numbers: &[u64]) {
+    for &n in numbers {
+        let _ = db.vfs.remove(&filenames::table(&db.dir, n));
+    }
 }
 
 /// Writes table `number` of `dir` holding one range tombstone `[a, b)` at
@@ -1923,6 +1953,7 @@ mod tests {
             excise: opts.excise.clone(),
             allow_overlap: true,
             result: Arc::clone(&slot),
+            named: Arc::default(),
         };
         inner.commit.commit(inner, Job::Ingest(job), false).unwrap();
         let outcome = slot.lock().take();

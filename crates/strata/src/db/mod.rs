@@ -744,17 +744,31 @@ impl Db {
             }
             ingest::Prepare::Files(mut files, _tables, links) => loop {
                 linked.clone_from(&links);
+                // The tables this call made in the directory: removed if
+                // the commit fails before a MANIFEST record names them
+                // (`IngestJob::named`), rather than left for the next open
+                // to move aside.
+                let made: Vec<u64> = files.iter().map(|f| f.number).collect();
                 let slot = Arc::new(Mutex::new(None));
+                let named = Arc::new(AtomicBool::new(false));
                 let job = commit::IngestJob {
                     files,
                     excise: opts.excise.clone(),
                     allow_overlap: opts.allow_overlap_with_memtable,
                     result: Arc::clone(&slot),
+                    named: Arc::clone(&named),
                 };
                 let committing = std::time::Instant::now();
-                self.inner
+                let committed = self
+                    .inner
                     .commit
-                    .commit(&self.inner, Job::Ingest(job), false)?;
+                    .commit(&self.inner, Job::Ingest(job), false);
+                if let Err(e) = committed {
+                    if !named.load(Ordering::Acquire) {
+                        ingest::remove_made(&self.inner, &made);
+                    }
+                    return Err(e);
+                }
                 st.ingest_commit_micros
                     .fetch_add(committing.elapsed().as_micros() as u64, Ordering::Relaxed);
                 // The ingestion's event line, staged in the commit slot: the
@@ -774,8 +788,19 @@ impl Db {
                         };
                         let again = std::time::Instant::now();
                         files = back;
-                        files.insert(0, ingest::write_excise_tombstone(&self.inner, a, b)?);
-                        ingest::sync_dir_timed(&self.inner)?;
+                        // Nothing names the files yet: a failure here
+                        // removes them (the tombstone file's own write
+                        // removes what it left).
+                        let written =
+                            ingest::write_excise_tombstone(&self.inner, a, b).and_then(|t| {
+                                files.insert(0, t);
+                                ingest::sync_dir_timed(&self.inner)
+                            });
+                        if let Err(e) = written {
+                            let made: Vec<u64> = files.iter().map(|f| f.number).collect();
+                            ingest::remove_made(&self.inner, &made);
+                            return Err(e);
+                        }
                         st.ingest_prepare_micros
                             .fetch_add(again.elapsed().as_micros() as u64, Ordering::Relaxed);
                         st.excise_retries.fetch_add(1, Ordering::Relaxed);
