@@ -651,11 +651,21 @@ impl Db {
     /// (see [`IngestOptions`](crate::IngestOptions)). A table, once in the
     /// database, is never modified.
     ///
-    /// Every file is checked before anything is linked: a file whose
+    /// A path inside the database directory (however spelt: through `..`
+    /// or a symbolic link) is refused before anything is changed: it may
+    /// be a live table. The scratch directory ([`Db::scratch_dir`]) is the
+    /// tools', not the database's, and is allowed.
+    ///
+    /// Every file is checked before the commit: a file whose
     /// footer declares no block checksum (unless this database's own
     /// `Options::sst.checksum` is none), keys out of order, at a sequence
-    /// number other than 0 or repeated, or an index entry that does not
-    /// bound its data block refuses the whole call.
+    /// number other than 0 or repeated, an entry of a kind Strata cannot
+    /// read (a RocksDB Merge operand: Strata has no merge operator), or an
+    /// index entry that does not bound its data block refuses the whole
+    /// call, and leaves the database as it was. Any call that fails
+    /// before its MANIFEST record is written removes whatever it had
+    /// linked, copied or written into the directory (a copy cut short by a
+    /// full disk too), and nothing else.
     ///
     /// ```
     /// use strata::{Db, IngestOptions, SstOptions, SstWriter};
