@@ -1349,3 +1349,257 @@ fn ingest_metrics_split_the_calls_into_their_phases() {
     assert_eq!(n.ingest_commit_micros, m.ingest_commit_micros);
     assert_eq!(db.get(b"b1").unwrap(), Some(b"v".to_vec()));
 }
+
+/// The table files of `dir` on `vfs`, by name.
+fn tables_in(vfs: &dyn strata::vfs::Vfs, dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = vfs
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A path that resolves into the database directory is refused before
+/// anything is changed, however it is spelt (as is, through `..`, through
+/// a symbolic link to the directory or to the table), moved or copied,
+/// as files or as a batch: the call is `InvalidArgument` naming the path,
+/// the table stays (byte for byte) and the database reopens with the same
+/// contents and checks clean. (A user audit: with `move_files` the live
+/// table was linked in and then removed, and the next open failed,
+/// "missing: MANIFEST names it".) A file outside the directory named
+/// through it (`db/../f.sst`) is still ingested.
+#[test]
+fn a_file_inside_the_database_directory_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let db = Db::open(&dir, opts()).unwrap();
+    // An ingested table, as in the audit: its keys are at sequence number
+    // 0 (its global one is the MANIFEST's), so nothing else refuses it.
+    let keys: Vec<(Vec<u8>, Vec<u8>)> = (0..100u32)
+        .map(|i| {
+            (
+                format!("k{i:03}").into_bytes(),
+                format!("v{i}").into_bytes(),
+            )
+        })
+        .collect();
+    let kvs: Vec<(&[u8], &[u8])> = keys.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    let first = write_sst(&d.path().join("first.sst"), &kvs);
+    db.ingest(&[first], &files_opts()).unwrap();
+    let tables = tables_on_disk(&dir);
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    let table = dir.join(format!("{:06}.sst", tables[0]));
+    let bytes = std::fs::read(&table).unwrap();
+    let contents = scan(&db);
+    std::os::unix::fs::symlink(&dir, d.path().join("alias")).unwrap();
+    std::os::unix::fs::symlink(&table, d.path().join("link.sst")).unwrap();
+    let name = table.file_name().unwrap();
+    let spellings = [
+        table.clone(),
+        d.path().join("db/../db").join(name),
+        d.path().join("db/./").join(name),
+        d.path().join("alias").join(name),
+        d.path().join("link.sst"),
+    ];
+    let copy = IngestOptions {
+        move_files: false,
+        ..files_opts()
+    };
+    for p in &spellings {
+        for (how, o) in [
+            ("moved", files_opts()),
+            ("copied", copy.clone()),
+            ("as a batch", IngestOptions::default()),
+        ] {
+            let e = db.ingest(std::slice::from_ref(p), &o).unwrap_err();
+            assert!(matches!(e, strata::Error::InvalidArgument(_)), "{how}: {e}");
+            let msg = e.to_string();
+            assert!(msg.contains(&p.display().to_string()), "{how}: {msg}");
+            assert!(
+                msg.contains("inside the database directory"),
+                "{how}: {msg}"
+            );
+            assert_eq!(tables_on_disk(&dir), tables, "{how} {}", p.display());
+            assert_eq!(std::fs::read(&table).unwrap(), bytes, "{how}");
+            assert_eq!(scan(&db), contents, "{how}");
+        }
+    }
+    assert_eq!(db.metrics().ingests, 1, "the first only");
+    db.close().unwrap();
+    let db = Db::open(&dir, opts()).unwrap();
+    assert_eq!(scan(&db), contents, "reopened with the same contents");
+    assert_eq!(tables_on_disk(&dir), tables);
+    // Outside the directory, named through it: not refused.
+    let f = write_sst(&d.path().join("f.sst"), &[(b"z1", b"outside")]);
+    let via = dir.join("..").join("f.sst");
+    db.ingest(&[via], &files_opts()).unwrap();
+    assert!(!f.exists(), "moved in");
+    assert_eq!(db.get(b"z1").unwrap(), Some(b"outside".to_vec()));
+    // The scratch directory is the tools' (the import ingests its files
+    // from there), not the database's: not refused either.
+    let work = db.scratch_dir().join("tool-1");
+    std::fs::create_dir_all(&work).unwrap();
+    let s = write_sst(&work.join("s.sst"), &[(b"z2", b"scratch")]);
+    db.ingest(&[&s], &files_opts()).unwrap();
+    assert!(!s.exists(), "moved in");
+    assert_eq!(db.get(b"z2").unwrap(), Some(b"scratch".to_vec()));
+    db.close().unwrap();
+    let report = strata::check::check_dir(&dir).unwrap();
+    assert!(
+        report.is_ok() && report.warnings.is_empty(),
+        "{:?} {:?}",
+        report.problems,
+        report.warnings
+    );
+}
+
+/// A file holding a Merge operand (RocksDB writes them; Strata has no
+/// merge operator and cannot read one) is refused whichever way it would
+/// enter, as files or as a write batch, moved or copied, with a message
+/// naming the file, the key and the block's offset, in words (not Rust's
+/// `Some(Merge)`), and nothing changes. (A user audit: as files it was
+/// accepted, and then `get` of the key and every scan over it failed.)
+#[test]
+fn merge_operands_are_refused_on_both_paths() {
+    use strata::key::ValueKind;
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(d.path().join("db"), opts()).unwrap();
+    db.put(b"a", b"kept").unwrap();
+    let p = d.path().join("merge.sst");
+    let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+    w.add_entry(b"m1", 0, ValueKind::Value, b"one").unwrap();
+    w.add_entry(b"m2", 0, ValueKind::Merge, b"+1").unwrap();
+    w.add_entry(b"m3", 0, ValueKind::Value, b"three").unwrap();
+    w.finish().unwrap();
+    let bytes = std::fs::read(&p).unwrap();
+    let copy = IngestOptions {
+        move_files: false,
+        ..files_opts()
+    };
+    for (how, o) in [
+        ("moved", files_opts()),
+        ("copied", copy),
+        ("as a batch", IngestOptions::default()),
+    ] {
+        let e = db.ingest(std::slice::from_ref(&p), &o).unwrap_err();
+        assert!(matches!(e, strata::Error::NotSupported(_)), "{how}: {e}");
+        let msg = e.to_string();
+        for needle in [
+            p.display().to_string().as_str(),
+            "a Merge entry (key \"m2\") in the data block at offset 0",
+            "Strata has no merge operator, so it cannot ingest merge operands",
+        ] {
+            assert!(msg.contains(needle), "{how}: {needle:?} not in {msg}");
+        }
+        assert!(!msg.contains("Some("), "{how}: {msg}");
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{how}: the file stays");
+        assert_eq!(scan(&db), vec![(b"a".to_vec(), b"kept".to_vec())], "{how}");
+        assert_eq!(db.get(b"m2").unwrap(), None, "{how}");
+        assert!(tables_on_disk(&d.path().join("db")).is_empty(), "{how}");
+    }
+    assert_eq!(db.iter().count(), 1);
+}
+
+/// An ingestion that fails after it made files in the database directory
+/// removes every one of them and nothing else, so the directory holds no
+/// table that no MANIFEST record names (`check` warns of none, and the
+/// next open has nothing to move to `lost/`): a copy cut short by a full
+/// disk (a user audit: the partial copy stayed and the next open moved it
+/// to `lost/`, where it kept the space), an excise's range-tombstone file
+/// cut short the same way, and files the commit refused (they overlap the
+/// memtable, which the caller forbade).
+#[test]
+fn a_failed_ingestion_leaves_no_file_behind() {
+    use std::sync::Arc;
+    use strata::vfs::fault::{Fault, FaultKind, Op};
+    use strata::vfs::{FaultVfs, Vfs};
+    let fs = FaultVfs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let dir = Path::new("/db");
+    let open = || {
+        Db::open(
+            dir,
+            Options {
+                vfs: Some(Arc::clone(&vfs)),
+                ..opts()
+            },
+        )
+        .unwrap()
+    };
+    let db = open();
+    db.put(b"a", b"flushed").unwrap();
+    db.flush().unwrap();
+    db.put(b"m00500", b"in memory").unwrap();
+    vfs.create_dir_all(Path::new("/in")).unwrap();
+    let sst = |name: &str, prefix: &str| {
+        let p = Path::new("/in").join(name);
+        let mut w = SstWriter::create_in(vfs.as_ref(), &p, SstOptions::for_ingestion()).unwrap();
+        for i in 0..2000u32 {
+            w.put(format!("{prefix}{i:05}"), [b'v'; 40]).unwrap();
+        }
+        w.finish().unwrap();
+        p
+    };
+    let big = sst("big.sst", "k");
+    let mem = sst("mem.sst", "m");
+    let tables = tables_in(vfs.as_ref(), dir);
+    let contents = scan(&db);
+    // The first write of a table fails half done, with ENOSPC.
+    let full_disk = || Fault {
+        kind: FaultKind::NoSpace,
+        torn: true,
+        path_filter: Some(".sst".into()),
+        ..Fault::eio(Op::Write, 1)
+    };
+    let copy = IngestOptions {
+        move_files: false,
+        ..files_opts()
+    };
+    fs.inject(full_disk());
+    let e = db.ingest(std::slice::from_ref(&big), &copy).unwrap_err();
+    fs.clear_fault();
+    assert!(e.to_string().contains("/db/"), "the copy failed: {e}");
+    assert_eq!(fs.fired().len(), 1, "{e}");
+    assert_eq!(tables_in(vfs.as_ref(), dir), tables, "copy: {e}");
+    // An excise under a snapshot writes a range-tombstone file (the file
+    // itself is linked: no write).
+    let snap = db.snapshot();
+    let excise = IngestOptions {
+        excise: Some((b"k".to_vec(), b"l".to_vec())),
+        ..files_opts()
+    };
+    fs.inject(full_disk());
+    let e = db.ingest(std::slice::from_ref(&big), &excise).unwrap_err();
+    fs.clear_fault();
+    assert_eq!(fs.fired().len(), 2, "{e}");
+    assert_eq!(tables_in(vfs.as_ref(), dir), tables, "tombstone file: {e}");
+    assert!(vfs.exists(&big), "the caller keeps the file");
+    drop(snap);
+    // Refused by the commit, after `prepare` linked the file in.
+    let no = IngestOptions {
+        allow_overlap_with_memtable: false,
+        ..files_opts()
+    };
+    let e = db.ingest(std::slice::from_ref(&mem), &no).unwrap_err();
+    assert!(e.to_string().contains("overlap a memtable"), "{e}");
+    assert_eq!(tables_in(vfs.as_ref(), dir), tables, "refused: {e}");
+    assert!(vfs.exists(&mem), "the caller keeps the file");
+    assert_eq!(scan(&db), contents);
+    db.close().unwrap();
+    let report = strata::check::check(vfs.as_ref(), dir).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert!(
+        report.warnings.iter().all(|w| !w.file.ends_with(".sst")),
+        "no unreferenced table: {:?}",
+        report.warnings
+    );
+    let db = open();
+    assert_eq!(scan(&db), contents);
+    assert!(vfs.list(&dir.join("lost")).unwrap_or_default().is_empty());
+    // The same files go in once the disk has room.
+    db.ingest(&[&big], &copy).unwrap();
+    assert_eq!(db.get(b"k01999").unwrap(), Some(vec![b'v'; 40]));
+}

@@ -128,6 +128,12 @@ pub(crate) struct IngestJob {
     pub excise: Option<(Vec<u8>, Vec<u8>)>,
     pub allow_overlap: bool,
     pub result: Arc<Mutex<Option<IngestOutcome>>>,
+    /// Set just before a MANIFEST record naming `files` is handed to the
+    /// MANIFEST log: from then on the files may be the database's, and a
+    /// caller whose commit failed must leave them (the next open judges
+    /// them); while it is unset, a failed commit wrote nothing naming
+    /// them, and the caller removes them (`Db::ingest`).
+    pub named: Arc<AtomicBool>,
 }
 
 /// What an ingestion job hands back to its caller.
@@ -1469,6 +1475,7 @@ impl CommitPipeline {
                 let cut = job.excise.as_ref().filter(|_| !older_snapshot);
                 let v = st.versions.current();
                 let placed = ingest::placement(db, &v, &st.running, &job.files, seq, cut)?;
+                job.named.store(true, Ordering::Release);
                 st.versions.log_and_apply_unsynced(placed.edit, seq)?;
                 db.manifest.owe();
                 // A tombstone file is placed only if the range was not cut.
@@ -1536,6 +1543,7 @@ impl CommitPipeline {
                     queued_files: job.files.iter().map(|f| f.meta(seq)).collect(),
                     ..Default::default()
                 };
+                job.named.store(true, Ordering::Release);
                 st.versions.log_and_apply_unsynced(edit, seq)?;
                 db.manifest.owe();
                 marker.files = job.files.iter().map(|f| f.meta(seq)).collect();

@@ -1,13 +1,17 @@
 //! External SST ingestion: whole files handed to the database.
 //!
-//! 1. **Prepare**, outside every lock: open each file (one whose footer
+//! 1. **Prepare**, outside every lock: refuse any path that resolves into
+//!    the database directory, before anything is read or changed
+//!    (`outside_the_directory`: it may be a live table, which a move would
+//!    remove from under the MANIFEST; the tools' `scratch/` is not the
+//!    database's), open each file (one whose footer
 //!    declares no block checksum is refused unless the database writes
 //!    such tables itself: `open_to_ingest`), hard-link
 //!    (`move_files`) or copy it into the database directory under a new
 //!    file number, then sync the directory on the calling thread while a
 //!    helper thread walks every block (checksums, each index entry
-//!    bounding its block, every key at sequence number 0, no key twice,
-//!    the bounds), the calling thread taking a
+//!    bounding its block, every key at sequence number 0 and of a kind
+//!    Strata reads, no key twice, the bounds), the calling thread taking a
 //!    share of the blocks once its fsync returns (`SharedWalk`: runs of
 //!    blocks, their seams checked after; `prepare` has the order and why
 //!    it is crash safe; with `IngestOptions::trust_own_files`, a file
@@ -49,8 +53,12 @@
 //!    wait for its sync.
 //!
 //! All files of one call appear together or not at all: one MANIFEST
-//! record. Files linked by an ingestion that never committed are
-//! unreferenced and deleted at the next open.
+//! record. A call that fails before its record is handed to the MANIFEST
+//! log (`IngestJob::named`) removes every file it made in the directory,
+//! and only those: links, copies (a partial one too: its number is noted
+//! before the copy starts), range-tombstone files (`remove_made`). Files
+//! left by a crash, or by a removal that failed, are unreferenced and set
+//! aside at the next open.
 //!
 //! **Ingest and excise** (`IngestOptions::excise`): everything the database
 //! held in `[start, end)` before the ingestion goes, without rewriting
@@ -282,6 +290,67 @@ fn bounds(
     Some((lo?, hi?, exclusive))
 }
 
+/// The names `path` resolves to on `vfs` ([`Vfs::canonicalize`]): the
+/// whole path's (its last component followed if it is a symbolic link) and
+/// its parent directory's joined with its file name (the name of the link
+/// itself, which is what a hard link and the removal of a moved file act
+/// on); the path as given, lexically normalised, when neither resolves (a
+/// path that does not exist, refused when it is opened).
+fn resolved_names(vfs: &dyn Vfs, path: &Path) -> Vec<PathBuf> {
+    let mut names = Vec::new();
+    if let Ok(p) = vfs.canonicalize(path) {
+        names.push(p);
+    }
+    if let Some(file) = path.file_name() {
+        let parent = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Ok(d) = vfs.canonicalize(parent) {
+            names.push(d.join(file));
+        }
+    }
+    if names.is_empty() {
+        names.push(crate::vfs::lexically_normal(path));
+    }
+    names
+}
+
+/// Refuses every path to ingest that lies in the database directory `dir`
+/// (or below it), by any of the names it resolves to ([`resolved_names`]:
+/// `..` and symbolic links resolved, on the operating system's file
+/// system): such a path may be a live table, and an ingestion that moves
+/// it (hard-links it in and removes the caller's path) removed the table
+/// from under the MANIFEST, which named it still (found by a user audit:
+/// `Corruption ... missing: MANIFEST names it` at the next open). A copy
+/// is refused too: nothing in the directory is the caller's to hand over,
+/// and the database may delete any of it. The one exception is the
+/// scratch directory (`Db::scratch_dir`), the tools' own, which the
+/// database never reads: the import writes its files there and ingests
+/// them.
+fn outside_the_directory(vfs: &dyn Vfs, dir: &Path, paths: &[PathBuf]) -> Result<()> {
+    let dirs = resolved_names(vfs, dir);
+    let in_db = |n: &PathBuf| {
+        dirs.iter()
+            .any(|d| n.starts_with(d) && !n.starts_with(filenames::scratch(d)))
+    };
+    for p in paths {
+        let names = resolved_names(vfs, p);
+        let inside = names.iter().find(|n| in_db(n));
+        if let Some(n) = inside {
+            return Err(Error::invalid(format!(
+                "{}: is inside the database directory {} (it resolves to {}); \
+                 only files from outside it can be ingested (the database \
+                 owns, and may delete, every file in its directory)",
+                p.display(),
+                dir.display(),
+                n.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Opens a file to ingest (footer, index, properties: a few reads) and
 /// checks what its footer and properties say; the walk over its blocks is
 /// [`walk`]. Under the database's checksum `rule` (`ChecksumRule`) a file
@@ -348,7 +417,7 @@ fn written_for_ingestion_by_strata(t: &Table) -> bool {
 /// (`IngestOptions::trust_own_files`): its first and last point key (two
 /// block reads, each checksummed) and its range tombstones (read at
 /// open), instead of a walk over every key. The two keys are still
-/// checked for sequence number 0.
+/// checked for sequence number 0 and a readable kind.
 fn own_file_bounds(t: &Arc<Table>, path: &Path) -> Result<Bounds> {
     let name = path.display().to_string();
     let mut it = t.iter();
@@ -370,6 +439,9 @@ fn own_file_bounds(t: &Arc<Table>, path: &Path) -> Result<Bounds> {
                 crate::util::hex::escape(pk.user_key),
                 pk.seq
             )));
+        }
+        if !readable_kind(pk.kind) {
+            return Err(unreadable_kind(&name, pk.user_key, pk.kind, None));
         }
         Ok(Some(pk.user_key.to_vec()))
     };
@@ -463,29 +535,92 @@ struct Run {
     end: Result<()>,
 }
 
-/// Refuses an ingested key whose sequence number is not 0.
+/// Refuses an ingested entry the database could not serve (the entry
+/// `ikey` in the data block at `offset` of file `name`): a sequence number
+/// other than 0, or a kind Strata cannot read ([`readable_kind`]). One
+/// read of the trailer for both: the walk calls this for every entry.
 #[inline]
-fn check_seq(name: &str, ikey: &[u8]) -> Result<()> {
-    let seq = key::trailer(ikey) >> 8;
+fn check_entry(name: &str, ikey: &[u8], offset: u64) -> Result<()> {
+    let trailer = key::trailer(ikey);
+    let seq = trailer >> 8;
     if seq != 0 {
         return Err(Error::invalid(format!(
             "{name}: key {} has sequence number {seq} (files to ingest hold sequence 0 only)",
             crate::util::hex::escape(key::user_key(ikey))
         )));
     }
+    let kind = trailer as u8;
+    if !readable_kind(kind) {
+        return Err(unreadable_kind(
+            name,
+            key::user_key(ikey),
+            kind,
+            Some(offset),
+        ));
+    }
     Ok(())
+}
+
+/// Whether a point entry of `kind` is one a read can answer from: a value,
+/// a deletion or a single deletion (`read::resolve`, `DbIter`). A Merge
+/// operand needs a merge operator, which Strata does not have, and every
+/// other kind RocksDB writes (a blob index, a wide-column entity, ...) is
+/// unknown to the reader; range tombstones live in their own block, never
+/// among the point entries. Such an entry ingested made every read of its
+/// key, and every scan over it, fail afterwards (a user audit: a RocksDB
+/// file with a Merge entry was accepted, then `get` said `NotSupported:
+/// reading a Merge entry`), so the ingestion refuses the file instead.
+#[inline]
+fn readable_kind(kind: u8) -> bool {
+    kind == ValueKind::Value as u8
+        || kind == ValueKind::Deletion as u8
+        || kind == ValueKind::SingleDeletion as u8
+}
+
+/// The refusal of an entry of unreadable `kind` at `user_key` in file
+/// `name` (in the data block at `offset`, when known), saying what the
+/// entry is in RocksDB's terms and why Strata cannot take it.
+fn unreadable_kind(name: &str, user_key: &[u8], kind: u8, offset: Option<u64>) -> Error {
+    let key = crate::util::hex::escape(user_key);
+    let at = offset
+        .map(|o| format!(" in the data block at offset {o}"))
+        .unwrap_or_default();
+    let what = match kind {
+        k if k == ValueKind::Merge as u8 => format!(
+            "a Merge entry (key \"{key}\"){at}: Strata has no merge operator, \
+             so it cannot ingest merge operands"
+        ),
+        k if k == ValueKind::RangeDeletion as u8 => format!(
+            "a range tombstone among the point entries (key \"{key}\"){at}: \
+             range tombstones belong in the file's range-deletion block"
+        ),
+        k => {
+            let named = match k {
+                0x11 => " (RocksDB's blob index, BlobDB)",
+                0x14 => " (RocksDB's deletion with a timestamp)",
+                0x16 => " (RocksDB's wide-column entity)",
+                0x18 => " (RocksDB's value with a preferred sequence number)",
+                _ => "",
+            };
+            format!(
+                "an entry of kind {k:#04x}{named} (key \"{key}\"){at}: Strata reads \
+                 only values, deletions and single deletions among a file's point entries"
+            )
+        }
+    };
+    Error::NotSupported(format!("{name}: {what}"))
 }
 
 /// The checks of an entry `ikey` (in the block at `offset`) that follows
 /// `prev`, in one walk's order: after `prev` in internal-key order (else
-/// corruption, as `Table::verify` says), sequence number 0, not the same
-/// user key. Taken only when the user keys do not increase (or at a seam
+/// corruption, as `Table::verify` says), sequence number 0 and a readable
+/// kind ([`check_entry`]), not the same user key. Taken only when the user keys do not increase (or at a seam
 /// between runs): an increasing user key passes the first and the last.
 fn check_follows(table: &str, name: &str, prev: &[u8], ikey: &[u8], offset: u64) -> Result<()> {
     if key::compare_internal(prev, ikey) != std::cmp::Ordering::Less {
         return Err(Error::corruption(table, offset, "keys out of order"));
     }
-    check_seq(name, ikey)?;
+    check_entry(name, ikey, offset)?;
     if key::user_key(prev) == key::user_key(ikey) {
         return Err(Error::invalid(format!(
             "{name}: key {} appears twice",
@@ -539,7 +674,8 @@ fn walk_piece(
 /// Walks a run of data blocks (`index`'s entries `run`): checksums
 /// (unless `checksums` is off), each block's first and last key against
 /// the index's separators (`Table::walk_blocks`), and each key after the
-/// one before it, at sequence number 0, no user key twice. One comparison
+/// one before it, at sequence number 0, of a kind Strata reads, no user
+/// key twice. One comparison
 /// of user keys per entry: a user key greater than
 /// the previous one is also greater as an internal key and no duplicate;
 /// only otherwise does [`check_follows`] find which check fails. (The walk
@@ -570,9 +706,9 @@ fn walk_run(
         // `walk_blocks` hands over keys of 8 bytes or more only.
         if first.is_none() {
             first = Some((ikey.to_vec(), offset));
-            check_seq(&name, ikey)?;
+            check_entry(&name, ikey, offset)?;
         } else if user_key_less(key::user_key(&last), key::user_key(ikey)) {
-            check_seq(&name, ikey)?;
+            check_entry(&name, ikey, offset)?;
         } else {
             check_follows(t.name(), &name, &last, ikey, offset)?;
         }
@@ -983,12 +1119,9 @@ fn as_batch(t: &Arc<Table>) -> Result<WriteBatch> {
         match p.value_kind() {
             Some(ValueKind::Value) => b.put(p.user_key, it.value()),
             Some(ValueKind::Deletion) | Some(ValueKind::SingleDeletion) => b.delete(p.user_key),
-            k => {
-                return Err(Error::NotSupported(format!(
-                    "{}: ingesting {k:?} entries",
-                    t.name()
-                )))
-            }
+            // The walk refused these already, unless it was skipped
+            // (`trust_own_files`): the same words either way.
+            _ => return Err(unreadable_kind(t.name(), p.user_key, p.kind, None)),
         };
         it.next();
     }
@@ -1039,6 +1172,9 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
         }
     }
     let vfs = db.vfs.as_ref();
+    // Before anything is read or changed: a file the database may already
+    // own is no file to hand it.
+    outside_the_directory(vfs, &db.dir, paths)?;
     let tables = paths
         .iter()
         .map(|p| open_to_ingest(vfs, p, ChecksumRule::of(&db.opts)))
@@ -1067,11 +1203,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     let mut made = Vec::new();
     let r = link_and_check(db, paths, opts, tables, &mut made);
     if r.is_err() {
-        for number in made {
-            // Best effort: a file left behind is unreferenced, and the
-            // next open deletes it.
-            let _ = vfs.remove(&filenames::table(&db.dir, number));
-        }
+        remove_made(db, &made);
     }
     r
 }
@@ -1091,8 +1223,20 @@ fn link_and_check(
     for p in paths {
         let number = db.new_file_number();
         let dst = filenames::table(&db.dir, number);
-        let moved = link_or_copy(vfs, p, &dst, opts.move_files)?;
+        if vfs.exists(&dst) {
+            // A fresh number names no file; one that does is not this
+            // call's to overwrite (a copy truncates) or to remove.
+            return Err(Error::internal(format!(
+                "{}: a table with a new file number exists already",
+                dst.display()
+            )));
+        }
+        // Noted before the link or copy: a copy that fails part way (a
+        // full disk) leaves a partial file, which is this call's to remove
+        // (it stayed, and the next open moved it to `lost/`, where it kept
+        // the space: a user audit).
         made.push(number);
+        let moved = link_or_copy(vfs, p, &dst, opts.move_files)?;
         if moved {
             linked.push(p.clone());
         }
@@ -1162,9 +1306,27 @@ pub(crate) fn sync_dir_timed(db: &DbInner) -> Result<()> {
 }
 
 /// Writes the range-tombstone file of an excise of `[a, b)` (synced; the
-/// caller syncs the directory).
+/// caller syncs the directory). If the write fails, what it left of the
+/// file (under a number no other file has) is removed again.
 pub(crate) fn write_excise_tombstone(db: &DbInner, a: &[u8], b: &[u8]) -> Result<Prepared> {
-    write_tombstone_file(db.vfs.as_ref(), &db.dir, db.new_file_number(), a, b)
+    let number = db.new_file_number();
+    let r = write_tombstone_file(db.vfs.as_ref(), &db.dir, number, a, b);
+    if r.is_err() {
+        // Best effort: a file left behind is unreferenced (the next open
+        // moves it aside); the write's error is the one to report.
+        let _ = db.vfs.remove(&filenames::table(&db.dir, number));
+    }
+    r
+}
+
+/// Removes the tables `numbers` of `db`'s directory, which an ingestion
+/// made and then failed before any MANIFEST record named them. Best
+/// effort: a file left behind is unreferenced, and the next open moves it
+/// aside; the ingestion's own error is the one to report.
+pub(crate) fn remove_made(db: &DbInner, numbers: &[u64]) {
+    for &n in numbers {
+        let _ = db.vfs.remove(&filenames::table(&db.dir, n));
+    }
 }
 
 /// Writes table `number` of `dir` holding one range tombstone `[a, b)` at
@@ -1791,6 +1953,7 @@ mod tests {
             excise: opts.excise.clone(),
             allow_overlap: true,
             result: Arc::clone(&slot),
+            named: Arc::default(),
         };
         inner.commit.commit(inner, Job::Ingest(job), false).unwrap();
         let outcome = slot.lock().take();

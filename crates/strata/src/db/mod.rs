@@ -665,11 +665,21 @@ impl Db {
     /// (see [`IngestOptions`](crate::IngestOptions)). A table, once in the
     /// database, is never modified.
     ///
-    /// Every file is checked before anything is linked: a file whose
+    /// A path inside the database directory (however spelt: through `..`
+    /// or a symbolic link) is refused before anything is changed: it may
+    /// be a live table. The scratch directory ([`Db::scratch_dir`]) is the
+    /// tools', not the database's, and is allowed.
+    ///
+    /// Every file is checked before the commit: a file whose
     /// footer declares no block checksum (unless this database's own
     /// `Options::sst.checksum` is none), keys out of order, at a sequence
-    /// number other than 0 or repeated, or an index entry that does not
-    /// bound its data block refuses the whole call.
+    /// number other than 0 or repeated, an entry of a kind Strata cannot
+    /// read (a RocksDB Merge operand: Strata has no merge operator), or an
+    /// index entry that does not bound its data block refuses the whole
+    /// call, and leaves the database as it was. Any call that fails
+    /// before its MANIFEST record is written removes whatever it had
+    /// linked, copied or written into the directory (a copy cut short by a
+    /// full disk too), and nothing else.
     ///
     /// ```
     /// use strata::{Db, IngestOptions, SstOptions, SstWriter};
@@ -758,17 +768,31 @@ impl Db {
             }
             ingest::Prepare::Files(mut files, _tables, links) => loop {
                 linked.clone_from(&links);
+                // The tables this call made in the directory: removed if
+                // the commit fails before a MANIFEST record names them
+                // (`IngestJob::named`), rather than left for the next open
+                // to move aside.
+                let made: Vec<u64> = files.iter().map(|f| f.number).collect();
                 let slot = Arc::new(Mutex::new(None));
+                let named = Arc::new(AtomicBool::new(false));
                 let job = commit::IngestJob {
                     files,
                     excise: opts.excise.clone(),
                     allow_overlap: opts.allow_overlap_with_memtable,
                     result: Arc::clone(&slot),
+                    named: Arc::clone(&named),
                 };
                 let committing = std::time::Instant::now();
-                self.inner
+                let committed = self
+                    .inner
                     .commit
-                    .commit(&self.inner, Job::Ingest(job), false)?;
+                    .commit(&self.inner, Job::Ingest(job), false);
+                if let Err(e) = committed {
+                    if !named.load(Ordering::Acquire) {
+                        ingest::remove_made(&self.inner, &made);
+                    }
+                    return Err(e);
+                }
                 st.ingest_commit_micros
                     .fetch_add(committing.elapsed().as_micros() as u64, Ordering::Relaxed);
                 // The ingestion's event line, staged in the commit slot: the
@@ -788,8 +812,19 @@ impl Db {
                         };
                         let again = std::time::Instant::now();
                         files = back;
-                        files.insert(0, ingest::write_excise_tombstone(&self.inner, a, b)?);
-                        ingest::sync_dir_timed(&self.inner)?;
+                        // Nothing names the files yet: a failure here
+                        // removes them (the tombstone file's own write
+                        // removes what it left).
+                        let written =
+                            ingest::write_excise_tombstone(&self.inner, a, b).and_then(|t| {
+                                files.insert(0, t);
+                                ingest::sync_dir_timed(&self.inner)
+                            });
+                        if let Err(e) = written {
+                            let made: Vec<u64> = files.iter().map(|f| f.number).collect();
+                            ingest::remove_made(&self.inner, &made);
+                            return Err(e);
+                        }
                         st.ingest_prepare_micros
                             .fetch_add(again.elapsed().as_micros() as u64, Ordering::Relaxed);
                         st.excise_retries.fetch_add(1, Ordering::Relaxed);

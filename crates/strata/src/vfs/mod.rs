@@ -5,7 +5,9 @@
 //!
 //! Contract: a [`WritableFile`]'s bytes are durable only after `sync`; a
 //! rename is atomic; `sync_dir` makes a directory's entries (creates,
-//! renames, removes) durable.
+//! renames, removes) durable; two paths naming the same file have the same
+//! [`Vfs::canonicalize`] (on a file system with symbolic links, as far as
+//! it can resolve them: the operating system's resolves every one).
 
 pub mod fault;
 mod mem;
@@ -16,7 +18,7 @@ pub use mem::MemVfs;
 pub use os::OsVfs;
 
 use crate::error::Result;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A file being written from start to end.
@@ -141,6 +143,17 @@ pub trait Vfs: Send + Sync {
         }
         dst.sync()
     }
+    /// `path`'s one name on this file system, for telling whether two
+    /// paths name the same file or one lies inside a directory (ingestion
+    /// refuses files inside the database's directory): the operating
+    /// system's resolves it as `realpath` does (absolute, every symbolic
+    /// link followed, so `path` must exist). The default, for file systems
+    /// without links or a current directory (in memory, fault injection,
+    /// whose files are keyed by their path as given), is
+    /// [`lexically_normal`]: `.` dropped and `..` applied to the name.
+    fn canonicalize(&self, path: &Path) -> Result<PathBuf> {
+        Ok(lexically_normal(path))
+    }
     /// Creates `dir` and its missing parents.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Removes `dir` and everything under it; a missing `dir` is not an
@@ -160,6 +173,32 @@ pub trait Vfs: Send + Sync {
     /// Takes an exclusive lock on `path` (creating it), held until the
     /// returned guard is dropped; fails at once if someone holds it.
     fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>>;
+}
+
+/// `path` with every `.` component dropped and every `..` taking away the
+/// component before it (kept at the start of a relative path, dropped
+/// after the root), without asking any file system: the name a path
+/// resolves to where no component is a symbolic link.
+pub fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            c => out.push(c),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 /// Reads a whole file through a [`Vfs`].
@@ -230,6 +269,20 @@ mod tests {
         assert!(vfs.lock(&l).is_err(), "second lock must fail");
         drop(g);
         drop(vfs.lock(&l).unwrap());
+    }
+
+    #[test]
+    fn lexically_normal_applies_dots_to_the_name() {
+        for (p, want) in [
+            ("/db/../db/000006.sst", "/db/000006.sst"),
+            ("/db/./x/../000006.sst", "/db/000006.sst"),
+            ("/../db", "/db"),
+            ("a/../../b", "../b"),
+            ("./a/..", "."),
+            ("db/", "db"),
+        ] {
+            assert_eq!(lexically_normal(Path::new(p)), Path::new(want), "{p}");
+        }
     }
 
     #[test]

@@ -243,6 +243,9 @@ impl Vfs for OsVfs {
     fn link(&self, from: &Path, to: &Path) -> Result<()> {
         fs::hard_link(from, to).map_err(|e| Error::io(format!("{} -> {}", p(from), p(to)), e))
     }
+    fn canonicalize(&self, path: &Path) -> Result<PathBuf> {
+        fs::canonicalize(path).map_err(|e| Error::io(p(path), e))
+    }
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| Error::io(p(dir), e))
     }

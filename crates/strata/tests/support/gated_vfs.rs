@@ -138,6 +138,9 @@ impl<G: CreateGate, V: Vfs> Vfs for GatedVfs<G, V> {
     fn link(&self, from: &Path, to: &Path) -> Result<()> {
         self.inner.link(from, to)
     }
+    fn canonicalize(&self, path: &Path) -> Result<PathBuf> {
+        self.inner.canonicalize(path)
+    }
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         self.inner.create_dir_all(dir)
     }
