@@ -163,7 +163,13 @@ pub fn write_batch(data: &[u8]) {
         }
         n += 1;
     }
-    if ok && n == b.count() {
+    // A decoded batch may hold a range whose begin is above its end (the
+    // log format allows it, and replay applies it as deleting nothing); the
+    // builder refuses one, so such a batch is not rebuilt alike.
+    let reversed = b
+        .iter()
+        .any(|o| matches!(o, Ok(strata::BatchOp::DeleteRange(a, e)) if a > e));
+    if ok && n == b.count() && !reversed {
         let ops: Vec<_> = rebuilt.iter().map(|o| format!("{o:?}")).collect();
         let orig: Vec<_> = b.iter().map(|o| format!("{o:?}")).collect();
         assert_eq!(ops, orig, "batch changed when rebuilt from its operations");

@@ -434,7 +434,7 @@ mod tests {
     #[test]
     fn the_earliest_unflushed_sequence_number_is_the_oldest_in_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
         let next = |db: &Db| earliest_unflushed_seq(&db.inner, &db.inner.state.lock());
         assert_eq!(next(&db), db.latest_sequence() + 1, "nothing in memory");
 

@@ -150,7 +150,7 @@ impl SstInfo {
     /// let info = w.finish()?;
     /// assert_eq!(info.smallest_key(), Some(&b"apple"[..]));
     /// assert_eq!(info.largest_key(), Some(&b"pear"[..]));
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn smallest_key(&self) -> Option<&[u8]> {
         self.smallest.as_deref().map(key::user_key)
