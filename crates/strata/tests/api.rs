@@ -9,6 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
+use std::time::{Duration, Instant};
 use strata::{Db, Error, Options, ReadOptions, Snapshot};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -445,4 +446,48 @@ fn options_that_would_hang_writes_are_refused_at_open() {
         db.put(i.to_be_bytes(), "v").unwrap();
     }
     assert_eq!(db.iter().count(), 20);
+}
+
+/// `close` (and drop) wakes the WAL thread rather than waiting out its
+/// `wal_flush_interval`: with a 10 s interval a close took 10 s (and one
+/// of `u64::MAX` seconds never returned), because the thread slept the
+/// whole interval and shutdown joins it. The unsynced writes are still
+/// there after reopening: shutdown syncs the WAL itself. The 5 s bound is
+/// for a hang, not a speed (a close takes milliseconds).
+#[test]
+fn close_does_not_wait_out_the_wal_flush_interval() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db");
+    let opts = Options {
+        wal_flush_interval: Duration::from_secs(10),
+        ..Options::default()
+    };
+    for (round, by_drop) in [(0u32, false), (1, true)] {
+        let db = Db::open(&path, opts.clone()).unwrap();
+        for i in 0..100u32 {
+            db.put(format!("r{round}-{i}"), "v").unwrap();
+        }
+        let t = Instant::now();
+        if by_drop {
+            drop(db);
+        } else {
+            db.close().unwrap();
+        }
+        let took = t.elapsed();
+        assert!(
+            took < Duration::from_secs(5),
+            "round {round}: {} took {took:?} with a 10 s interval",
+            if by_drop { "drop" } else { "close" }
+        );
+    }
+    let db = Db::open_default(&path).unwrap();
+    for round in 0..2u32 {
+        for i in 0..100u32 {
+            assert_eq!(
+                db.get(format!("r{round}-{i}")).unwrap(),
+                Some(b"v".to_vec()),
+                "round {round}, key {i}"
+            );
+        }
+    }
 }
