@@ -93,10 +93,14 @@ pub fn db_options(kw: Option<&Bound<'_, PyDict>>) -> PyResult<(Options, bool)> {
             "max_background_compactions" => o.max_background_compactions = positive(&v, &key)?,
             "wal_flush_interval" => {
                 let s: f64 = v.extract()?;
-                if !(0.0..=3600.0).contains(&s) {
-                    return Err(InvalidArgumentError::new_err(
-                        "wal_flush_interval is in seconds, 0 to 3600",
-                    ));
+                // The engine's cap (`Options::MAX_WAL_FLUSH_INTERVAL`),
+                // checked here too: `from_secs_f64` panics on a negative,
+                // NaN or huge value.
+                let max = Options::MAX_WAL_FLUSH_INTERVAL.as_secs_f64();
+                if !(0.0..=max).contains(&s) {
+                    return Err(InvalidArgumentError::new_err(format!(
+                        "wal_flush_interval is in seconds, 0 to {max}, not {s}"
+                    )));
                 }
                 o.wal_flush_interval = Duration::from_secs_f64(s);
             }

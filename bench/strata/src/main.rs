@@ -181,7 +181,7 @@ fn open_with(dir: &Path, tweak: impl FnOnce(&mut Options)) -> Result<Db> {
     let mut opts = Options {
         memtable_size: 64 << 20,
         block_cache_bytes: 256 << 20,
-        max_background_compactions: cores(),
+        max_background_compactions: cores().min(Options::MAX_BACKGROUND_COMPACTIONS),
         ..Options::default()
     };
     opts.sst.compression = CompressionType::Snappy;

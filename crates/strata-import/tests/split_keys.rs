@@ -50,6 +50,8 @@ fn run(dir: &Path, sublevels: bool) -> (Vec<Bounds>, Vec<TableInfo>) {
                 l0_compaction_threshold: 100,
                 ..CompactionOptions::default()
             },
+            // At or above the threshold, or the open refuses it.
+            l0_stop_sublevels: 100,
             event_listener: Some(events.clone()),
             ..Options::default()
         },

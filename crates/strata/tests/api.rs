@@ -1,7 +1,7 @@
 //! The public API as a user meets it: the std iterators (both ends mixed,
 //! ranges, prefixes) against a model, snapshot reads across compactions,
 //! and the errors for misuse (a foreign snapshot, a second open, a path
-//! that is not a database).
+//! that is not a database, options the database could not run with).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -9,7 +9,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
-use strata::{Db, Error, Options, ReadOptions, Snapshot};
+use std::time::{Duration, Instant};
+use strata::{
+    CompactionOptions, CompressionType, Db, Error, Options, ReadOptions, Snapshot, SstOptions,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -445,4 +448,369 @@ fn options_that_would_hang_writes_are_refused_at_open() {
         db.put(i.to_be_bytes(), "v").unwrap();
     }
     assert_eq!(db.iter().count(), 20);
+}
+
+/// `Options` with one compaction option changed.
+fn with_compaction(f: impl FnOnce(&mut CompactionOptions)) -> Options {
+    let mut o = Options::default();
+    f(&mut o.compaction);
+    o
+}
+
+/// Option values a user audit found `open` accepting and the database then
+/// panicking on (a level multiplier of 0 divides by zero), aborting on (a
+/// thread per compaction slot: a million of them), hanging on (an L0 stop
+/// below every L0 compaction trigger, so writes wait for a compaction that
+/// never starts) or failing every flush with (a compression Strata reads
+/// but cannot write). Each is refused by `open` and `open_read_only` as
+/// `InvalidArgument` naming every option involved and what is allowed,
+/// before anything is created. The values just inside each range open.
+#[test]
+fn options_that_panicked_aborted_or_hung_are_refused_at_open() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db");
+    let stop_conflict: &[&str] = &[
+        "l0_stop_sublevels",
+        "compaction.l0_compaction_threshold",
+        "compaction.l0_compaction_file_threshold",
+        "never starts",
+    ];
+    let cases: Vec<(&[&str], Options)> = vec![
+        (
+            &["compaction.level_multiplier", "allowed: 1 or more"],
+            with_compaction(|c| c.level_multiplier = 0),
+        ),
+        (
+            &["max_background_compactions", "allowed: 1 to 256"],
+            Options {
+                max_background_compactions: 1_000_000,
+                ..Options::default()
+            },
+        ),
+        (
+            &["max_background_compactions", "allowed: 1 to 256"],
+            Options {
+                max_background_compactions: 257,
+                ..Options::default()
+            },
+        ),
+        // The audit's first hang: stop 1 under the default trigger (4
+        // sublevels, 200 files); puts blocked for good after ~6,000.
+        (
+            stop_conflict,
+            Options {
+                l0_stop_sublevels: 1,
+                l0_slowdown_sublevels: 1,
+                ..Options::default()
+            },
+        ),
+        // The second: a trigger of 50 over the default stop (24), the file
+        // count term off.
+        (
+            stop_conflict,
+            with_compaction(|c| {
+                c.l0_compaction_threshold = 50;
+                c.l0_compaction_file_threshold = 0;
+            }),
+        ),
+        // A file-count trigger above the stop does not make it safe:
+        // whether memtables still queued at the stop flush enough files
+        // to reach it is a race.
+        (
+            stop_conflict,
+            with_compaction(|c| {
+                c.l0_compaction_threshold = 50;
+                c.l0_compaction_file_threshold = 25;
+            }),
+        ),
+        // Classic L0 picking stops on the same depth.
+        (
+            stop_conflict,
+            Options {
+                l0_stop_sublevels: 3,
+                l0_slowdown_sublevels: 2,
+                compaction: CompactionOptions {
+                    l0_sublevels: false,
+                    l0_compaction_threshold: 4,
+                    l0_compaction_file_threshold: 0,
+                    ..CompactionOptions::default()
+                },
+                ..Options::default()
+            },
+        ),
+        (
+            &[
+                "l0_slowdown_sublevels",
+                "allowed: 1 to l0_stop_sublevels (24)",
+            ],
+            Options {
+                l0_slowdown_sublevels: 0,
+                ..Options::default()
+            },
+        ),
+        (
+            &[
+                "sst.compression",
+                "Zlib",
+                "allowed: None, Snappy, Lz4, Zstd",
+            ],
+            Options {
+                sst: SstOptions {
+                    compression: CompressionType::Zlib,
+                    ..SstOptions::default()
+                },
+                ..Options::default()
+            },
+        ),
+        (
+            &["wal_flush_interval", "3600s", "allowed: 0 to 60s"],
+            Options {
+                wal_flush_interval: Duration::from_secs(3600),
+                ..Options::default()
+            },
+        ),
+        (
+            &["wal_flush_interval", "allowed: 0 to 60s"],
+            Options {
+                wal_flush_interval: Duration::MAX,
+                ..Options::default()
+            },
+        ),
+    ];
+    let unwritable = [
+        CompressionType::Bzip2,
+        CompressionType::Lz4hc,
+        CompressionType::Xpress,
+    ]
+    .map(|compression| {
+        let opts = Options {
+            sst: SstOptions {
+                compression,
+                ..SstOptions::default()
+            },
+            ..Options::default()
+        };
+        (
+            &["sst.compression", "allowed: None, Snappy, Lz4, Zstd"][..],
+            opts,
+        )
+    });
+    for (names, opts) in cases.into_iter().chain(unwritable) {
+        let what = format!("{names:?} ({opts:?})");
+        match Db::open(&path, opts.clone()) {
+            Err(Error::InvalidArgument(m)) => {
+                for name in names {
+                    assert!(m.contains(name), "{what}: {m:?} does not say {name:?}");
+                }
+            }
+            Err(e) => panic!("{what}: {e}"),
+            Ok(_) => panic!("{what}: opened"),
+        }
+        assert!(
+            !path.exists(),
+            "{what}: the refused open created the directory"
+        );
+        assert!(
+            matches!(
+                Db::open_read_only(&path, opts),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{what}: read-only"
+        );
+    }
+    // Just inside: each opens, takes a write and closes. (0 compaction
+    // threads and an L0 threshold of 0 are each taken as 1.)
+    let inside = [
+        with_compaction(|c| c.level_multiplier = 1),
+        Options {
+            max_background_compactions: 0,
+            ..Options::default()
+        },
+        with_compaction(|c| c.l0_compaction_threshold = 0),
+        Options {
+            max_background_compactions: Options::MAX_BACKGROUND_COMPACTIONS,
+            ..Options::default()
+        },
+        // The stop at the depth trigger.
+        Options {
+            l0_stop_sublevels: 1,
+            l0_slowdown_sublevels: 1,
+            compaction: CompactionOptions {
+                l0_compaction_threshold: 1,
+                l0_compaction_file_threshold: 0,
+                ..CompactionOptions::default()
+            },
+            ..Options::default()
+        },
+        // Below the depth trigger but at the file-count trigger.
+        with_compaction(|c| {
+            c.l0_compaction_threshold = 50;
+            c.l0_compaction_file_threshold = 24;
+        }),
+        Options {
+            wal_flush_interval: Options::MAX_WAL_FLUSH_INTERVAL,
+            ..Options::default()
+        },
+    ];
+    for opts in inside {
+        let what = format!("{opts:?}");
+        let db = Db::open(&path, opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+        db.put("k", "v").unwrap();
+        db.close().unwrap();
+    }
+}
+
+/// Writes a few thousand overlapping keys through 4 KiB memtables with
+/// `opts`, on a thread of their own; fails if they have not finished,
+/// read back and closed within 30 s (a hang, not a speed: they take a few
+/// seconds). Returns the database's stalls by cause.
+fn writes_finish(what: &str, opts: Options) -> Vec<(String, u64)> {
+    const KEYS: u64 = 3000;
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let db = Db::open(&path, opts).unwrap();
+        // A stride through the key space, so each flush spans it and L0's
+        // files stack.
+        for i in 0..KEYS {
+            let k = (i * 7919) % KEYS;
+            db.put(format!("key{k:06}"), [b'v'; 64]).unwrap();
+        }
+        assert_eq!(db.iter().count() as u64, KEYS);
+        let stalls = db
+            .metrics()
+            .stalls
+            .iter()
+            .map(|s| (s.cause.clone(), s.count))
+            .collect::<Vec<_>>();
+        db.close().unwrap();
+        let _ = tx.send(stalls);
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(stalls) => stalls,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: {KEYS} puts did not finish in 30 s (writes hung)")
+        }
+        Err(e) => panic!("{what}: the writer failed ({e}; its panic is printed above)"),
+    }
+}
+
+/// The smallest accepted gaps between the L0 stop and the L0 compaction
+/// triggers (none: the stop at the trigger) keep writes moving, in both
+/// L0 picking modes and on the file-count trigger; before `open` refused
+/// the stop below the triggers, these were the values one step from a
+/// hang.
+#[test]
+fn writes_at_the_smallest_accepted_l0_stop_do_not_hang() {
+    let small = |stop: usize, slowdown: usize, c: CompactionOptions| Options {
+        memtable_size: 4 << 10,
+        l0_stop_sublevels: stop,
+        l0_slowdown_sublevels: slowdown,
+        compaction: c,
+        ..Options::default()
+    };
+    // Stop at depth 1 with the depth trigger at 1: every flush stops the
+    // writes until L0 is compacted.
+    let stalls = writes_finish(
+        "stop 1, threshold 1",
+        small(
+            1,
+            1,
+            CompactionOptions {
+                l0_compaction_threshold: 1,
+                l0_compaction_file_threshold: 0,
+                ..CompactionOptions::default()
+            },
+        ),
+    );
+    assert!(
+        stalls
+            .iter()
+            .any(|(cause, n)| cause.contains("stop") && cause.contains("l0") && *n > 0),
+        "the writes never reached the stop, so the boundary went untested: {stalls:?}"
+    );
+    writes_finish(
+        "classic picking, stop 2, threshold 2",
+        small(
+            2,
+            1,
+            CompactionOptions {
+                l0_sublevels: false,
+                l0_compaction_threshold: 2,
+                l0_compaction_file_threshold: 0,
+                ..CompactionOptions::default()
+            },
+        ),
+    );
+    writes_finish(
+        "stop 3 at the file-count trigger 3, depth trigger 50",
+        small(
+            3,
+            2,
+            CompactionOptions {
+                l0_compaction_threshold: 50,
+                l0_compaction_file_threshold: 3,
+                ..CompactionOptions::default()
+            },
+        ),
+    );
+    writes_finish(
+        "level multiplier 1",
+        small(
+            24,
+            12,
+            CompactionOptions {
+                level_multiplier: 1,
+                l0_compaction_threshold: 2,
+                base_level_bytes: 16 << 10,
+                target_file_size: 8 << 10,
+                ..CompactionOptions::default()
+            },
+        ),
+    );
+}
+
+/// `close` (and drop) wakes the WAL thread rather than waiting out its
+/// `wal_flush_interval`: with a 10 s interval a close took 10 s (and one
+/// of `u64::MAX` seconds never returned), because the thread slept the
+/// whole interval and shutdown joins it. The unsynced writes are still
+/// there after reopening: shutdown syncs the WAL itself. The 5 s bound is
+/// for a hang, not a speed (a close takes milliseconds).
+#[test]
+fn close_does_not_wait_out_the_wal_flush_interval() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db");
+    let opts = Options {
+        wal_flush_interval: Duration::from_secs(10),
+        ..Options::default()
+    };
+    for (round, by_drop) in [(0u32, false), (1, true)] {
+        let db = Db::open(&path, opts.clone()).unwrap();
+        for i in 0..100u32 {
+            db.put(format!("r{round}-{i}"), "v").unwrap();
+        }
+        let t = Instant::now();
+        if by_drop {
+            drop(db);
+        } else {
+            db.close().unwrap();
+        }
+        let took = t.elapsed();
+        assert!(
+            took < Duration::from_secs(5),
+            "round {round}: {} took {took:?} with a 10 s interval",
+            if by_drop { "drop" } else { "close" }
+        );
+    }
+    let db = Db::open_default(&path).unwrap();
+    for round in 0..2u32 {
+        for i in 0..100u32 {
+            assert_eq!(
+                db.get(format!("r{round}-{i}")).unwrap(),
+                Some(b"v".to_vec()),
+                "round {round}, key {i}"
+            );
+        }
+    }
 }

@@ -16,6 +16,9 @@ fn opts() -> Options {
             l0_compaction_threshold: 100,
             ..CompactionOptions::default()
         },
+        // A stop below the threshold is refused (writes stopped there
+        // would wait for a compaction that never starts).
+        l0_stop_sublevels: 100,
         ..Options::default()
     }
 }
@@ -493,6 +496,7 @@ fn excise_opts() -> Options {
             target_file_size: 2 << 10,
             ..CompactionOptions::default()
         },
+        l0_stop_sublevels: 100,
         ..Options::default()
     }
 }

@@ -50,7 +50,10 @@ use std::sync::Arc;
 /// # let _ = opts;
 /// ```
 pub struct CompactionOptions {
-    /// L0 depth (sublevels) at which L0 scores 1.
+    /// L0 depth (sublevels) at which L0 scores 1 (0 is taken as 1). At
+    /// most `Options::l0_stop_sublevels` unless
+    /// `l0_compaction_file_threshold` is (writes stopped below both would
+    /// wait for a compaction that never starts; `Db::open` refuses it).
     pub l0_compaction_threshold: usize,
     /// L0 file count (files not being compacted) at which L0 scores 1,
     /// whatever its depth; 0 turns the count term off. Pebble's
@@ -63,7 +66,9 @@ pub struct CompactionOptions {
     /// one sublevel), which cost a table-cache entry, a descriptor and a
     /// MANIFEST record each and are cheap to merge. W5 with 2 MiB Lbase
     /// slices (`lbase_split_bytes`, not the default) peaks at 310 files
-    /// and would compact on this term as well as on depth.
+    /// and would compact on this term as well as on depth. A nonzero
+    /// value at most `Options::l0_stop_sublevels` also makes the stop safe
+    /// (see `l0_compaction_threshold`).
     pub l0_compaction_file_threshold: usize,
     /// Pick L0 compactions from the sublevel structure (and split flushes
     /// at sublevel boundaries); off: classic whole-overlap L0 picking.
@@ -71,7 +76,9 @@ pub struct CompactionOptions {
     /// Target size of Lbase; each level below is `level_multiplier` times
     /// larger.
     pub base_level_bytes: u64,
-    /// Size ratio between consecutive levels below Lbase.
+    /// Size ratio between consecutive levels below Lbase. At least 1
+    /// (level targets are divided by it; 1 gives every level the bottom
+    /// level's size).
     pub level_multiplier: u64,
     /// Output files are cut at this size.
     pub target_file_size: u64,

@@ -1239,7 +1239,9 @@ impl CommitPipeline {
         // rate that halves with every sublevel past the soft limit.
         let depth = db.l0_depth.load(Ordering::Relaxed);
         let debt = db.debt.load(Ordering::Relaxed);
-        let over_depth = depth.saturating_sub(o.l0_slowdown_sublevels as u64 - 1);
+        // (`Options::check` keeps the slowdown at 1 or more; saturating
+        // anyway, as a wrapped 0 would turn the slowdown off.)
+        let over_depth = depth.saturating_sub((o.l0_slowdown_sublevels as u64).saturating_sub(1));
         let cause = if over_depth > 0 {
             Some("slowdown: l0 sublevels")
         } else if debt >= o.slowdown_debt_bytes {

@@ -212,7 +212,7 @@ fn try_move(
     let single =
         c.inputs.len() == 1 && c.output_inputs.is_empty() && c.start_level != c.output_level;
     if !single
-        || gp > 10 * db.opts.compaction.target_file_size
+        || gp > db.opts.compaction.target_file_size.saturating_mul(10)
         || c.inputs[0].num_range_deletions > 0
     {
         return None;

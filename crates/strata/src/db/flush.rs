@@ -224,7 +224,7 @@ fn write_l0(db: &DbInner, imm: &Arc<dyn Flushable>, job: u64) -> Result<Vec<File
         CutPolicy {
             split_keys: l0_split_keys(db, &v),
             grandparents: v.files(base).to_vec(),
-            max_grandparent_overlap: 2 * o.target_file_size,
+            max_grandparent_overlap: o.target_file_size.saturating_mul(2),
             target_file_size: 0,
         }
     } else {

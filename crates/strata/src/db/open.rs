@@ -432,11 +432,11 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
 /// foreground writes. After [`FLUSHER_IDLE_ROUNDS`] intervals with nothing
 /// to do it parks until a write frames bytes for it (`commit`'s
 /// `wake_flusher`), so an idle database, or one loaded only by ingestion,
-/// does not wake it a thousand times a second.
+/// does not wake it a thousand times a second. A close wakes it from
+/// either wait ([`wait_interval`]).
 fn wal_flush_loop(db: Arc<DbInner>) {
     let mut idle = 0;
-    while !db.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
-        std::thread::sleep(db.opts.wal_flush_interval);
+    while wait_interval(&db, db.opts.wal_flush_interval) {
         match db.commit.flush_wal(&db) {
             Err(e) => {
                 db.set_bg_error(e);
@@ -454,6 +454,38 @@ fn wal_flush_loop(db: Arc<DbInner>) {
 
 /// Intervals with nothing to write after which the WAL thread parks.
 const FLUSHER_IDLE_ROUNDS: u32 = 16;
+
+/// The WAL thread's wait between rounds: `interval`, cut short when the
+/// database shuts down; returns whether it is still running. A parked
+/// wait, not a sleep, because `Db::shutdown` joins this thread: a sleep
+/// made every close (and drop) wait out the rest of the interval (10 s for
+/// a 10 s interval). Shutdown sets `shutting_down` and then unparks the
+/// thread, so whichever of the flag check and the park comes first, the
+/// wait ends at once (an unpark before the park leaves a token that makes
+/// it return). Other early returns (a writer's stale `wake_flusher`
+/// token, a spurious wake-up) park again for the rest of the interval.
+fn wait_interval(db: &DbInner, interval: std::time::Duration) -> bool {
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+    // No deadline (an interval past what `Instant` can hold): the wait
+    // ends only at shutdown.
+    let deadline = Instant::now().checked_add(interval);
+    loop {
+        if db.shutting_down.load(Ordering::SeqCst) {
+            return false;
+        }
+        match deadline {
+            None => std::thread::park(),
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return true;
+                }
+                std::thread::park_timeout(d - now);
+            }
+        }
+    }
+}
 
 /// Marks the number of every WAL, table and MANIFEST in `names` as used,
 /// so no file allocated from `versions` overwrites one (`repair` too, whose

@@ -11,6 +11,14 @@
 //! writes. A synced write also makes every earlier write durable (the WAL is
 //! one file, synced up to its end). `Db::close` and dropping the `Db` sync
 //! the WAL; `Db::flush` writes the memtables to table files.
+//!
+//! Validation: `Options::check` is the one gate every open passes (read-write
+//! and read-only) before it touches the directory. Each option's doc comment
+//! states its allowed range, and `check` refuses a value outside it with
+//! `Error::InvalidArgument` naming the field and the range. It refuses
+//! exactly the values and combinations that would panic, abort or leave
+//! writes waiting for ever; values that are merely slow (a 1-byte memtable
+//! flushes on every write) are the caller's choice.
 
 use super::Snapshot;
 pub use crate::compaction::picker::CompactionOptions;
@@ -47,29 +55,47 @@ pub struct Options {
     /// Fail if a database already exists there (default: false).
     pub error_if_exists: bool,
     /// A memtable is rotated onto the immutable queue when it reaches this
-    /// many bytes.
+    /// many bytes. At least 1. Not clamped upward (RocksDB raises small
+    /// values to 64 KiB): a memtable of a few bytes is flushed after every
+    /// write, which is slow but correct, and tests use tiny memtables to
+    /// make flushes and compactions happen.
     pub memtable_size: usize,
     /// Immutable memtables waiting for flush; writers stop when the queue is
-    /// full (the memtable is then full too).
+    /// full (the memtable is then full too). At least 1.
     pub max_immutable_memtables: usize,
     /// Byte budget of the block cache shared by all tables.
     pub block_cache_bytes: usize,
     /// Table readers kept open.
     pub max_open_files: usize,
     /// How flushes build table files (the `external` flag is ignored).
+    /// `sst.compression` must be one Strata writes (`None`, `Snappy`,
+    /// `Lz4`, `Zstd`): the others are read from existing tables only, and
+    /// the first flush would fail.
     pub sst: SstOptions,
     /// File system; `None` for the operating system's. Tests use
     /// [`MemVfs`](crate::vfs::MemVfs).
     pub vfs: Option<Arc<dyn Vfs>>,
     /// How levels are sized and compactions picked.
     pub compaction: CompactionOptions,
-    /// Compactions that may run at once (default: the number of cores).
+    /// Compactions that may run at once, each on a thread of its own
+    /// started at open: 1 to [`Options::MAX_BACKGROUND_COMPACTIONS`] (256).
+    /// Default: the number of cores, at most 256. 0 is taken as 1: it does
+    /// not turn compactions off (without them L0 would deepen until writes
+    /// stopped for good). Values past the cap are refused: a million asked
+    /// for a million threads and the process aborted.
     pub max_background_compactions: usize,
-    /// L0 depth (sublevels) at which writes are slowed down.
+    /// L0 depth (sublevels) at which writes are slowed down: 1 to
+    /// `l0_stop_sublevels`.
     pub l0_slowdown_sublevels: usize,
-    /// L0 depth at which writes stop until compactions catch up. Keep it
-    /// at or above `compaction.l0_compaction_threshold`: below it, L0 is
-    /// not compacted at the depth that stops writes, and they stay stopped.
+    /// L0 depth at which writes stop until compactions catch up. At least
+    /// 1, and at least `compaction.l0_compaction_threshold` unless it is
+    /// at least a nonzero `compaction.l0_compaction_file_threshold`: the
+    /// stop must be a depth at which L0 is compacted. Below both, L0 is
+    /// not compacted at the depth that stops writes (once the memtables
+    /// already queued are flushed, nothing adds to it while they are
+    /// stopped), and they stay stopped; `open` refuses it.
+    /// (L0 scores on its depth, or on its file count, which is never
+    /// smaller than its depth: see `compaction::picker`.)
     pub l0_stop_sublevels: usize,
     /// Compaction debt (bytes) at which writes are slowed down.
     pub slowdown_debt_bytes: u64,
@@ -86,7 +112,11 @@ pub struct Options {
     /// durable when they return. With a nonzero interval the WAL thread
     /// also prepares the next WAL and memtable and, after a memtable
     /// rotation, syncs the old WAL and starts its flush, all within one
-    /// interval, so keep it short.
+    /// interval, so keep it short. At most
+    /// [`Options::MAX_WAL_FLUSH_INTERVAL`] (60 s): the interval is how much
+    /// unsynced data a process crash may lose, and a longer one is far
+    /// more likely a unit mistake (seconds for milliseconds) than a
+    /// choice. `close` does not wait for the interval to end.
     pub wal_flush_interval: Duration,
     /// A foreground write that waits this long or longer on one cause (a
     /// memtable rotation, the WAL, a stop, the commit queue) is logged as a
@@ -162,7 +192,8 @@ impl Default for Options {
             compaction: CompactionOptions::default(),
             max_background_compactions: std::thread::available_parallelism()
                 .map(|n| n.get())
-                .unwrap_or(2),
+                .unwrap_or(2)
+                .min(Options::MAX_BACKGROUND_COMPACTIONS),
             l0_slowdown_sublevels: 12,
             l0_stop_sublevels: 24,
             slowdown_debt_bytes: 4 << 30,
@@ -178,11 +209,42 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Refuses values with which writes could never proceed, before `open`
-    /// creates or reads anything: a memtable of no bytes or a queue of no
-    /// immutable memtables (every write would wait for room that never
-    /// comes), an L0 stop at depth 0 (every write would stop), or a
-    /// slowdown deeper than the stop (RocksDB sanitises the same).
+    /// The most compaction threads an open starts
+    /// ([`Options::max_background_compactions`]). Compactions run on
+    /// disjoint key ranges of the tree, so far fewer than this ever find
+    /// work at once; the cap keeps a mistyped value from asking the
+    /// operating system for a thread per slot (a million aborted the
+    /// process after about 16,000).
+    pub const MAX_BACKGROUND_COMPACTIONS: usize = 256;
+
+    /// The longest [`Options::wal_flush_interval`]: a minute of unsynced
+    /// writes that a process crash may lose.
+    pub const MAX_WAL_FLUSH_INTERVAL: Duration = Duration::from_secs(60);
+
+    /// Refuses values with which `open` or the database would fail later
+    /// (a panic, an abort, a write that never returns, a flush that always
+    /// fails), before `open` creates or reads anything. Each message names
+    /// the option, its value and the allowed range.
+    ///
+    /// - A memtable of no bytes or a queue of no immutable memtables: every
+    ///   write would wait for room that never comes.
+    /// - An L0 stop at depth 0 (every write would stop), a slowdown at
+    ///   depth 0 (its depth arithmetic starts at 1) or deeper than the stop
+    ///   (RocksDB sanitises the same).
+    /// - An L0 stop at a depth that triggers no L0 compaction: below
+    ///   `compaction.l0_compaction_threshold` and below (or without) a
+    ///   `compaction.l0_compaction_file_threshold`. At the stop L0 is at
+    ///   least `l0_stop_sublevels` deep and holds at least that many files
+    ///   (the depth counts files stacked on one key), so one of the two terms
+    ///   of L0's score is 1 or more exactly when the stop reaches a
+    ///   threshold; else the writers wait for a compaction the picker
+    ///   never picks (once the queued memtables are flushed, nothing
+    ///   deepens L0 while they wait).
+    /// - `compaction.level_multiplier` 0 (level targets divide by it).
+    /// - `max_background_compactions` above
+    ///   [`Options::MAX_BACKGROUND_COMPACTIONS`] (0 is taken as 1).
+    /// - An `sst.compression` Strata reads but cannot write.
+    /// - A `wal_flush_interval` above [`Options::MAX_WAL_FLUSH_INTERVAL`].
     pub(crate) fn check(&self) -> crate::Result<()> {
         let bad = |what: String| Err(crate::Error::invalid(format!("Options: {what}")));
         if self.memtable_size == 0 {
@@ -198,11 +260,67 @@ impl Options {
         if self.l0_stop_sublevels == 0 {
             return bad("l0_stop_sublevels must be at least 1 (0 stops every write)".into());
         }
+        if self.l0_slowdown_sublevels == 0 {
+            return bad(format!(
+                "l0_slowdown_sublevels is 0; allowed: 1 to l0_stop_sublevels ({})",
+                self.l0_stop_sublevels
+            ));
+        }
         if self.l0_slowdown_sublevels > self.l0_stop_sublevels {
             return bad(format!(
                 "l0_slowdown_sublevels ({}) is above l0_stop_sublevels ({}): writes would stop \
                  before they slow down",
                 self.l0_slowdown_sublevels, self.l0_stop_sublevels
+            ));
+        }
+        let c = &self.compaction;
+        let stop = self.l0_stop_sublevels;
+        // The picker takes a threshold of 0 as 1 (`picker::l0_terms`).
+        let by_depth = stop >= c.l0_compaction_threshold.max(1);
+        let by_count = c.l0_compaction_file_threshold > 0 && stop >= c.l0_compaction_file_threshold;
+        if !by_depth && !by_count {
+            let files = match c.l0_compaction_file_threshold {
+                0 => "0, off".to_string(),
+                n => n.to_string(),
+            };
+            return bad(format!(
+                "l0_stop_sublevels ({stop}) is below compaction.l0_compaction_threshold ({}) \
+                 and compaction.l0_compaction_file_threshold ({files}): writes would stop at an \
+                 L0 depth that triggers no L0 compaction, and wait for ever for a compaction \
+                 that never starts; allowed: l0_stop_sublevels at least \
+                 compaction.l0_compaction_threshold, or at least a nonzero \
+                 compaction.l0_compaction_file_threshold",
+                c.l0_compaction_threshold
+            ));
+        }
+        if c.level_multiplier == 0 {
+            return bad(
+                "compaction.level_multiplier is 0; allowed: 1 or more (the size ratio between \
+                 levels, which level targets are divided by)"
+                    .into(),
+            );
+        }
+        let max = Options::MAX_BACKGROUND_COMPACTIONS;
+        if self.max_background_compactions > max {
+            return bad(format!(
+                "max_background_compactions is {}; allowed: 1 to {max}, or 0 for 1 (each is a \
+                 thread started at open)",
+                self.max_background_compactions
+            ));
+        }
+        if !self.sst.compression.can_write() {
+            return bad(format!(
+                "sst.compression is {:?}, which Strata reads but cannot write (the first flush \
+                 would fail); allowed: None, Snappy, Lz4, Zstd",
+                self.sst.compression
+            ));
+        }
+        if self.wal_flush_interval > Options::MAX_WAL_FLUSH_INTERVAL {
+            return bad(format!(
+                "wal_flush_interval is {:?}; allowed: 0 to {:?} (the window of unsynced \
+                 writes a process crash may lose)",
+                self.wal_flush_interval,
+                Options::MAX_WAL_FLUSH_INTERVAL
             ));
         }
         Ok(())
