@@ -296,7 +296,7 @@ fn bounds(
 /// itself, which is what a hard link and the removal of a moved file act
 /// on); the path as given, lexically normalised, when neither resolves (a
 /// path that does not exist, refused when it is opened).
-fn resolved_names(vfs: &dyn Vfs, path: &Path) -> Vec<PathBuf> {
+pub(crate) fn resolved_names(vfs: &dyn Vfs, path: &Path) -> Vec<PathBuf> {
     let mut names = Vec::new();
     if let Ok(p) = vfs.canonicalize(path) {
         names.push(p);
@@ -327,9 +327,13 @@ fn resolved_names(vfs: &dyn Vfs, path: &Path) -> Vec<PathBuf> {
 /// and the database may delete any of it. The one exception is the
 /// scratch directory (`Db::scratch_dir`), the tools' own, which the
 /// database never reads: the import writes its files there and ingests
-/// them.
-fn outside_the_directory(vfs: &dyn Vfs, dir: &Path, paths: &[PathBuf]) -> Result<()> {
-    let dirs = resolved_names(vfs, dir);
+/// them. `dirs` are the names `dir` resolves to, found at open.
+fn outside_the_directory(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    dirs: &[PathBuf],
+    paths: &[PathBuf],
+) -> Result<()> {
     let in_db = |n: &PathBuf| {
         dirs.iter()
             .any(|d| n.starts_with(d) && !n.starts_with(filenames::scratch(d)))
@@ -1174,7 +1178,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     let vfs = db.vfs.as_ref();
     // Before anything is read or changed: a file the database may already
     // own is no file to hand it.
-    outside_the_directory(vfs, &db.dir, paths)?;
+    outside_the_directory(vfs, &db.dir, &db.dir_names, paths)?;
     let tables = paths
         .iter()
         .map(|p| open_to_ingest(vfs, p, ChecksumRule::of(&db.opts)))

@@ -319,6 +319,10 @@ pub struct Metrics {
 
 pub(crate) struct DbInner {
     pub dir: PathBuf,
+    /// The names `dir` resolves to, found once at open: every ingestion
+    /// refuses paths under them (`ingest::outside_the_directory`), and two
+    /// `realpath`s per call were about 5% of W3's ingest call.
+    pub dir_names: Vec<PathBuf>,
     pub vfs: Arc<dyn Vfs>,
     pub opts: Options,
     sv: RwLock<Arc<SuperVersion>>,

@@ -335,8 +335,10 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     };
     let vfs_for_events = Arc::clone(&vfs);
     let listener = opts.event_listener.clone();
+    let dir_names = super::ingest::resolved_names(vfs.as_ref(), dir);
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
+        dir_names,
         vfs,
         opts,
         sv: RwLock::new(Arc::new(sv)),
