@@ -70,10 +70,11 @@ impl Created {
         match std::fs::remove_dir_all(&self.path) {
             // Said, since the error may speak of what the command left in
             // the database (a direct or batch import's rows).
-            Ok(()) => e.context(format!(
-                "the database {} this command created was removed again, with all it held",
+            Ok(()) => anyhow::anyhow!(
+                "{e:#} (the database {} this command created was removed again, with all \
+                 it held)",
                 self.path.display()
-            )),
+            ),
             Err(re) => e.context(format!(
                 "(and removing the database {} this command created failed: {re})",
                 self.path.display()
