@@ -232,6 +232,8 @@ pub struct BundleSummary {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn ingest_table(db: &Db, dir: &Path, opts: &BundleOptions) -> Result<BundleSummary> {
+    // One import or bundle at a time per database (`catalog::exclusive`).
+    let _only = catalog::exclusive(db);
     let m = BundleManifest::read(dir)?;
     let mpath = dir.join(MANIFEST_NAME);
     let schema = Schema::parse(&m.schema)

@@ -6,13 +6,52 @@
 //! whether it has a hidden row id. The catalog key of a new table is
 //! written in the same ingestion as its data, so a table is visible exactly
 //! when all its rows are. Table ids are allocated as one more than the
-//! largest in the catalog; one import at a time per database (the `Db`'s
-//! directory lock already ensures that across processes).
+//! largest in the catalog; one import at a time per database: the `Db`'s
+//! directory lock ensures that across processes, and [`exclusive`] within
+//! one (threads sharing a `Db`, as Python's may).
 
 use crate::encode::key::SYSTEM_SPACE;
 use crate::error::{Error, Result};
 use crate::schema::{Column, ColumnType, Index, Table};
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex};
 use strata::Db;
+
+/// The databases (by scratch directory: one per open database) with an
+/// import or bundle ingestion running in this process.
+static RUNNING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Signalled when an import ends.
+static ENDED: Condvar = Condvar::new();
+
+/// Held by an import (or bundle ingestion) for its whole run: the next one
+/// on the same database waits for it. Two at once raced: each checked its
+/// keys against the table before the other's rows were there, so both
+/// "succeeded" with overlapping primary keys (a row lost, its unique
+/// index's entries left pointing at the other row), and two new tables
+/// could be given one id (a user audit, with two Python threads).
+pub struct Exclusive {
+    key: PathBuf,
+}
+
+/// Waits until no other import runs on `db` in this process, then holds
+/// it off until the returned guard is dropped.
+pub fn exclusive(db: &Db) -> Exclusive {
+    let key = db.scratch_dir();
+    let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+    while running.contains(&key) {
+        running = ENDED.wait(running).unwrap_or_else(|p| p.into_inner());
+    }
+    running.push(key.clone());
+    Exclusive { key }
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+        running.retain(|k| *k != self.key);
+        ENDED.notify_all();
+    }
+}
 
 const CATALOG_PREFIX: &[u8] = b"\x00catalog/";
 const HEADER: &str = "strata-table 1";

@@ -411,6 +411,8 @@ fn first_mismatch<'a, T: PartialEq>(
 /// deletes them.
 pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> Result<Summary> {
     opts.dialect.check().map_err(Error::invalid)?;
+    // One import at a time per database (`catalog::exclusive`).
+    let _only = catalog::exclusive(db);
     if let Some(r) = &opts.rejects {
         check_rejects_path(db, r, inputs)?;
     }

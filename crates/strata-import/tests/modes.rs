@@ -340,3 +340,72 @@ fn a_key_an_earlier_unit_wrote_is_found_in_every_later_unit() {
         }
     }
 }
+
+/// Imports from threads sharing one `Db` run one at a time: two at once
+/// each checked its keys against the table before the other's rows were
+/// there, so both succeeded with overlapping primary keys under `error`,
+/// a row was lost and its unique index's entries pointed at the other row
+/// (a user audit, from two Python threads). Now exactly one of two
+/// overlapping imports fails with a duplicate, whatever the mode, and two
+/// imports creating different tables at once get different ids.
+#[test]
+fn imports_from_threads_sharing_a_db_run_one_at_a_time() {
+    let schema = Schema::parse(
+        "CREATE TABLE t (id INT PRIMARY KEY, v TEXT); CREATE UNIQUE INDEX t_v ON t (v);
+         CREATE TABLE u (id INT PRIMARY KEY, v TEXT);",
+    )
+    .unwrap();
+    for (mode, _) in modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open_default(dir.path().join("db")).unwrap();
+        let text = |tag: &str| -> Vec<u8> {
+            (0..2000)
+                .map(|i| format!("{i},{tag}{i}\n"))
+                .collect::<String>()
+                .into_bytes()
+        };
+        let a = write(dir.path(), "a.csv", &text("a"));
+        let b = write(dir.path(), "b.csv", &text("b"));
+        let opts = ImportOptions {
+            mode,
+            threads: 1,
+            memory: 4 << 20,
+            ..ImportOptions::default()
+        };
+        let t = schema.table("t").unwrap();
+        let (ra, rb) = std::thread::scope(|s| {
+            let x = s.spawn(|| import(&db, t, std::slice::from_ref(&a), &opts));
+            let y = s.spawn(|| import(&db, t, std::slice::from_ref(&b), &opts));
+            (x.join().unwrap(), y.join().unwrap())
+        });
+        assert!(
+            ra.is_ok() != rb.is_ok(),
+            "{mode:?}: exactly one import may succeed: {:?} / {:?}",
+            ra.as_ref().map(|s| s.rows),
+            rb.as_ref().map(|s| s.rows)
+        );
+        let e = ra.err().or(rb.err()).unwrap();
+        assert!(
+            matches!(e, strata_import::Error::Duplicate { .. }),
+            "{mode:?}: {e}"
+        );
+        let tr = strata_import::table::TableReader::open(&db, "t").unwrap();
+        assert_eq!(tr.count().unwrap(), 2000, "{mode:?}");
+        assert_eq!(tr.count_index(1).unwrap(), 2000, "{mode:?}: index entries");
+        // New tables created at once get their own ids.
+        let c = write(dir.path(), "c.csv", &text("c"));
+        let u = schema.table("u").unwrap();
+        let mut t2 = t.clone();
+        t2.name = "t2".into();
+        std::thread::scope(|s| {
+            let x = s.spawn(|| import(&db, u, std::slice::from_ref(&c), &opts));
+            let y = s.spawn(|| import(&db, &t2, std::slice::from_ref(&c), &opts));
+            x.join().unwrap().unwrap();
+            y.join().unwrap().unwrap();
+        });
+        for name in ["t", "u", "t2"] {
+            let tr = strata_import::table::TableReader::open(&db, name).unwrap();
+            assert_eq!(tr.count().unwrap(), 2000, "{mode:?}: table {name}");
+        }
+    }
+}
