@@ -359,8 +359,9 @@ impl SstWriter {
                 "sequence number {seq} is too large"
             )));
         }
-        // Before the key is copied (`add_parsed` checks it again for
-        // entries added by internal key).
+        // A block stores lengths in 32 bits: a longer key or value would
+        // wrap and write a table that reads as something else. Checked
+        // before the key is copied (`add_ikey` checks its own entries).
         if let Some(why) = crate::db::write_batch::too_long(user_key, value) {
             return Err(Error::invalid(format!("{}: {why}", self.name)));
         }
@@ -390,6 +391,9 @@ impl SstWriter {
         let kind = p.value_kind().ok_or_else(|| {
             Error::invalid(format!("{}: unknown value kind {:#x}", self.name, p.kind))
         })?;
+        if let Some(why) = crate::db::write_batch::too_long(p.user_key, value) {
+            return Err(Error::invalid(format!("{}: {why}", self.name)));
+        }
         self.add_parsed(ikey, p.user_key, p.seq, kind, value)
     }
 
@@ -416,11 +420,6 @@ impl SstWriter {
             return Err(Error::invalid(
                 "range tombstones are added with add_range_tombstone",
             ));
-        }
-        // A block stores lengths in 32 bits: a longer key or value would
-        // wrap and write a table that reads as something else.
-        if let Some(why) = crate::db::write_batch::too_long(user_key, value) {
-            return Err(Error::invalid(format!("{}: {why}", self.name)));
         }
         // The order check and the block's prefix compression both need
         // the prefix this key shares with the one before: measured once,
