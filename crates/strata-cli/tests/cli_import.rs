@@ -711,7 +711,7 @@ fn a_schema_without_the_table_says_what_it_holds() {
     );
     let (ok, _, err) = run("empty.sql");
     assert!(
-        !ok && err.contains("defines no table c (it holds no CREATE TABLE at all)"),
+        !ok && err.contains("empty.sql: schema: the schema is empty: it declares no table"),
         "{err}"
     );
     assert!(!d.path().join("db").exists());
