@@ -6,13 +6,11 @@
 //! costs no more than the encoding itself; `entries(row)` gives one entry
 //! per index (primary first), each `(index number, key, value)`.
 
-use crate::errors::import_err;
 use crate::errors::InvalidArgumentError;
-use crate::table::{pick_table, row_values, schema_text};
+use crate::table::{parse_schema, pick_table, row_values};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use strata_import::codec::TableCodec;
-use strata_import::schema::Schema;
 
 /// Encodes rows of one table into the entries of all its indexes.
 #[pyclass(name = "TableEncoder", module = "strata._strata", frozen)]
@@ -30,7 +28,7 @@ impl TableEncoder {
         if table_id == 0 {
             return Err(InvalidArgumentError::new_err("table ids start at 1"));
         }
-        let schema = Schema::parse(&schema_text(schema)?).map_err(import_err)?;
+        let schema = parse_schema(schema)?;
         Ok(TableEncoder {
             codec: TableCodec::new(pick_table(&schema, table)?, table_id),
         })

@@ -14,7 +14,7 @@ use crate::handle::Handle;
 use crate::table_scan::{Cursor, TableScan};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use strata::ReadOptions;
 use strata_import::codec::TableCodec;
@@ -149,16 +149,37 @@ pub(crate) fn py_row<'py>(
     }
 }
 
-/// `schema=`: DDL text, or the path of a file holding it.
-pub(crate) fn schema_text(o: &Bound<'_, PyAny>) -> PyResult<String> {
-    if let Ok(s) = o.cast::<PyString>() {
-        let s = s.to_str()?;
-        if s.to_ascii_lowercase().contains("create") && s.contains('(') {
-            return Ok(s.to_string());
+/// `schema=`, parsed. A path object (`pathlib.Path`, any `os.PathLike`)
+/// is a file to read. A `str` is a file to read when it names an existing
+/// file, and a file name too when it holds neither white space nor a
+/// parenthesis (no DDL lacks both: `"schema.sql"`, a file that is missing,
+/// is an `IoError`, not a parse error); any other `str` is the DDL itself,
+/// so text that is not DDL gets the parser's error with its line and
+/// column, and `""` "the schema is empty". An error in a file's DDL names
+/// the file.
+pub(crate) fn parse_schema(o: &Bound<'_, PyAny>) -> PyResult<Schema> {
+    let path: PathBuf = match o.cast::<PyString>() {
+        Ok(s) => {
+            let s = s.to_str()?;
+            let p = Path::new(s);
+            let name_like = !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || c == '(');
+            if !p.is_file() && !name_like {
+                return Schema::parse(s).map_err(import_err);
+            }
+            p.to_path_buf()
         }
-    }
-    let p: PathBuf = o.extract()?;
-    std::fs::read_to_string(&p).map_err(|e| import_err(strata_import::Error::io(&p, e)))
+        Err(_) => o.extract()?,
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| import_err(strata_import::Error::io(&path, e)))?;
+    Schema::parse(&text).map_err(|e| {
+        import_err(match e {
+            strata_import::Error::Schema(m) => {
+                strata_import::Error::schema(format!("{}: {m}", path.display()))
+            }
+            e => e,
+        })
+    })
 }
 
 /// The table named `table` (or the only one) of the schema.
@@ -320,7 +341,7 @@ pub fn import_csv<'py>(
             .map(|p| p.display().to_string())
             .collect(),
     };
-    let schema = Schema::parse(&schema_text(schema)?).map_err(import_err)?;
+    let schema = parse_schema(schema)?;
     let def = pick_table(&schema, table)?;
     let opts = ImportOptions {
         dialect: dialect(format, delimiter, quote, escape, header, null)?,
@@ -650,7 +671,7 @@ fn codec_for(
     table: Option<&str>,
     table_id: u32,
 ) -> PyResult<TableCodec> {
-    let schema = Schema::parse(&schema_text(schema)?).map_err(import_err)?;
+    let schema = parse_schema(schema)?;
     Ok(TableCodec::new(pick_table(&schema, table)?, table_id))
 }
 

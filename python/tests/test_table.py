@@ -2,6 +2,7 @@
 
 import datetime
 import decimal
+import re
 
 import pytest
 
@@ -135,6 +136,45 @@ def test_import_errors_leave_nothing(db, tmp_path):
         strata.encode_key(SCHEMA, "item", (1, "a"), table_id=1)
     with pytest.raises(strata.InvalidArgumentError):
         strata.encode_row(SCHEMA, "item", (1, None, None, None, None, None, None, None))
+
+
+def test_schema_text_or_file(db, tmp_path, monkeypatch):
+    """A str is a file only if it names one (or cannot be DDL: no white
+    space, no parenthesis); other text is parsed as DDL, so text that is
+    not DDL gets the parser's error with its place, not "No such file"."""
+    csv = tmp_path / "items.csv"
+    write_csv(csv, ROWS, header=False)
+    bad = {
+        "CRATE TABLE t (a INT)": "found: CRATE at Line: 1, Column: 1",
+        "": "the schema is empty",
+        "  -- only a comment\n": "the schema is empty",
+        "CREATE TEMP TABLE t (a INT)": "line 1: `CREATE TEMPORARY TABLE t (a INT)`: TEMPORARY (line 1, column 8) is not supported",
+        "CREATE TABLE t (a INT);\nSET x = 1": "line 2: `SET x = 1`",
+    }
+    for text, says in bad.items():
+        with pytest.raises(strata.SchemaError, match=re.escape(says)):
+            db.import_csv([csv], schema=text)
+        with pytest.raises(strata.SchemaError, match=re.escape(says)):
+            strata.TableEncoder(text, None, 1)
+        with pytest.raises(strata.SchemaError, match=re.escape(says)):
+            strata.encode_row(text, None, ROWS[0])
+    # A missing file is a missing file (as a str without white space, or a
+    # path object); one that exists is read, whatever its name.
+    for missing in ["missing.sql", str(tmp_path / "missing.sql"), tmp_path / "missing.sql"]:
+        with pytest.raises(strata.IoError, match="No such file"):
+            db.import_csv([csv], schema=missing)
+    odd = tmp_path / "my schema (v2).sql"
+    odd.write_text(SCHEMA)
+    assert db.import_csv([csv], schema=str(odd), table="item")["rows"] == len(ROWS)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.sql").write_text(SCHEMA)
+    assert strata.TableEncoder("s.sql", "item", 1).input_columns[0] == "id"
+    # A file's DDL error names the file.
+    broken = tmp_path / "broken.sql"
+    broken.write_text("CREATE TABLE t (a INT);\nCREATE TABLE a ()")
+    with pytest.raises(strata.SchemaError, match=re.escape(f"{broken}: line 2: `CREATE TABLE a ()`: table a (line 2, column 14) has no columns")):
+        db.import_csv([csv], schema=broken)
+    assert db.tables() == ["item"]
 
 
 def test_import_rejects_file_must_not_exist(db, tmp_path):
