@@ -247,6 +247,23 @@ impl Db {
         Ok(py.detach(|| h.with(|db| Ok(db.flush()?)))?)
     }
 
+    /// Makes a checkpoint in `path`, a new directory outside the
+    /// database's: a database of its own (open it with `strata.DB`)
+    /// holding every write and ingestion made before the call. Tables are
+    /// hard-linked where the file system allows, else copied; the memtable
+    /// is flushed first. Returns a dict: sequence (every operation up to it
+    /// is in the checkpoint), tables, bytes, copied.
+    fn checkpoint<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+        let h = &self.handle;
+        let info = py.detach(|| h.with(|db| Ok(db.checkpoint(&path)?)))?;
+        let d = PyDict::new(py);
+        d.set_item("sequence", info.sequence)?;
+        d.set_item("tables", info.tables)?;
+        d.set_item("bytes", info.bytes)?;
+        d.set_item("copied", info.copied)?;
+        Ok(d)
+    }
+
     /// Compacts every file overlapping `[start, end]` (None: unbounded)
     /// down the tree.
     #[pyo3(signature = (start=None, end=None))]

@@ -293,6 +293,23 @@ def test_flush_compact_metrics(db):
     assert list(db.keys())[:2] == [b"0000", b"0001"]
 
 
+def test_checkpoint(tmp_path):
+    with strata.DB(tmp_path / "db") as db:
+        for i in range(2000):
+            db[b"%05d" % i] = b"v%d" % i
+        info = db.checkpoint(tmp_path / "cp")
+        db[b"after"] = b"1"
+        assert info["sequence"] == 2000 and info["tables"] >= 1
+        assert info["copied"] == 0 and info["bytes"] > 0
+        with pytest.raises(strata.InvalidArgumentError, match="already exists"):
+            db.checkpoint(tmp_path / "cp")
+        with pytest.raises(strata.InvalidArgumentError, match="inside the database"):
+            db.checkpoint(tmp_path / "db" / "cp")
+    with strata.DB(tmp_path / "cp") as cp:
+        assert len(list(cp.keys())) == 2000
+        assert cp[b"01999"] == b"v1999" and b"after" not in cp
+
+
 def test_metrics_report_write_waits(tmp_path):
     # Small memtables, so writes rotate them (and may wait doing so).
     with strata.DB(tmp_path / "w", memtable_size=64 << 10) as db:

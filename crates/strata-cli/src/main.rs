@@ -32,6 +32,7 @@ macro_rules! out {
 
 mod bench;
 mod check_cmd;
+mod checkpoint_cmd;
 mod codec;
 mod crash_cmd;
 mod demo;
@@ -103,6 +104,8 @@ enum Cmd {
         /// Database directory (must exist).
         db: PathBuf,
     },
+    /// Copy a database into a new directory, openable on its own (tables hard-linked where possible).
+    Checkpoint(checkpoint_cmd::CheckpointArgs),
     /// Salvage a database that will not open (damaged MANIFEST or CURRENT,
     /// missing tables) and report exactly what was lost, including any SQL
     /// table whose indexes no longer match its rows.
@@ -158,6 +161,7 @@ fn main() -> ExitCode {
         Cmd::Ingest(a) => ingest_cmd::ingest(a),
         Cmd::IngestTable(a) => ingest_table_cmd::run(a),
         Cmd::Lsm { db } => lsm::lsm(&db),
+        Cmd::Checkpoint(a) => checkpoint_cmd::run(a),
         Cmd::Repair(a) => repair_cmd::run(a),
         Cmd::Bench(c) => bench::run(c),
         Cmd::Stress(a) => stress::stress(a),

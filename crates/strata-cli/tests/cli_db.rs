@@ -286,3 +286,50 @@ fn ingest_move_says_when_a_file_stays() {
         assert!(out.contains("was copied, not moved"), "{out}");
     }
 }
+
+/// `strata checkpoint`: a copy that opens on its own with the database's
+/// data (unflushed writes included), independent of the database after;
+/// an existing target or a missing database is refused, creating nothing.
+#[test]
+fn checkpoint_copies_a_database_that_opens_on_its_own() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let input = d.path().join("in.txt");
+    let text: String = (0..3000).map(|i| format!("k{i:05} ==> v{i}\n")).collect();
+    std::fs::write(&input, text).unwrap();
+    let db = db.to_str().unwrap();
+    assert!(strata(&["kv", "load", db, input.to_str().unwrap()]).0);
+    assert!(strata(&["kv", "put", db, "late", "1"]).0);
+    let cp = d.path().join("cp");
+    let cp = cp.to_str().unwrap();
+    let (ok, out, err) = strata(&["checkpoint", db, cp]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with(&format!("checkpoint {cp} of {db}: ")),
+        "{out}"
+    );
+    assert!(out.contains("hard-linked"), "{out}");
+    assert!(strata(&["kv", "put", db, "after", "1"]).0);
+    let dump = |p: &str| strata(&["kv", "dump", p]).1;
+    let (a, b) = (dump(db), dump(cp));
+    assert_eq!(b.lines().count(), 3001, "{}", &b[..200.min(b.len())]);
+    assert!(
+        b.contains("late ==> 1") && !b.contains("after"),
+        "checkpoint"
+    );
+    assert!(a.contains("after ==> 1"), "database");
+    assert!(strata(&["check", cp]).0, "check of the checkpoint");
+    // Refusals change nothing.
+    let (ok, _, err) = strata(&["checkpoint", db, cp]);
+    assert!(!ok && err.contains("already exists"), "{err}");
+    assert_eq!(dump(cp), b);
+    let missing = d.path().join("missing");
+    let other = d.path().join("cp2");
+    let (ok, _, err) = strata(&[
+        "checkpoint",
+        missing.to_str().unwrap(),
+        other.to_str().unwrap(),
+    ]);
+    assert!(!ok, "{err}");
+    assert!(!missing.exists() && !other.exists());
+}

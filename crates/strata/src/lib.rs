@@ -119,6 +119,7 @@ pub mod wal;
 mod wal;
 
 pub use db::{
+    checkpoint::CheckpointInfo,
     ingest::{IngestOptions, IngestResult},
     repair::RepairReport,
     thread_write_waits,

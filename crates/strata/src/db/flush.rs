@@ -370,14 +370,23 @@ fn obsolete_files(db: &DbInner, st: &mut MutexGuard<'_, super::DbState>) -> Vec<
     doomed
 }
 
-/// Blocks until the immutable queue is empty (or a background error).
+/// Blocks until every memtable and ingestion queued when it was called is
+/// flushed (or a background error). Entries queued meanwhile are not waited
+/// for: writers that keep sealing memtables as fast as they are flushed
+/// would otherwise keep the queue from ever being empty, and `Db::flush`
+/// (or a checkpoint) would never return.
 pub(crate) fn wait_for_flushes(db: &DbInner) -> Result<()> {
     let mut st = db.state.lock();
+    // The queue is in order of sequence numbers: the newest entry's last
+    // number marks where the entries to wait for end.
+    let Some(upto) = st.imm.back().map(|f| f.last_seq()) else {
+        return db.bg_error().map_or(Ok(()), Err);
+    };
     loop {
         if let Some(e) = db.bg_error() {
             return Err(e);
         }
-        if st.imm.is_empty() {
+        if st.imm.front().is_none_or(|f| f.last_seq() > upto) {
             return Ok(());
         }
         db.bg_cv.notify_all();

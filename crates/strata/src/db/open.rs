@@ -363,6 +363,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         l0_depth: AtomicU64::new(0),
         debt: AtomicU64::new(0),
         lock: Mutex::new(Some(lock)),
+        checkpoint_gate: parking_lot::RwLock::new(()),
     });
     if !read_only {
         // Whatever a killed tool left in the scratch directory (the

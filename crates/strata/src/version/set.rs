@@ -419,7 +419,6 @@ impl VersionSet {
     }
 
     /// Queued ingestions with this sequence number or lower are in the tree.
-    #[cfg(any(test, feature = "internals"))]
     pub fn ingested_seq(&self) -> u64 {
         self.ingested_seq
     }
@@ -559,6 +558,25 @@ fn add_queued(queued: &mut BTreeMap<u64, Vec<FileMeta>>, files: &[FileMeta]) {
             queued.entry(s).or_default().push(f.clone());
         }
     }
+}
+
+/// Writes MANIFEST-`number` in `dir` holding `edit` alone (a snapshot of a
+/// version with its numbers), synced, for a directory that has no MANIFEST
+/// yet: a checkpoint's (`db::checkpoint`). CURRENT is left to the caller
+/// (`set_current`), so the directory is a database only once it is written.
+pub fn write_snapshot_manifest(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    number: u64,
+    mut edit: VersionEdit,
+) -> Result<()> {
+    let path = filenames::manifest(dir, number);
+    let mut framer = Framer::new(path.display().to_string());
+    edit.comparator = Some(COMPARATOR.to_string());
+    let rec = framer.frame(&edit.encode())?;
+    let mut file = vfs.create(&path)?;
+    file.append(&rec)?;
+    file.sync()
 }
 
 /// Points CURRENT at MANIFEST-`number`, atomically.

@@ -1,0 +1,541 @@
+//! `Db::checkpoint` checked against a model: each checkpoint, opened on its
+//! own, holds exactly what the database held when it was taken, whatever
+//! came before (flushes, queued and excising ingestions, range deletions,
+//! compactions, reopens) and whatever the database and the checkpoint do
+//! after it; beside concurrent writers and ingestions it is a prefix that
+//! includes everything acknowledged before the call; and a checkpoint cut
+//! short by an error or a power cut is never opened as a database holding
+//! something else.
+//!
+//! `STRATA_MODEL_SEEDS=n` runs n seeds of the model test instead of the
+//! default.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use strata::sstable::{SstOptions, SstWriter};
+use strata::vfs::{FaultVfs, MemVfs, Vfs};
+use strata::{Db, IngestOptions, Options, WriteBatch, WriteOptions};
+use support::{file_ingestion, ingestible_sst, CreateGate, GatedVfs};
+
+#[path = "support/gated_vfs.rs"]
+mod support;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn seeds(default: u64) -> u64 {
+    std::env::var("STRATA_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+fn dump(db: &Db) -> Model {
+    db.iter().collect::<strata::Result<Model>>().unwrap()
+}
+
+fn key(rng: &mut StdRng) -> Vec<u8> {
+    format!("k{:03}", rng.gen_range(0..100)).into_bytes()
+}
+
+/// An ingestible SST of random keys `k000`..`k099`, and its entries.
+fn random_sst(vfs: &dyn Vfs, rng: &mut StdRng, path: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut kvs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.gen_range(1..30))
+        .map(|_| (key(rng), vec![b'i'; rng.gen_range(0..60)]))
+        .collect();
+    kvs.sort();
+    kvs.dedup_by(|a, b| a.0 == b.0);
+    let mut w = SstWriter::create_in(vfs, path, SstOptions::for_ingestion()).unwrap();
+    for (k, v) in &kvs {
+        w.put(k, v).unwrap();
+    }
+    w.finish().unwrap();
+    kvs
+}
+
+fn describe(m: &Model, got: &Model) -> String {
+    let missing: Vec<_> = m
+        .iter()
+        .filter(|(k, v)| got.get(*k) != Some(v))
+        .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+        .take(5)
+        .collect();
+    let extra: Vec<_> = got
+        .keys()
+        .filter(|k| !m.contains_key(*k))
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .take(5)
+        .collect();
+    format!(
+        "{} keys expected, {} found; wrong or missing {missing:?}, extra {extra:?}",
+        m.len(),
+        got.len()
+    )
+}
+
+/// Random operations on a database with a small memtable (so flushes,
+/// queued ingestions and compactions happen); a checkpoint at random
+/// points, each checked at once and again at the end, after the database
+/// and the other checkpoints went on changing.
+#[test]
+fn checkpoints_hold_what_the_database_held_when_taken() {
+    let mut taken = 0;
+    for seed in 0..seeds(60) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let o = || Options {
+            vfs: Some(vfs.clone()),
+            memtable_size: 4 << 10,
+            max_immutable_memtables: 1,
+            ..Options::default()
+        };
+        let mut db = Db::open("/db", o()).unwrap();
+        let mut model = Model::new();
+        let mut checkpoints: Vec<(PathBuf, Model)> = Vec::new();
+        for step in 0..80 {
+            match rng.gen_range(0..20) {
+                0..=8 => {
+                    let (k, v) = (key(&mut rng), vec![b'p'; rng.gen_range(0..200)]);
+                    db.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                }
+                9 => {
+                    let k = key(&mut rng);
+                    db.delete(&k).unwrap();
+                    model.remove(&k);
+                }
+                10 => {
+                    let (a, b) = (key(&mut rng), key(&mut rng));
+                    let (a, b) = (a.clone().min(b.clone()), a.max(b));
+                    let mut batch = WriteBatch::new();
+                    batch.delete_range(&a, &b);
+                    db.write(batch, &WriteOptions::default()).unwrap();
+                    model.retain(|k, _| !(a <= *k && *k < b));
+                }
+                11..=13 => {
+                    let p = PathBuf::from(format!("/in/{seed}-{step}.sst"));
+                    let kvs = random_sst(vfs.as_ref(), &mut rng, &p);
+                    let excise = rng.gen_bool(0.3).then(|| {
+                        let (a, b) = (key(&mut rng), key(&mut rng));
+                        (a.clone().min(b.clone()), a.max(b))
+                    });
+                    let excise = excise.filter(|(a, b)| a < b);
+                    db.ingest(
+                        &[p],
+                        &IngestOptions {
+                            excise: excise.clone(),
+                            ..IngestOptions::default()
+                        },
+                    )
+                    .unwrap();
+                    if let Some((a, b)) = excise {
+                        model.retain(|k, _| !(a <= *k && *k < b));
+                    }
+                    model.extend(kvs);
+                }
+                14 => db.flush().unwrap(),
+                15 => db.compact_range(None, None).unwrap(),
+                16 => {
+                    db.close().unwrap();
+                    db = Db::open("/db", o()).unwrap();
+                }
+                _ => {
+                    let dir = PathBuf::from(format!("/cp{step}"));
+                    let info = db.checkpoint(&dir).unwrap();
+                    assert!(info.sequence <= db.latest_sequence());
+                    let cp = Db::open(&dir, o()).unwrap();
+                    let got = dump(&cp);
+                    assert!(
+                        got == model,
+                        "seed {seed} step {step}: checkpoint just taken: {}",
+                        describe(&model, &got)
+                    );
+                    // The checkpoint is a database of its own: writes to it
+                    // stay in it.
+                    cp.put("only-in-the-checkpoint", "x").unwrap();
+                    cp.close().unwrap();
+                    let mut m = model.clone();
+                    m.insert(b"only-in-the-checkpoint".to_vec(), b"x".to_vec());
+                    checkpoints.push((dir, m));
+                    taken += 1;
+                }
+            }
+        }
+        // The database went on (compactions removed tables the checkpoints
+        // share); each checkpoint still holds its moment.
+        db.compact_range(None, None).unwrap();
+        assert_eq!(dump(&db), model, "seed {seed}: the database itself");
+        db.close().unwrap();
+        for (dir, m) in &checkpoints {
+            let cp = Db::open(dir, o()).unwrap();
+            cp.compact_range(None, None).unwrap();
+            let got = dump(&cp);
+            assert!(
+                got == *m,
+                "seed {seed}: {} at the end: {}",
+                dir.display(),
+                describe(m, &got)
+            );
+            cp.close().unwrap();
+        }
+        let db = Db::open("/db", o()).unwrap();
+        assert_eq!(
+            dump(&db),
+            model,
+            "seed {seed}: the database after reopening"
+        );
+        db.close().unwrap();
+    }
+    assert!(taken > 50, "checkpoints taken: {taken}");
+}
+
+/// A writer and an ingester run while checkpoints are taken: every
+/// checkpoint holds a prefix of each one's operations (keys `w000000000..`,
+/// files `x000000..`), at least as long as what was acknowledged before the
+/// call. A non-overlapping ingestion placed in the tree after the
+/// checkpoint's flush, with writes numbered before it still in the
+/// memtable, would break the prefix: the checkpoint holds ingestions off
+/// while it flushes.
+#[test]
+fn checkpoints_beside_writers_and_ingestions_are_prefixes() {
+    let root = tempfile::tempdir().unwrap();
+    // Memtables large enough that most flushes are the checkpoints' own:
+    // an ingestion during one lands above the flushed sequence number.
+    let opts = || Options {
+        memtable_size: 4 << 20,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open(root.path().join("db"), opts()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let ingested = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (db, stop, written) = (db.clone(), stop.clone(), written.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                db.put(format!("w{i:09}"), [b'v'; 100]).unwrap();
+                i += 1;
+                if i.is_multiple_of(64) {
+                    // Paced, so that a checkpoint has a moderate number of
+                    // keys to read.
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                written.store(i, Ordering::SeqCst);
+            }
+        })
+    };
+    let ingester = {
+        let (db, stop, ingested) = (db.clone(), stop.clone(), ingested.clone());
+        let files = root.path().join("files");
+        std::fs::create_dir(&files).unwrap();
+        std::thread::spawn(move || {
+            let mut j = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let p = files.join(format!("{j}.sst"));
+                let mut w = SstWriter::create(&p, SstOptions::for_ingestion()).unwrap();
+                w.put(format!("x{j:06}"), b"ingested").unwrap();
+                w.finish().unwrap();
+                db.ingest(&[&p], &IngestOptions::default()).unwrap();
+                j += 1;
+                ingested.store(j, Ordering::SeqCst);
+            }
+        })
+    };
+    for n in 0..15 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let (w0, i0) = (
+            written.load(Ordering::SeqCst),
+            ingested.load(Ordering::SeqCst),
+        );
+        let dir = root.path().join(format!("cp{n}"));
+        let info = db.checkpoint(&dir).unwrap();
+        let cp = Db::open(&dir, opts()).unwrap();
+        let keys: Vec<Vec<u8>> = cp.iter().map(|kv| kv.unwrap().0).collect();
+        cp.close().unwrap();
+        let ws: Vec<&Vec<u8>> = keys.iter().filter(|k| k[0] == b'w').collect();
+        let xs: Vec<&Vec<u8>> = keys.iter().filter(|k| k[0] == b'x').collect();
+        for (i, k) in ws.iter().enumerate() {
+            assert_eq!(
+                **k,
+                format!("w{i:09}").into_bytes(),
+                "checkpoint {n}: writes"
+            );
+        }
+        for (j, k) in xs.iter().enumerate() {
+            assert_eq!(
+                **k,
+                format!("x{j:06}").into_bytes(),
+                "checkpoint {n}: ingestions"
+            );
+        }
+        assert!(
+            ws.len() as u64 >= w0 && xs.len() as u64 >= i0,
+            "checkpoint {n} (sequence {}) holds {} writes and {} ingestions; {w0} and {i0} \
+             were acknowledged before it",
+            info.sequence,
+            ws.len(),
+            xs.len()
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    ingester.join().unwrap();
+    assert!(ingested.load(Ordering::SeqCst) > 5, "ingestions ran");
+}
+
+/// What a checkpoint refuses, before it changes anything.
+#[test]
+fn a_checkpoint_refuses_an_existing_directory_one_inside_the_database_and_a_read_only_open() {
+    let root = tempfile::tempdir().unwrap();
+    let dbdir = root.path().join("db");
+    let db = Db::open_default(&dbdir).unwrap();
+    db.put("k", "v").unwrap();
+    let exists = root.path().join("exists");
+    std::fs::create_dir(&exists).unwrap();
+    let e = db.checkpoint(&exists).unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    assert!(e.to_string().contains("already exists"), "{e}");
+    assert_eq!(std::fs::read_dir(&exists).unwrap().count(), 0);
+    for inside in [
+        dbdir.join("cp"),
+        dbdir.join("sub/../cp2"),
+        root.path().join("db/x/y"),
+    ] {
+        let e = db.checkpoint(&inside).unwrap_err();
+        assert!(e.to_string().contains("inside the database"), "{e}");
+        assert!(!inside.exists(), "{}", inside.display());
+    }
+    // Through a symbolic link to the database's directory.
+    let link = root.path().join("link");
+    std::os::unix::fs::symlink(&dbdir, &link).unwrap();
+    let e = db.checkpoint(link.join("cp")).unwrap_err();
+    assert!(e.to_string().contains("inside the database"), "{e}");
+    db.close().unwrap();
+    let ro = Db::open_read_only(&dbdir, Options::default()).unwrap();
+    let e = ro.checkpoint(root.path().join("cp")).unwrap_err();
+    assert!(e.is_not_supported(), "{e}");
+    assert!(!root.path().join("cp").exists());
+}
+
+/// A checkpoint that fails at any file-system call removes what it made
+/// and leaves the database as it was; a power cut at any point leaves a
+/// directory that either opens with exactly the database's data or is
+/// refused (no CURRENT), never one that opens with something else.
+#[test]
+fn a_checkpoint_cut_short_is_never_taken_for_a_database() {
+    let setup = |vfs: &Arc<FaultVfs>| -> (Db, Model) {
+        let dynvfs: Arc<dyn Vfs> = vfs.clone();
+        let db = Db::open(
+            "/db",
+            Options {
+                vfs: Some(dynvfs),
+                memtable_size: 8 << 10,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let mut model = Model::new();
+        for i in 0..300u32 {
+            let (k, v) = (format!("k{:04}", i * 7 % 300), format!("v{i}"));
+            db.put(&k, &v).unwrap();
+            model.insert(k.into_bytes(), v.into_bytes());
+        }
+        // Synced, so that the source keeps every write across a power cut
+        // (the memtable still holds some: the checkpoint flushes them).
+        let mut b = WriteBatch::new();
+        b.put("synced", "1");
+        db.write(b, &WriteOptions { sync: true }).unwrap();
+        model.insert(b"synced".to_vec(), b"1".to_vec());
+        (db, model)
+    };
+    let opts = |vfs: FaultVfs| {
+        let vfs: Arc<dyn Vfs> = Arc::new(vfs);
+        Options {
+            vfs: Some(vfs),
+            ..Options::default()
+        }
+    };
+    // How many mutating calls a checkpoint makes.
+    let calls = {
+        let vfs = Arc::new(FaultVfs::new());
+        let (db, _) = setup(&vfs);
+        let count = |v: &FaultVfs| -> u64 {
+            strata::vfs::fault::Op::ALL
+                .iter()
+                .filter(|o| o.is_mutating())
+                .map(|&o| v.count(o))
+                .sum()
+        };
+        let before = count(&vfs);
+        db.checkpoint("/cp").unwrap();
+        count(&vfs) - before
+    };
+    assert!(calls > 5, "{calls} calls");
+    let (mut opened, mut refused) = (0, 0);
+    for n in 0..calls {
+        let vfs = Arc::new(FaultVfs::new());
+        let (db, model) = setup(&vfs);
+        vfs.cut_power_after(n);
+        let r = db.checkpoint("/cp");
+        assert!(
+            r.is_err(),
+            "cut after {n} of {calls}: the checkpoint succeeded"
+        );
+        drop(db);
+        let image = vfs.crash_image().unwrap();
+        // Read-only, so that a directory that is no database is refused
+        // rather than made one.
+        let has_current = image.exists(Path::new("/cp/CURRENT"));
+        match Db::open_read_only("/cp", opts(image.crash_clone())) {
+            Ok(cp) => {
+                let got = dump(&cp);
+                assert!(
+                    got == model,
+                    "cut after {n}: the checkpoint opened: {}",
+                    describe(&model, &got)
+                );
+                opened += 1;
+            }
+            Err(e) => {
+                assert!(
+                    !has_current,
+                    "cut after {n}: CURRENT there, yet refused: {e}"
+                );
+                refused += 1;
+            }
+        }
+        let db = Db::open("/db", opts(image)).unwrap();
+        assert_eq!(dump(&db), model, "cut after {n}: the database");
+    }
+    // A cut after the last call of the checkpoint is outside it; every cut
+    // inside left no database behind.
+    assert!(refused > 0, "{opened} opened, {refused} refused");
+    for n in 1..=calls {
+        for op in [strata::vfs::fault::Op::Create, strata::vfs::fault::Op::Sync] {
+            let vfs = Arc::new(FaultVfs::new());
+            let (db, model) = setup(&vfs);
+            vfs.inject(strata::vfs::fault::Fault::eio(op, n));
+            let r = db.checkpoint("/cp");
+            vfs.clear_fault();
+            if r.is_ok() {
+                continue; // fewer than n calls of this kind
+            }
+            let left = vfs.list(Path::new("/cp")).unwrap();
+            assert!(left.is_empty(), "{op:?} #{n} failed: left {left:?}");
+            // The database goes on (a failed checkpoint's flush may have
+            // stopped it: then a reopen brings it back).
+            let got = match db.put("after", "1") {
+                Ok(()) => dump(&db),
+                Err(_) => {
+                    db.close().ok();
+                    let dynvfs: Arc<dyn Vfs> = vfs.clone();
+                    let db = Db::open(
+                        "/db",
+                        Options {
+                            vfs: Some(dynvfs),
+                            ..Options::default()
+                        },
+                    )
+                    .unwrap();
+                    db.put("after", "1").unwrap();
+                    dump(&db)
+                }
+            };
+            let mut m = model.clone();
+            m.insert(b"after".to_vec(), b"1".to_vec());
+            assert_eq!(got, m, "{op:?} #{n} failed: the database");
+        }
+    }
+}
+
+/// Holds the flush thread's table creations while shut.
+struct FlushGate {
+    shut: Mutex<bool>,
+    cv: Condvar,
+    held: AtomicUsize,
+}
+
+impl CreateGate for FlushGate {
+    fn before_create(&self, path: &Path) {
+        let flush = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("strata-flush"));
+        if !flush || path.extension().is_none_or(|e| e != "sst") {
+            return;
+        }
+        self.held.fetch_add(1, Ordering::SeqCst);
+        let mut shut = self.shut.lock().unwrap();
+        while *shut {
+            shut = self.cv.wait(shut).unwrap();
+        }
+        self.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An ingestion that arrives while a checkpoint flushes waits for it. The
+/// flush is held at a gate; a non-overlapping ingestion from another thread
+/// arrives meanwhile. Placed at once, it would sit in the tree above the
+/// flushed sequence number, ahead of writes numbered before it (the
+/// checkpoint would refuse that tree rather than copy it).
+#[test]
+fn an_ingestion_during_a_checkpoint_waits_for_it() {
+    let vfs = Arc::new(GatedVfs::with_gate(FlushGate {
+        shut: Mutex::new(true),
+        cv: Condvar::new(),
+        held: AtomicUsize::new(0),
+    }));
+    let dynvfs: Arc<dyn Vfs> = vfs.clone();
+    let opts = || Options {
+        vfs: Some(dynvfs.clone()),
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open("/db", opts()).unwrap());
+    for i in 0..100 {
+        db.put(format!("w{i:03}"), "v").unwrap();
+    }
+    let p = ingestible_sst(vfs.as_ref(), Path::new("/in"), "x.sst", &["x"], &[]);
+    let checkpoint = {
+        let db = db.clone();
+        std::thread::spawn(move || db.checkpoint("/cp"))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while vfs.held.load(Ordering::SeqCst) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flush never reached the gate"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let ingested = Arc::new(AtomicBool::new(false));
+    let ingester = {
+        let (db, ingested) = (db.clone(), ingested.clone());
+        std::thread::spawn(move || {
+            db.ingest(&[&p], &file_ingestion()).unwrap();
+            ingested.store(true, Ordering::SeqCst);
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let waited = !ingested.load(Ordering::SeqCst);
+    *vfs.shut.lock().unwrap() = false;
+    vfs.cv.notify_all();
+    let info = checkpoint.join().unwrap().unwrap();
+    ingester.join().unwrap();
+    assert!(
+        waited,
+        "the ingestion went ahead while the checkpoint flushed"
+    );
+    let cp = Db::open_read_only("/cp", opts()).unwrap();
+    let got = dump(&cp);
+    assert_eq!(
+        got.len(),
+        100,
+        "checkpoint at sequence {}: {got:?}",
+        info.sequence
+    );
+    assert_eq!(dump(&db).len(), 101);
+}
