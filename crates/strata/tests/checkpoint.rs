@@ -382,12 +382,17 @@ fn a_checkpoint_cut_short_is_never_taken_for_a_database() {
         let (db, model) = setup(&vfs);
         vfs.cut_power_after(n);
         let r = db.checkpoint("/cp");
-        assert!(
-            r.is_err(),
-            "cut after {n} of {calls}: the checkpoint succeeded"
-        );
         drop(db);
-        let image = vfs.crash_image().unwrap();
+        // Background threads make some of the calls, so a cut near the end
+        // may fall after the checkpoint: then the power goes now, and the
+        // checkpoint, acknowledged, must open.
+        let image = vfs.crash_image().unwrap_or_else(|| vfs.crash_clone());
+        if r.is_ok() {
+            assert!(
+                image.exists(Path::new("/cp/CURRENT")),
+                "cut after {n} of {calls}: acknowledged, but CURRENT is not durable"
+            );
+        }
         // Read-only, so that a directory that is no database is refused
         // rather than made one.
         let has_current = image.exists(Path::new("/cp/CURRENT"));
