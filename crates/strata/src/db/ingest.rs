@@ -17,7 +17,9 @@
 //!    it is crash safe; with `IngestOptions::trust_own_files`, a file
 //!    Strata's writer made for ingestion is read for its bounds only),
 //!    check the files do not overlap each other, and unlink them again if
-//!    any is refused; all through the database's `Vfs`. Strata never writes into an ingested file: its global
+//!    any is refused; all through the database's `Vfs`. A file named twice
+//!    in one call is refused first (`named_once`), in those words: it
+//!    would otherwise be refused as overlapping itself. Strata never writes into an ingested file: its global
 //!    sequence number lives in the MANIFEST.
 //!
 //! **The database owns what it ingests.** No path outside the directory
@@ -351,6 +353,37 @@ fn outside_the_directory(
                 n.display()
             )));
         }
+    }
+    Ok(())
+}
+
+/// Refuses a call that names one file twice (`[p, p]`, or `./p` and `p`,
+/// or a symbolic link and its target: compared by the name each resolves
+/// to, [`resolved_names`]'s first), before anything is read: the file would
+/// otherwise be refused as overlapping itself ("p and p overlap"), which
+/// is not what is wrong (found by a user audit; the CLI said so already).
+fn named_once(vfs: &dyn Vfs, paths: &[PathBuf]) -> Result<()> {
+    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::with_capacity(paths.len());
+    for p in paths {
+        let Some(name) = resolved_names(vfs, p).into_iter().next() else {
+            continue;
+        };
+        if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+            let how = if *first == p {
+                String::new()
+            } else {
+                format!(
+                    " (as {}; both resolve to {})",
+                    first.display(),
+                    name.display()
+                )
+            };
+            return Err(Error::invalid(format!(
+                "{}: is named twice in one ingestion{how}; name each file once",
+                p.display()
+            )));
+        }
+        seen.push((name, p));
     }
     Ok(())
 }
@@ -1179,6 +1212,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     // Before anything is read or changed: a file the database may already
     // own is no file to hand it.
     outside_the_directory(vfs, &db.dir, &db.dir_names, paths)?;
+    named_once(vfs, paths)?;
     let tables = paths
         .iter()
         .map(|p| open_to_ingest(vfs, p, ChecksumRule::of(&db.opts)))
