@@ -265,6 +265,22 @@ fn bad_ingestions_fail_and_change_nothing() {
             assert!(e.contains(&what), "{e}");
         }
     }
+    // A directory is refused as one, not as a file damaged at an offset,
+    // on both paths (batch and files).
+    for small in [0, 1 << 20] {
+        let o = IngestOptions {
+            small_file_bytes: small,
+            ..IngestOptions::default()
+        };
+        let sub = d.path().join("sub");
+        let e = db
+            .ingest(std::slice::from_ref(&sub), &o)
+            .unwrap_err()
+            .to_string();
+        let what = format!("{}: is a directory, not an SST file", sub.display());
+        assert!(e.contains(&what), "{e}");
+        assert!(!e.contains("offset"), "{e}");
+    }
     let e = db
         .ingest(&[a.clone(), dotted.clone()], &files_opts())
         .unwrap_err();

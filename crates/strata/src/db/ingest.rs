@@ -388,14 +388,26 @@ fn named_once(vfs: &dyn Vfs, paths: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// Opens a file to ingest (footer, index, properties: a few reads) and
-/// checks what its footer and properties say; the walk over its blocks is
+/// Opens a file to ingest (footer, index, properties: a few reads; a
+/// directory is refused as one) and checks what its footer and properties
+/// say; the walk over its blocks is
 /// [`walk`]. Under the database's checksum `rule` (`ChecksumRule`) a file
 /// whose footer declares no block checksum is refused: its walk could
 /// verify no block, and the database would serve them unverified.
 fn open_to_ingest(vfs: &dyn Vfs, path: &Path, rule: ChecksumRule) -> Result<Arc<Table>> {
     // Opened with the keys' own sequence numbers, which must all be 0.
-    let t = Table::open_in(vfs, path, TableOptions::default())?;
+    let t = Table::open_in(vfs, path, TableOptions::default()).map_err(|e| {
+        // A directory is no damaged file: say what it is, with no offset
+        // (a user audit: its first read failed "at offset N").
+        if e.io_error().map(|io| io.kind()) == Some(std::io::ErrorKind::IsADirectory) {
+            Error::invalid(format!(
+                "{}: is a directory, not an SST file",
+                path.display()
+            ))
+        } else {
+            e
+        }
+    })?;
     rule.check(&t, "ingestion")?;
     let p = t.properties();
     if let Some(v) = p.external_version {

@@ -211,7 +211,19 @@ impl Vfs for OsVfs {
     }
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let f = File::open(path).map_err(|e| Error::io(p(path), e))?;
-        let len = f.metadata().map_err(|e| Error::io(p(path), e))?.len();
+        let meta = f.metadata().map_err(|e| Error::io(p(path), e))?;
+        if meta.is_dir() {
+            // A directory opens on Unix; refused here, or its first read
+            // fails at an offset as if a file were damaged there.
+            return Err(Error::io(
+                p(path),
+                std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "is a directory, not a file",
+                ),
+            ));
+        }
+        let len = meta.len();
         Ok(Arc::new(OsRandom {
             name: p(path),
             f,
