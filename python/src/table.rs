@@ -284,6 +284,10 @@ fn summary_dict<'py>(py: Python<'py>, s: &strata_import::Summary) -> PyResult<Bo
     d.set_item("merge_write_seconds", s.merge_write.as_secs_f64())?;
     d.set_item("ingest_seconds", s.ingest.as_secs_f64())?;
     d.set_item("levels", s.levels.clone())?;
+    // Units whose rows went in as a write batch (a small import's files are
+    // applied that way): their files are not in `indexes[].files`.
+    d.set_item("units", s.units)?;
+    d.set_item("batch_units", s.batch_units)?;
     d.set_item("write_amplification", s.write_amplification())?;
     let ix = PyList::empty(py);
     for i in &s.indexes {

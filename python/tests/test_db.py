@@ -356,3 +356,23 @@ def test_iterators_and_snapshots_keep_their_database_open(db_path):
     gc.collect()
     # The last holder gone, the directory is free.
     strata.DB(db_path).close()
+
+
+def test_ingest_of_a_file_named_twice_or_a_directory_says_so(db, tmp_path):
+    # One file named twice (here as p and sub/../p) is refused as named
+    # twice, not as overlapping itself; a directory as a directory, with
+    # no offset. Nothing is ingested either way.
+    p = tmp_path / "a.sst"
+    with strata.SstWriter(p) as w:
+        w.put(b"a", b"1")
+    (tmp_path / "sub").mkdir()
+    for other in [p, tmp_path / "sub" / ".." / "a.sst"]:
+        with pytest.raises(strata.InvalidArgumentError) as e:
+            db.ingest([p, other])
+        assert "is named twice in one ingestion" in str(e.value)
+        assert "overlap" not in str(e.value)
+    with pytest.raises(strata.InvalidArgumentError) as e:
+        db.ingest([tmp_path])
+    assert "is a directory, not an SST file" in str(e.value)
+    assert "offset" not in str(e.value)
+    assert list(db.keys()) == []

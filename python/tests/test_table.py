@@ -267,3 +267,18 @@ def test_a_table_keeps_its_database_open(db, db_path, tmp_path):
     gc.collect()
     # The database was closed when the last object went: it opens again.
     strata.DB(db_path).close()
+
+
+def test_a_small_import_counts_a_batch_and_no_files(db, tmp_path):
+    # A few rows are applied by the database as a write batch, not as
+    # files: the summary counts a batch unit and no files (it said one
+    # file of 1.8 KB for a row that was never in a file of the tree).
+    csv = tmp_path / "items.csv"
+    write_csv(csv, ROWS)
+    schema = tmp_path / "s.sql"
+    schema.write_text(SCHEMA)
+    s = db.import_csv([csv], schema=schema, table="item", header=True)
+    assert (s["units"], s["batch_units"]) == (1, 1)
+    assert all(i["files"] == 0 and i["file_bytes"] == 0 for i in s["indexes"])
+    assert s["levels"] == []
+    assert db.table("item").count() == len(ROWS)

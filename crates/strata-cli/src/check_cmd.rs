@@ -6,7 +6,11 @@
 //! dropped an index's file leaves every file sound and the table wrong).
 //! Prints each problem with its file and offset (or its table and index),
 //! and fails (exit status 1) if there is any; warnings (what a crash leaves
-//! and recovery repairs) are printed but do not fail.
+//! and recovery repairs) are printed but do not fail. A database another
+//! process has open (its `LOCK` held, asked without taking it) is said so
+//! first: the files change under the check, so its findings are a
+//! snapshot, and a table no version names is then work in progress, not a
+//! crash's leftover (the library words those warnings so).
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -23,6 +27,20 @@ pub fn run(a: CheckArgs) -> Result<()> {
     // without CURRENT or MANIFEST) is refused by the check itself, in the
     // words opening it uses.
     let r = strata::check::check_dir(&a.db)?;
+    if r.in_use.is_held() {
+        let by = match r.in_use {
+            strata::vfs::LockState::HeldElsewhere { pid: Some(pid) } => {
+                format!("another process (pid {pid})")
+            }
+            _ => "another process".to_string(),
+        };
+        outln!(
+            "note: {} is open by {by}, which may be writing to it: what follows is a \
+             snapshot, and files that process is writing (a flush or compaction in \
+             progress) can read as unfinished",
+            a.db.display()
+        )?;
+    }
     for w in &r.warnings {
         outln!("warning: {w}")?;
     }

@@ -467,12 +467,17 @@ pub fn print_summary(
             }
         )?;
     }
+    let files: usize = s.indexes.iter().map(|i| i.files).sum();
     outln!(
-        "memory: peak sort buffers {:.1} MB, peak RSS {}; spilled {:.1} MB; write amplification {:.2}",
+        "memory: peak sort buffers {:.1} MB, peak RSS {}; spilled {:.1} MB; write amplification {}",
         s.peak_buffer_bytes as f64 / 1e6,
         peak_rss().map_or("?".to_string(), |b| format!("{:.1} MB", b as f64 / 1e6)),
         s.spilled_bytes as f64 / 1e6,
-        s.write_amplification()
+        if files == 0 {
+            "- (no table files ingested)".to_string()
+        } else {
+            format!("{:.2}", s.write_amplification())
+        }
     )?;
     let mut landed = std::collections::BTreeMap::new();
     for l in s.levels.iter().flatten() {
@@ -485,12 +490,23 @@ pub fn print_summary(
         .filter(|(_, n)| **n > 0)
         .map(|(l, n)| format!("L{l}: {n}"))
         .collect();
+    // A small import's files are applied as a write batch by the database
+    // (`IngestOptions::small_file_bytes`), `--mode batch` writes batches:
+    // either way no file is counted for them in the table above.
+    let batches = match (s.batch_units, s.units) {
+        (0, _) => None,
+        (1, 0 | 1) => Some("applied as a write batch".to_string()),
+        (n, u) => Some(format!("{n} of {u} units applied as write batches")),
+    };
+    let ingested =
+        (!landed.is_empty()).then(|| format!("ingested files landed on {}", landed.join(", ")));
     outln!(
         "{}; the tree now holds {}",
-        if landed.is_empty() {
-            "applied as one write batch (too small for files)".to_string()
-        } else {
-            format!("ingested files landed on {}", landed.join(", "))
+        match (ingested, batches) {
+            (Some(i), Some(b)) => format!("{i}; {b}"),
+            (Some(i), None) => i,
+            (None, Some(b)) => b,
+            (None, None) => "nothing written".to_string(),
         },
         if tree.is_empty() {
             "no table files (the rows are in the write-ahead log and memtable)".to_string()
@@ -509,6 +525,7 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
         "duplicates_ignored": s.duplicates_ignored,
         "replaced": s.replaced,
         "units": s.units,
+        "batch_units": s.batch_units,
         "input_bytes": s.input_bytes,
         "seconds": elapsed.as_secs_f64(),
         "phases": {
@@ -530,7 +547,12 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
         "written_filter_budget_bytes": s.budget.map(|b| b.written),
         "peak_rss_bytes": peak_rss(),
         "spilled_bytes": s.spilled_bytes,
-        "write_amplification": s.write_amplification(),
+        // None (null) when no file was ingested: nothing to amplify.
+        "write_amplification": s
+            .indexes
+            .iter()
+            .any(|i| i.files > 0)
+            .then(|| s.write_amplification()),
         "ingested_levels": s.levels,
         "files_per_level": levels,
     })

@@ -381,3 +381,72 @@ fn check_and_repair_report_a_table_whose_index_lost_its_file() {
     );
     assert!(out.contains(&sst.display().to_string()), "{out}");
 }
+
+/// `strata check` on a database another process has open says so first,
+/// and words a table no version names as work in progress (a flush or
+/// compaction's output), not a crash's leftover (it said "left by a crash"
+/// beside a compacting writer); the probe changes nothing and keeps the
+/// writer's lock (a check from the writer's own process too). Closed, the
+/// same table is a crash's leftover again; a missing LOCK is not created.
+#[test]
+fn check_beside_a_live_writer_says_the_database_is_in_use() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+    for i in 0..2000u32 {
+        db.put(format!("key{i:05}").as_bytes(), [b'v'; 50]).unwrap();
+    }
+    db.flush().unwrap();
+    // A table no version names yet, as a running compaction's output is.
+    let live = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let stray = dir.join("999999.sst");
+    std::fs::copy(&live, &stray).unwrap();
+    let dbs = dir.to_str().unwrap();
+    let before = listing(&dir);
+
+    // From this process, the writer's: in use, and the lock stays held.
+    let r = strata::check::check_dir(&dir).unwrap();
+    assert_eq!(r.in_use, strata::vfs::LockState::HeldHere);
+    for _ in 0..2 {
+        let (ok, out, err) = strata(&["check", dbs]);
+        assert!(ok, "{out}{err}");
+        let first = out.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!(
+                "note: {dbs} is open by another process (pid {})",
+                std::process::id()
+            )) && first.contains("snapshot"),
+            "{out}"
+        );
+        let w = out
+            .lines()
+            .find(|l| l.contains("999999.sst"))
+            .unwrap_or_else(|| panic!("no warning for the stray table: {out}"));
+        assert!(
+            w.contains("while the database is in use")
+                && w.contains("compaction")
+                && !w.contains("left by a crash"),
+            "{w}"
+        );
+        assert_eq!(before, listing(&dir), "check changed the directory");
+    }
+    // The writer still holds its lock: another process cannot open it.
+    let (ok, _, err) = strata(&["kv", "put", dbs, "x", "y"]);
+    assert!(!ok && err.contains("another process"), "{err}");
+    db.close().unwrap();
+
+    // Closed: a crash's leftover, no note; no LOCK is created.
+    let _ = std::fs::remove_file(dir.join("LOCK"));
+    let before = listing(&dir);
+    let (ok, out, err) = strata(&["check", dbs]);
+    assert!(ok, "{out}{err}");
+    assert!(!out.contains("is open by"), "{out}");
+    let w = out.lines().find(|l| l.contains("999999.sst")).unwrap();
+    assert!(w.contains("left by a crash"), "{w}");
+    assert!(!dir.join("LOCK").exists(), "check created LOCK");
+    assert_eq!(before, listing(&dir), "check changed the directory");
+}

@@ -240,6 +240,27 @@ fn repair_reports_what_was_lost() {
         .all(|k| k.starts_with('b') || k.starts_with('c')));
 }
 
+/// `strata ingest` of one file named twice, by one name or two that resolve
+/// to it, says so (it said "p and p overlap") and leaves no database.
+#[test]
+fn ingest_of_a_file_named_twice_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    let (ok, _, err) = common::strata(&["sst", "write", &p("a.sst"), "--keys", "10"]);
+    assert!(ok, "{err}");
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    for other in [p("a.sst"), p("sub/../a.sst")] {
+        let (ok, _, err) = common::strata(&["ingest", &p("db"), &p("a.sst"), &other]);
+        assert!(!ok);
+        assert!(
+            err.contains(&format!("{other}: is named twice in one ingestion")),
+            "{err}"
+        );
+        assert!(!err.contains("overlap"), "{err}");
+        assert!(!d.path().join("db").exists());
+    }
+}
+
 /// `strata ingest --move`: a file on the database's file system is moved
 /// (gone from where it was, no note); one on another file system (when
 /// /dev/shm is one) is copied and left, and the command says so, as it

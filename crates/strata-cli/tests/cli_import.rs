@@ -83,7 +83,9 @@ fn import_then_read_back() {
     assert_eq!(v["rows"], 3);
     assert_eq!(v["indexes"][0]["kvs"], 3);
     assert_eq!(v["indexes"][1]["name"], "item_name");
-    assert_eq!(v["write_amplification"], 1.0);
+    // Three rows are applied as a write batch: no file, nothing to amplify.
+    assert_eq!(v["batch_units"], 1);
+    assert!(v["write_amplification"].is_null(), "{out}");
 
     assert_eq!(strata(&["get", &db, "item", "3"]).1, "3,\"c;\nx\",1.50\n");
     assert_eq!(strata(&["get", &db, "item", "1"]).1, "1,a,\\N\n");
@@ -788,4 +790,54 @@ fn meaningless_sizes_are_refused() {
         );
         assert!(!kv.exists());
     }
+}
+
+/// A 1-row import's summary says the row was applied as a write batch
+/// and counts no files (it printed "files 1, sst bytes 1824" for a row
+/// the database applied as a batch); `--json` says the same.
+#[test]
+fn a_small_import_says_it_was_applied_as_a_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        p("s.sql"),
+        "CREATE TABLE t (id INT PRIMARY KEY, name TEXT);",
+    )
+    .unwrap();
+    std::fs::write(p("r.csv"), "1,a\n").unwrap();
+    let args = |db: &str| {
+        vec![
+            "import".to_string(),
+            p(db),
+            "--schema".to_string(),
+            p("s.sql"),
+            "--table".to_string(),
+            "t".to_string(),
+            p("r.csv"),
+        ]
+    };
+    let a = args("db");
+    let (ok, out, err) = strata(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{err}");
+    let primary = out
+        .lines()
+        .find(|l| l.starts_with("primary"))
+        .unwrap_or_else(|| panic!("no primary row:\n{out}"));
+    let cols: Vec<&str> = primary.split_whitespace().collect();
+    assert_eq!(cols[1..4], ["1", "0", "0"], "kvs, files, sst bytes: {out}");
+    assert!(out.contains("applied as a write batch;"), "{out}");
+    assert!(
+        out.contains("write amplification - (no table files ingested)"),
+        "{out}"
+    );
+
+    let mut a = args("db2");
+    a.push("--json".to_string());
+    let (ok, out, err) = strata(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["batch_units"].as_u64(), Some(1), "{out}");
+    assert_eq!(v["indexes"][0]["files"].as_u64(), Some(0), "{out}");
+    assert_eq!(v["indexes"][0]["sst_bytes"].as_u64(), Some(0), "{out}");
+    assert!(v["write_amplification"].is_null(), "{out}");
 }

@@ -143,3 +143,39 @@ fn lsm_labels_table_keys_by_their_columns() {
     assert!(axis.contains("fruit.fruit_name (name299)"), "{axis}");
     assert!(!axis.contains("0x"), "{axis}");
 }
+
+/// `-o -` is standard output, as users expect: the page alone goes there
+/// (no "wrote" line after it) and no file named `-` is created; `./-` is
+/// still a file of that name for whoever wants one.
+#[test]
+fn viz_dash_writes_the_page_to_stdout() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    assert!(strata(&["kv", "put", db.to_str().unwrap(), "a", "b"]).0);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .current_dir(d.path())
+        .args(["viz", "db", "-o", "-"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &out[..out.len().min(200)]
+    );
+    assert!(
+        out.trim_end().ends_with("</html>"),
+        "the page alone on stdout, no \"wrote\" line after it"
+    );
+    assert!(!d.path().join("-").exists(), "a file named - was written");
+
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .current_dir(d.path())
+        .args(["viz", "db", "-o", "./-"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(d.path().join("-").is_file());
+}

@@ -191,7 +191,10 @@ pub struct IndexSummary {
     pub name: String,
     /// Entries written.
     pub kvs: u64,
-    /// SST files written.
+    /// SST files ingested into the database as files. Files the database
+    /// applied as a write batch instead (under `small_file_bytes`: see
+    /// [`Summary::batch_units`]) are not counted: none of them is in the
+    /// tree.
     pub files: usize,
     /// Bytes of those files.
     pub file_bytes: u64,
@@ -220,6 +223,14 @@ pub struct Summary {
     /// Units written by [`Mode::Direct`] (ingestions) or [`Mode::Batch`]
     /// (write batches); 1 for the pipeline.
     pub units: u64,
+    /// Units applied to the database as write batches: every unit of
+    /// [`Mode::Batch`], and each pipeline or direct unit whose files were
+    /// too small to ingest as files (the database applies a set under
+    /// `IngestOptions::small_file_bytes` as a write batch: a small import
+    /// takes this path). Their rows are in the WAL and memtable, and their
+    /// files are not counted in [`IndexSummary::files`] (a user audit
+    /// found a 1-row import reporting "files 1, sst bytes 1824").
+    pub batch_units: u64,
     /// Rows rejected (at most `max_bad_rows`).
     pub bad_rows: u64,
     /// Input bytes read (decompressed).
@@ -238,13 +249,15 @@ pub struct Summary {
     pub merge_write: Duration,
     /// The ingestion.
     pub ingest: Duration,
-    /// Levels the ingested files landed on (one per file).
+    /// Levels the ingested files landed on (one per file; none for a unit
+    /// applied as a write batch).
     pub levels: Vec<Option<usize>>,
 }
 
 impl Summary {
     /// Bytes written (SSTs and spills) over the SST bytes: 1.0 when the
-    /// data was written exactly once.
+    /// data was written exactly once; 0.0 when no file was ingested (every
+    /// unit applied as a write batch).
     pub fn write_amplification(&self) -> f64 {
         let sst: u64 = self.indexes.iter().map(|i| i.file_bytes).sum();
         if sst == 0 {
@@ -747,6 +760,9 @@ impl Loader<'_> {
         let merge_start = Instant::now();
         let sorters = std::mem::take(&mut self.sorters);
         let mut files = Vec::new();
+        // What the indexes counted before this unit's files: restored if
+        // the database applies them as a write batch.
+        let counted = self.file_counts();
         if opts.mode == Mode::Pipeline {
             files = self.merge_unit(sorters)?;
         } else if self.unit_rows > 0 {
@@ -775,6 +791,10 @@ impl Loader<'_> {
         paths.extend(files.into_iter().map(|f| f.path));
         if !paths.is_empty() && (created || has_data) {
             let r = self.db.ingest(&paths, &own_files())?;
+            // In the other modes this is the catalog entry alone, no unit.
+            if r.as_batch && opts.mode == Mode::Pipeline {
+                self.batch_applied(counted);
+            }
             self.summary.levels.extend(r.levels);
         }
         if opts.mode == Mode::Pipeline {
@@ -915,12 +935,16 @@ impl Loader<'_> {
         match self.opts.mode {
             Mode::Pipeline => return Err(Error::invalid("internal: a unit in pipeline mode")),
             Mode::Direct => {
+                let counted = self.file_counts();
                 let files = self.merge_unit(sorters)?;
                 let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
                 if files.iter().any(|f| f.entries > 0) {
                     let t = Instant::now();
                     let r = self.db.ingest(&paths, &own_files())?;
                     self.summary.ingest += t.elapsed();
+                    if r.as_batch {
+                        self.batch_applied(counted);
+                    }
                     self.summary.levels.extend(r.levels);
                 }
                 for p in paths {
@@ -953,12 +977,35 @@ impl Loader<'_> {
                     let t = Instant::now();
                     self.db.write(out.batch, &WriteOptions::default())?;
                     self.summary.ingest += t.elapsed();
+                    self.summary.batch_units += 1;
                 }
             }
         }
         self.summary.units += 1;
         self.unit_rows = 0;
         Ok(())
+    }
+
+    /// Each index's count of ingested files and their bytes, taken before
+    /// a unit's files are written ([`Self::batch_applied`]).
+    fn file_counts(&self) -> Vec<(usize, u64)> {
+        self.summary
+            .indexes
+            .iter()
+            .map(|i| (i.files, i.file_bytes))
+            .collect()
+    }
+
+    /// The database applied a unit's files as a write batch (they were
+    /// under `small_file_bytes`): none of them entered the tree, so the
+    /// indexes' file counts go back to what they were before the unit
+    /// (`counted`), and the unit is counted as a batch.
+    fn batch_applied(&mut self, counted: Vec<(usize, u64)>) {
+        for (ix, (files, bytes)) in self.summary.indexes.iter_mut().zip(counted) {
+            ix.files = files;
+            ix.file_bytes = bytes;
+        }
+        self.summary.batch_units += 1;
     }
 
     fn sort_err(&self, e: SortError, index: usize) -> Error {

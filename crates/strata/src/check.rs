@@ -36,6 +36,17 @@
 //! as synced is in it: the judgement is the open's, `db::open`, so the two
 //! agree), and table files no version names (recovery deletes them). A complete last record with a bad checksum is a problem: an
 //! interrupted append does not leave one.
+//!
+//! **A database in use.** Before reading, the check asks whether anyone
+//! holds the database's `LOCK` ([`Vfs::lock_state`]: `fcntl(F_GETLK)` on
+//! the operating system, which takes no lock, and a `LOCK` that does not
+//! exist is not created) and records it in [`CheckReport::in_use`]. A
+//! live writer's files change while they are read, so the findings are a
+//! snapshot, and what reads as a crash's leftovers is more likely work in
+//! progress: a table no version names is the output of a flush,
+//! compaction or ingestion not yet recorded (a user audit saw one
+//! reported as "left by a crash" beside a compacting writer), and a last
+//! record cut short may be an append under way. Those warnings say so.
 
 use crate::db::filenames::{self, FileKind};
 use crate::db::wal_sequence::WalSequence;
@@ -45,7 +56,7 @@ use crate::key::{self, ParsedKey};
 use crate::sstable::{Table, TableOptions};
 use crate::version::sublevels::L0Sublevels;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
-use crate::vfs::{self, OsVfs, Vfs};
+use crate::vfs::{self, LockState, OsVfs, Vfs};
 use crate::wal::reader::{Damage, DroppedTail, LogReader, TailPolicy};
 use crate::WriteBatch;
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,6 +103,10 @@ pub struct CheckReport {
     pub wals: u64,
     /// Records read from those WALs.
     pub wal_records: u64,
+    /// Whether the database was open (its `LOCK` held) when the check
+    /// began: then the findings are a snapshot of files that a live
+    /// writer changes (see the module documentation).
+    pub in_use: LockState,
 }
 
 impl CheckReport {
@@ -154,6 +169,10 @@ pub fn check(vfs: &dyn Vfs, dir: &Path) -> Result<CheckReport> {
         // else it holds). `Ok` only if a CURRENT appeared meanwhile.
         crate::db::recovery_checks::require_database(vfs, dir)?;
     }
+    // A probe that fails (a LOCK it may not read) tells nothing.
+    r.in_use = vfs
+        .lock_state(&filenames::lock(dir))
+        .unwrap_or(LockState::Unknown);
     check_events(vfs, dir, &mut r);
     let Some(mut state) = check_manifest(vfs, dir, &mut r) else {
         return Ok(r);
@@ -179,10 +198,15 @@ fn check_events(vfs: &dyn Vfs, dir: &Path, r: &mut CheckReport) {
                     .ok()
                     .and_then(|t| t.iter().rposition(|&b| b == b'\n'))
                     .map_or(0, |i| i + 1);
+                let why = if r.in_use.is_held() {
+                    "(being written, or a crash: the database is in use)"
+                } else {
+                    "(a crash)"
+                };
                 r.warn(
                     &shown,
                     at as u64,
-                    "the last event line was cut short (a crash)",
+                    format!("the last event line was cut short {why}"),
                 );
             }
             for (file, line, offset, what) in &p.damaged {
@@ -366,11 +390,18 @@ fn tail_finding(
     };
     match crate::wal::tail::judge(file.as_ref(), &t) {
         Ok(None) if reserves && t.damage == Damage::ZeroFilled => {}
-        Ok(None) => r.warn(
-            &name,
-            t.offset,
-            format!("{msg}; a torn write, recovery drops it"),
-        ),
+        Ok(None) => {
+            let live = if r.in_use.is_held() {
+                " (or an append under way: the database is in use)"
+            } else {
+                ""
+            };
+            r.warn(
+                &name,
+                t.offset,
+                format!("{msg}; a torn write, recovery drops it{live}"),
+            )
+        }
         Ok(Some(why)) => r.problem(&name, t.offset, format!("{msg}: {why}")),
         Err(e) => r.error(&name, e),
     }
@@ -514,12 +545,15 @@ fn check_tables(
     for name in names {
         if let Some(FileKind::Table(n)) = filenames::parse(name) {
             if !referenced.contains(&n) {
-                r.warn(
-                    dir.join(name).display().to_string(),
-                    0,
+                let what = if r.in_use.is_held() {
+                    "table named by no version while the database is in use: probably the \
+                     output of a flush, compaction or ingestion in progress, not a crash's \
+                     leftover (check again with the database closed to tell)"
+                } else {
                     "table named by no version (left by a crash, or put here by hand): the next \
-                     open deletes it if other files hold all it holds, else moves it to lost/",
-                );
+                     open deletes it if other files hold all it holds, else moves it to lost/"
+                };
+                r.warn(dir.join(name).display().to_string(), 0, what);
             }
         }
     }

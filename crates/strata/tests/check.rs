@@ -730,3 +730,62 @@ fn what_is_no_database_is_refused_alike_by_every_reader() {
     assert!(read.to_string().contains("strata repair"), "{read}");
     assert_eq!(before, tree(), "a reader created or removed something");
 }
+
+/// A database in use (its LOCK held) is reported as such, and a table no
+/// version names is then worded as work in progress, not a crash's
+/// leftover; the probe neither takes the lock nor creates a LOCK file.
+#[test]
+fn a_database_in_use_is_said_to_be_and_its_stray_table_is_work_in_progress() {
+    use strata::vfs::{LockState, MemVfs};
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let db = Db::open(&dir, Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    let live = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    std::fs::copy(&live, dir.join("999999.sst")).unwrap();
+    let stray = |r: &CheckReport| {
+        r.warnings
+            .iter()
+            .find(|w| w.file.ends_with("999999.sst"))
+            .unwrap()
+            .what
+            .clone()
+    };
+    let r = strata::check::check_dir(&dir).unwrap();
+    assert_eq!(r.in_use, LockState::HeldHere);
+    let w = stray(&r);
+    assert!(
+        w.contains("in progress") && !w.contains("left by a crash"),
+        "{w}"
+    );
+    // The lock is still the Db's: this process cannot take it twice.
+    assert!(Db::open(&dir, Options::default()).is_err());
+    db.close().unwrap();
+    std::fs::remove_file(dir.join("LOCK")).unwrap();
+    let r = strata::check::check_dir(&dir).unwrap();
+    assert_eq!(r.in_use, LockState::Free);
+    assert!(stray(&r).contains("left by a crash"), "{}", stray(&r));
+    assert!(!dir.join("LOCK").exists(), "check created LOCK");
+
+    // An in-memory file system tells too.
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let o = Options {
+        vfs: Some(Arc::clone(&vfs)),
+        ..Options::default()
+    };
+    let db = Db::open("/m", o).unwrap();
+    assert_eq!(
+        check(vfs.as_ref(), Path::new("/m")).unwrap().in_use,
+        LockState::HeldHere
+    );
+    db.close().unwrap();
+    assert_eq!(
+        check(vfs.as_ref(), Path::new("/m")).unwrap().in_use,
+        LockState::Free
+    );
+}

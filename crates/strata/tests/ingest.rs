@@ -241,6 +241,53 @@ fn bad_ingestions_fail_and_change_nothing() {
     let b = write_sst(&d.path().join("b.sst"), &[(b"b", b"2")]);
     let e = db.ingest(&[a.clone(), b], &files_opts()).unwrap_err();
     assert!(e.to_string().contains("overlap"), "{e}");
+    // One file named twice, by the same name or two that resolve to it
+    // (a `.` or `..` in between, a symbolic link), in either path: the
+    // file is named twice, not "a and a overlap".
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    let dotted = d.path().join("sub").join("..").join(".").join("a.sst");
+    let link = d.path().join("link.sst");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    for small in [0, 1 << 20] {
+        let o = IngestOptions {
+            small_file_bytes: small,
+            ..IngestOptions::default()
+        };
+        for twice in [
+            vec![a.clone(), a.clone()],
+            vec![a.clone(), dotted.clone()],
+            vec![link.clone(), a.clone()],
+        ] {
+            let e = db.ingest(&twice, &o).unwrap_err().to_string();
+            assert!(e.contains("is named twice in one ingestion"), "{e}");
+            assert!(!e.contains("overlap"), "{e}");
+            let what = format!("{}: is named twice", twice[1].display());
+            assert!(e.contains(&what), "{e}");
+        }
+    }
+    // A directory is refused as one, not as a file damaged at an offset,
+    // on both paths (batch and files).
+    for small in [0, 1 << 20] {
+        let o = IngestOptions {
+            small_file_bytes: small,
+            ..IngestOptions::default()
+        };
+        let sub = d.path().join("sub");
+        let e = db
+            .ingest(std::slice::from_ref(&sub), &o)
+            .unwrap_err()
+            .to_string();
+        let what = format!("{}: is a directory, not an SST file", sub.display());
+        assert!(e.contains(&what), "{e}");
+        assert!(!e.contains("offset"), "{e}");
+    }
+    let e = db
+        .ingest(&[a.clone(), dotted.clone()], &files_opts())
+        .unwrap_err();
+    assert!(
+        e.to_string().contains(&format!("as {}", a.display())),
+        "{e}"
+    );
     // Sequence numbers other than 0.
     let p = d.path().join("seq.sst");
     let mut w = SstWriter::create(&p, SstOptions::default()).unwrap();

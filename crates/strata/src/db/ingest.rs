@@ -17,7 +17,9 @@
 //!    it is crash safe; with `IngestOptions::trust_own_files`, a file
 //!    Strata's writer made for ingestion is read for its bounds only),
 //!    check the files do not overlap each other, and unlink them again if
-//!    any is refused; all through the database's `Vfs`. Strata never writes into an ingested file: its global
+//!    any is refused; all through the database's `Vfs`. A file named twice
+//!    in one call is refused first (`named_once`), in those words: it
+//!    would otherwise be refused as overlapping itself. Strata never writes into an ingested file: its global
 //!    sequence number lives in the MANIFEST.
 //!
 //! **The database owns what it ingests.** No path outside the directory
@@ -355,14 +357,57 @@ fn outside_the_directory(
     Ok(())
 }
 
-/// Opens a file to ingest (footer, index, properties: a few reads) and
-/// checks what its footer and properties say; the walk over its blocks is
+/// Refuses a call that names one file twice (`[p, p]`, or `./p` and `p`,
+/// or a symbolic link and its target: compared by the name each resolves
+/// to, [`resolved_names`]'s first), before anything is read: the file would
+/// otherwise be refused as overlapping itself ("p and p overlap"), which
+/// is not what is wrong (found by a user audit; the CLI said so already).
+fn named_once(vfs: &dyn Vfs, paths: &[PathBuf]) -> Result<()> {
+    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::with_capacity(paths.len());
+    for p in paths {
+        let Some(name) = resolved_names(vfs, p).into_iter().next() else {
+            continue;
+        };
+        if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+            let how = if *first == p {
+                String::new()
+            } else {
+                format!(
+                    " (as {}; both resolve to {})",
+                    first.display(),
+                    name.display()
+                )
+            };
+            return Err(Error::invalid(format!(
+                "{}: is named twice in one ingestion{how}; name each file once",
+                p.display()
+            )));
+        }
+        seen.push((name, p));
+    }
+    Ok(())
+}
+
+/// Opens a file to ingest (footer, index, properties: a few reads; a
+/// directory is refused as one) and checks what its footer and properties
+/// say; the walk over its blocks is
 /// [`walk`]. Under the database's checksum `rule` (`ChecksumRule`) a file
 /// whose footer declares no block checksum is refused: its walk could
 /// verify no block, and the database would serve them unverified.
 fn open_to_ingest(vfs: &dyn Vfs, path: &Path, rule: ChecksumRule) -> Result<Arc<Table>> {
     // Opened with the keys' own sequence numbers, which must all be 0.
-    let t = Table::open_in(vfs, path, TableOptions::default())?;
+    let t = Table::open_in(vfs, path, TableOptions::default()).map_err(|e| {
+        // A directory is no damaged file: say what it is, with no offset
+        // (a user audit: its first read failed "at offset N").
+        if e.io_error().map(|io| io.kind()) == Some(std::io::ErrorKind::IsADirectory) {
+            Error::invalid(format!(
+                "{}: is a directory, not an SST file",
+                path.display()
+            ))
+        } else {
+            e
+        }
+    })?;
     rule.check(&t, "ingestion")?;
     let p = t.properties();
     if let Some(v) = p.external_version {
@@ -1179,6 +1224,7 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     // Before anything is read or changed: a file the database may already
     // own is no file to hand it.
     outside_the_directory(vfs, &db.dir, &db.dir_names, paths)?;
+    named_once(vfs, paths)?;
     let tables = paths
         .iter()
         .map(|p| open_to_ingest(vfs, p, ChecksumRule::of(&db.opts)))

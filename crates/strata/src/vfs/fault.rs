@@ -724,6 +724,13 @@ impl Vfs for FaultVfs {
             st: Arc::clone(&self.st),
         }))
     }
+    fn lock_state(&self, path: &Path) -> Result<super::LockState> {
+        Ok(if self.st.lock().locks.contains(path) {
+            super::LockState::HeldHere
+        } else {
+            super::LockState::Free
+        })
+    }
 }
 
 #[cfg(test)]

@@ -222,4 +222,11 @@ impl Vfs for MemVfs {
     fn sync_dir(&self, _dir: &Path) -> Result<()> {
         Ok(())
     }
+    fn lock_state(&self, path: &Path) -> Result<super::LockState> {
+        Ok(if self.locks.lock().contains(path) {
+            super::LockState::HeldHere
+        } else {
+            super::LockState::Free
+        })
+    }
 }

@@ -173,6 +173,38 @@ pub trait Vfs: Send + Sync {
     /// Takes an exclusive lock on `path` (creating it), held until the
     /// returned guard is dropped; fails at once if someone holds it.
     fn lock(&self, path: &Path) -> Result<Box<dyn std::any::Any + Send + Sync>>;
+    /// Whether someone holds the lock [`Vfs::lock`] takes on `path`, asked
+    /// without taking it, creating the file or changing anything (a read-only
+    /// tool such as `check` beside a live database). The default cannot
+    /// tell: [`LockState::Unknown`].
+    fn lock_state(&self, path: &Path) -> Result<LockState> {
+        let _ = path;
+        Ok(LockState::Unknown)
+    }
+}
+
+/// Who holds a lock file's lock ([`Vfs::lock_state`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockState {
+    /// No one (or there is no lock file).
+    Free,
+    /// This process (a `Db` open here).
+    HeldHere,
+    /// Another process; its id when the operating system says.
+    HeldElsewhere {
+        /// The holder's process id.
+        pid: Option<u32>,
+    },
+    /// This file system cannot tell.
+    #[default]
+    Unknown,
+}
+
+impl LockState {
+    /// True if someone holds the lock: the database is in use.
+    pub fn is_held(&self) -> bool {
+        matches!(self, LockState::HeldHere | LockState::HeldElsewhere { .. })
+    }
 }
 
 /// `path` with every `.` component dropped and every `..` taking away the

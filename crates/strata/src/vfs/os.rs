@@ -1,6 +1,6 @@
 //! The operating system's file system.
 
-use super::{FileSync, RandomAccessFile, SequentialFile, Vfs, WritableFile};
+use super::{FileSync, LockState, RandomAccessFile, SequentialFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashSet;
@@ -211,7 +211,19 @@ impl Vfs for OsVfs {
     }
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let f = File::open(path).map_err(|e| Error::io(p(path), e))?;
-        let len = f.metadata().map_err(|e| Error::io(p(path), e))?.len();
+        let meta = f.metadata().map_err(|e| Error::io(p(path), e))?;
+        if meta.is_dir() {
+            // A directory opens on Unix; refused here, or its first read
+            // fails at an offset as if a file were damaged there.
+            return Err(Error::io(
+                p(path),
+                std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "is a directory, not a file",
+                ),
+            ));
+        }
+        let len = meta.len();
         Ok(Arc::new(OsRandom {
             name: p(path),
             f,
@@ -293,6 +305,60 @@ impl Vfs for OsVfs {
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::io(p(dir), e))
     }
+    fn lock_state(&self, path: &Path) -> Result<LockState> {
+        let key = fs::canonicalize(path.parent().unwrap_or(Path::new(".")))
+            .map(|d| d.join(path.file_name().unwrap_or_default()))
+            .unwrap_or_else(|_| path.to_path_buf());
+        // The registry stays locked while the file is open: closing any
+        // descriptor of a file releases every POSIX lock this process holds
+        // on it, so the probe opens the file only when no `Db` of this
+        // process holds (or, meanwhile, takes) its lock.
+        let held = held_locks().lock();
+        if held.contains(&key) {
+            return Ok(LockState::HeldHere);
+        }
+        let f = match File::open(path) {
+            Ok(f) => f,
+            // No lock file, no lock; and none is created.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockState::Free),
+            Err(e) => return Err(Error::io(p(path), e)),
+        };
+        let r = lock_holder(&f).map_err(|e| Error::io(p(path), e));
+        drop(f);
+        drop(held);
+        r
+    }
+}
+
+/// Asks who holds a lock [`try_lock`] would conflict with, without taking
+/// it: `fcntl(F_GETLK)`, which changes nothing and needs no write access.
+#[cfg(unix)]
+fn lock_holder(f: &File) -> std::io::Result<LockState> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` is plain data, all zeroes a valid value; F_GETLK
+    // only writes into the struct it is given, which lives across the call.
+    let mut l: libc::flock = unsafe { std::mem::zeroed() };
+    l.l_type = libc::F_WRLCK as _;
+    l.l_whence = libc::SEEK_SET as _;
+    l.l_start = 0;
+    l.l_len = 0;
+    // SAFETY: a valid open descriptor and a pointer to a live `flock`.
+    let rc = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETLK, &mut l) };
+    if rc == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(if i32::from(l.l_type) == libc::F_UNLCK {
+        LockState::Free
+    } else {
+        LockState::HeldElsewhere {
+            pid: u32::try_from(l.l_pid).ok().filter(|&p| p > 0),
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn lock_holder(_f: &File) -> std::io::Result<LockState> {
+    Ok(LockState::Unknown)
 }
 
 /// Takes an exclusive lock on the whole of `f` without waiting: `Ok(false)`
