@@ -267,3 +267,13 @@ def test_a_table_keeps_its_database_open(db, db_path, tmp_path):
     gc.collect()
     # The database was closed when the last object went: it opens again.
     strata.DB(db_path).close()
+
+
+def test_escape_equal_to_the_quote_is_the_default(db, tmp_path):
+    p = tmp_path / "q.csv"
+    p.write_text('1,"a""b"\n2,"say ""hi"", ok"\n')
+    db.import_csv([str(p)], "CREATE TABLE e (id INT PRIMARY KEY, v TEXT);", "e", escape='"')
+    t = db.table("e")
+    assert t.get(1)[1] == 'a"b'
+    assert t.get(2)[1] == 'say "hi", ok'
+

@@ -106,8 +106,8 @@ impl Scanner {
         Scanner {
             delimiter: d.delimiter,
             quote: d.quote,
-            escape: d.escape,
-            double_quote: d.escape.is_none(),
+            escape: d.escape_byte(),
+            double_quote: d.escape_byte().is_none(),
             state: State::StartField,
             line: 1,
             quote_line: 0,
