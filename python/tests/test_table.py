@@ -277,3 +277,12 @@ def test_escape_equal_to_the_quote_is_the_default(db, tmp_path):
     assert t.get(1)[1] == 'a"b'
     assert t.get(2)[1] == 'say "hi", ok'
 
+
+def test_minus_zero_keeps_its_sign(db, tmp_path):
+    import math
+
+    p = tmp_path / "f.csv"
+    p.write_text("1,-0.0\n")
+    db.import_csv([str(p)], "CREATE TABLE f (id INT PRIMARY KEY, x DOUBLE PRECISION);", "f")
+    x = db.table("f").get(1)[1]
+    assert x == 0.0 and math.copysign(1.0, x) == -1.0

@@ -8,7 +8,9 @@
 //! `YYYY-MM-DD HH:MM:SS[.ffffff]` (a `T` also accepted; no time zone), BYTEA
 //! as PostgreSQL's hex form `\x...`. Invariant: `parse(format(v)) == v` for
 //! every value `parse` accepts, so exported rows import again unchanged.
-//! -0.0 is stored as 0.0 and every NaN as one NaN, as SQL compares them.
+//! Every NaN is stored as one NaN; -0.0 stays -0.0 in a row (printed `-0`,
+//! as PostgreSQL keeps and prints it), and only a key's encoding makes it
+//! 0.0 (`encode::key`), so that -0 and 0, equal in SQL, are one key.
 
 use crate::schema::ColumnType;
 
@@ -19,7 +21,7 @@ pub enum Value {
     Null,
     /// Any integer type.
     Int(i64),
-    /// A float (canonical: no -0, one NaN).
+    /// A float (canonical: one NaN; -0 kept).
     Float(f64),
     /// Scaled by 10^scale of the column.
     Decimal(i128),
@@ -44,7 +46,7 @@ pub enum ValueRef<'a> {
     Null,
     /// Any integer type.
     Int(i64),
-    /// A float (canonical: no -0, one NaN).
+    /// A float (canonical: one NaN; -0 kept).
     Float(f64),
     /// Scaled by 10^scale of the column.
     Decimal(i128),
@@ -124,7 +126,7 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
             if f.is_infinite() && named != "inf" && named != "infinity" {
                 return Err(format!("{} is out of range for DOUBLE", shown(s)));
             }
-            Ok(Value::Float(canonical_float(f)))
+            Ok(Value::Float(canonical_nan(f)))
         }
         ColumnType::Decimal { precision, scale } => decimal(s, *precision, *scale),
         ColumnType::Char(n) | ColumnType::Varchar(n) => {
@@ -345,8 +347,18 @@ pub fn format(ty: &ColumnType, v: &Value) -> String {
     }
 }
 
+/// Every NaN becomes the one positive quiet NaN (a row's value; -0.0 is
+/// kept, see [`canonical_float`] for keys).
+pub fn canonical_nan(f: f64) -> f64 {
+    if f.is_nan() {
+        f64::NAN
+    } else {
+        f
+    }
+}
+
 /// -0.0 becomes 0.0 and every NaN the one positive quiet NaN, so equal SQL
-/// values have equal encodings.
+/// values have equal key encodings.
 pub fn canonical_float(f: f64) -> f64 {
     if f.is_nan() {
         f64::NAN
@@ -590,7 +602,10 @@ mod tests {
             ),
             (ColumnType::Bytea, "\\x00FF", "\\x00ff"),
             (ColumnType::Bool, "YES", "true"),
-            (ColumnType::Double, "-0", "0"),
+            (ColumnType::Double, "-0", "-0"),
+            (ColumnType::Double, "-0.0", "-0"),
+            (ColumnType::Double, "0e-999", "0"),
+            (ColumnType::Double, "-0.000e5", "-0"),
         ];
         for (ty, input, text) in cases {
             let v = parse(ty, input).unwrap();
@@ -622,6 +637,11 @@ mod tests {
         ] {
             assert!(parse(&ty, bad).is_err(), "{bad}");
         }
+        // -0 keeps its sign in a row value.
+        let Value::Float(z) = parse(&ColumnType::Double, "-0.0").unwrap() else {
+            panic!("not a float")
+        };
+        assert!(z == 0.0 && z.is_sign_negative());
         // Infinity written as such is a value, as in PostgreSQL.
         for ok in ["inf", "-Infinity", "+INF"] {
             assert!(parse(&ColumnType::Double, ok).is_ok(), "{ok}");
