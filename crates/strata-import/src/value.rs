@@ -126,6 +126,15 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
             if f.is_infinite() && named != "inf" && named != "infinity" {
                 return Err(format!("{} is out of range for DOUBLE", shown(s)));
             }
+            // `1e-400` parses as zero: out of range too (PostgreSQL says
+            // so), where a subnormal like 4.9e-324 is a value. A zero is
+            // written with no non-zero digit before its exponent.
+            if f == 0.0 {
+                let mantissa = named.split(['e', 'E']).next().unwrap_or_default();
+                if mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+                    return Err(format!("{} is out of range for DOUBLE", shown(s)));
+                }
+            }
             Ok(Value::Float(canonical_nan(f)))
         }
         ColumnType::Decimal { precision, scale } => decimal(s, *precision, *scale),
@@ -637,11 +646,31 @@ mod tests {
         ] {
             assert!(parse(&ty, bad).is_err(), "{bad}");
         }
+        // Out of range, said as such (an underflow was silently 0).
+        for (ty, bad, want) in [
+            (
+                ColumnType::Double,
+                "1e-400",
+                "\"1e-400\" is out of range for DOUBLE",
+            ),
+            (
+                ColumnType::Double,
+                "-2.5E-330",
+                "\"-2.5E-330\" is out of range for DOUBLE",
+            ),
+        ] {
+            assert_eq!(parse(&ty, bad).unwrap_err(), want, "{bad}");
+        }
         // -0 keeps its sign in a row value.
         let Value::Float(z) = parse(&ColumnType::Double, "-0.0").unwrap() else {
             panic!("not a float")
         };
         assert!(z == 0.0 && z.is_sign_negative());
+        // A subnormal is a value, not an underflow.
+        assert_eq!(
+            parse(&ColumnType::Double, "4.9e-324").unwrap(),
+            Value::Float(f64::from_bits(1))
+        );
         // Infinity written as such is a value, as in PostgreSQL.
         for ok in ["inf", "-Infinity", "+INF"] {
             assert!(parse(&ColumnType::Double, ok).is_ok(), "{ok}");
