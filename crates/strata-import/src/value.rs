@@ -379,10 +379,17 @@ pub fn canonical_float(f: f64) -> f64 {
 }
 
 fn int(s: &str, lo: i64, hi: i64, name: &str) -> Result<Value, String> {
-    let v: i64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{} is not an integer", shown(s)))?;
+    let t = s.trim();
+    let v: i64 = t.parse().map_err(|_| {
+        // Digits (after a sign) that do not fit an i64: out of range for
+        // BIGINT as SMALLINT's and INT's are for theirs.
+        let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            format!("{t} is out of range for {name}")
+        } else {
+            format!("{} is not an integer", shown(s))
+        }
+    })?;
     if v < lo || v > hi {
         return Err(format!("{v} is out of range for {name}"));
     }
@@ -646,7 +653,8 @@ mod tests {
         ] {
             assert!(parse(&ty, bad).is_err(), "{bad}");
         }
-        // Out of range, said as such (an underflow was silently 0).
+        // Out of range, said as such (an underflow was silently 0, a
+        // BIGINT overflow "not an integer").
         for (ty, bad, want) in [
             (
                 ColumnType::Double,
@@ -658,6 +666,22 @@ mod tests {
                 "-2.5E-330",
                 "\"-2.5E-330\" is out of range for DOUBLE",
             ),
+            (
+                ColumnType::BigInt,
+                "9223372036854775808",
+                "9223372036854775808 is out of range for BIGINT",
+            ),
+            (
+                ColumnType::BigInt,
+                "-9223372036854775809",
+                "-9223372036854775809 is out of range for BIGINT",
+            ),
+            (
+                ColumnType::Int,
+                "99999999999999999999",
+                "99999999999999999999 is out of range for INT",
+            ),
+            (ColumnType::BigInt, "12a", "\"12a\" is not an integer"),
         ] {
             assert_eq!(parse(&ty, bad).unwrap_err(), want, "{bad}");
         }
