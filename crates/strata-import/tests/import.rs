@@ -870,6 +870,53 @@ fn writer_share_of_the_budget_cuts_files() {
     assert_eq!(r.count().unwrap(), n);
 }
 
+/// A table's stored definition agrees with a schema that spells its names
+/// in another case (names match ignoring case everywhere): importing into
+/// `T (ID ...)` with `t (id ...)` said "column 1 is ID ... id".
+#[test]
+fn a_stored_definition_matches_names_ignoring_case() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open_default(d.path().join("db")).unwrap();
+    let upper =
+        Schema::parse("CREATE TABLE T (ID INT PRIMARY KEY, V TEXT); CREATE INDEX IV ON T (V);")
+            .unwrap();
+    let lower =
+        Schema::parse("create table t (id int primary key, v text); create index iv on t (v);")
+            .unwrap();
+    let other =
+        Schema::parse("CREATE TABLE t (id INT PRIMARY KEY, w TEXT); CREATE INDEX iv ON t (w);")
+            .unwrap();
+    let o = ImportOptions::default();
+    import(
+        &db,
+        upper.table("T").unwrap(),
+        &[write(d.path(), "a.csv", b"1,a\n")],
+        &o,
+    )
+    .unwrap();
+    import(
+        &db,
+        lower.table("t").unwrap(),
+        &[write(d.path(), "b.csv", b"2,b\n")],
+        &o,
+    )
+    .unwrap();
+    assert_eq!(TableReader::open(&db, "t").unwrap().count().unwrap(), 2);
+    // A real difference is still one, shown as each spells it.
+    let e = import(
+        &db,
+        other.table("t").unwrap(),
+        &[write(d.path(), "c.csv", b"3,c\n")],
+        &o,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("column 2 is V TEXT in the table, w TEXT in the schema"),
+        "{e}"
+    );
+}
+
 /// -0 in a non-key DOUBLE column keeps its sign (a row value is the
 /// float's 8 bytes; only keys make it 0, so a key -0 finds the row 0).
 #[test]
