@@ -187,11 +187,24 @@ impl Dialect {
             if i > 0 {
                 out.push(self.delimiter as char);
             }
+            // A record's first field starting with U+FEFF would be read
+            // back (at a file's start) as a byte-order mark and dropped:
+            // quoted it is not one (the text format writes its bytes as
+            // `\x` escapes).
+            let bom = i == 0 && f.as_deref().is_some_and(|s| s.starts_with('\u{FEFF}'));
             match f {
                 None => out.push_str(&self.null),
                 Some(s) if self.backslash_escapes && self.quote.is_none() => {
+                    let s = match s.strip_prefix('\u{FEFF}') {
+                        Some(rest) if bom => {
+                            out.push_str("\\xef\\xbb\\xbf");
+                            rest
+                        }
+                        _ => s,
+                    };
                     super::text_escapes::escape_into(s, self.delimiter, &mut out)
                 }
+                Some(s) if bom && self.quote.is_some() => out.push_str(&self.quote_field_always(s)),
                 Some(s) => out.push_str(&self.quote_field(s)),
             }
         }
@@ -210,6 +223,16 @@ impl Dialect {
         if !needs {
             return s.to_string();
         }
+        self.quote_field_always(s)
+    }
+
+    /// `s` quoted (with its quote and escape bytes escaped), whatever it
+    /// holds; as it is when the dialect has no quote byte.
+    fn quote_field_always(&self, s: &str) -> String {
+        let Some(q) = self.quote else {
+            return s.to_string();
+        };
+        let q = q as char;
         let mut out = String::with_capacity(s.len() + 2);
         out.push(q);
         for ch in s.chars() {
