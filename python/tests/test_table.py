@@ -269,6 +269,20 @@ def test_a_table_keeps_its_database_open(db, db_path, tmp_path):
     strata.DB(db_path).close()
 
 
+def test_unsupported_python_types_are_a_type_error(db, tmp_path):
+    """Any object used to become its str(): a list stored as '[1, 2]'."""
+    schema = "CREATE TABLE u (id INT PRIMARY KEY, t TEXT, b BYTEA);"
+    for bad in ([1, 2], {"a": 1}, object(), {1}):
+        with pytest.raises(TypeError, match=r"column t: a value of type \w+ is not supported for a TEXT column"):
+            strata.encode_row(schema, "u", (1, bad, None))
+    with pytest.raises(TypeError, match="column id: a value of type dict is not supported"):
+        strata.encode_key(schema, "u", ({"a": 1}, None, None), table_id=1)
+    # bytearray and memoryview are bytes.
+    want = strata.encode_row(schema, "u", (1, "x", b"\x00\x01"))
+    assert strata.encode_row(schema, "u", (1, bytearray(b"x"), bytearray(b"\x00\x01"))) == want
+    assert strata.encode_row(schema, "u", (1, memoryview(b"x"), memoryview(b"\x00\x01"))) == want
+
+
 def test_escape_equal_to_the_quote_is_the_default(db, tmp_path):
     p = tmp_path / "q.csv"
     p.write_text('1,"a""b"\n2,"say ""hi"", ok"\n')
