@@ -12,8 +12,11 @@
 use crate::errors::{import_err, InvalidArgumentError};
 use crate::handle::Handle;
 use crate::table_scan::{Cursor, TableScan};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyList, PyMemoryView, PyString, PyTuple,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use strata::ReadOptions;
@@ -29,7 +32,17 @@ use strata_import::{ImportOptions, Schema};
 /// The text form of a Python value for a column of type `ty`, as a CSV
 /// field would hold it. `bytes` are a BYTEA column's value (written in
 /// hex); for any other column they are the field's text, in UTF-8.
+///
+/// The types taken are those rows come back as, `bytearray` and
+/// `memoryview` as `bytes`, and integers of other kinds (any object with
+/// `__index__`, e.g. numpy's); any other object is a `TypeError` naming
+/// the column and the type (its `str()` was stored: a list `[1, 2]` became
+/// the text `'[1, 2]'`).
 fn text_of(o: &Bound<'_, PyAny>, ty: &ColumnType, column: &str) -> PyResult<String> {
+    if o.is_instance_of::<PyByteArray>() || o.is_instance_of::<PyMemoryView>() {
+        let b = crate::convert::bytes_of(o, "a value")?;
+        return text_of(PyBytes::new(o.py(), &b).as_any(), ty, column);
+    }
     if let Ok(b) = o.cast::<PyBytes>() {
         if *ty != ColumnType::Bytea {
             return match std::str::from_utf8(b.as_bytes()) {
@@ -63,7 +76,19 @@ fn text_of(o: &Bound<'_, PyAny>, ty: &ColumnType, column: &str) -> PyResult<Stri
     if o.is_instance_of::<pyo3::types::PyFloat>() {
         return o.repr()?.extract();
     }
-    o.str()?.extract()
+    if o.is_instance_of::<PyInt>() || o.is_instance(&py.import("decimal")?.getattr("Decimal")?)? {
+        return o.str()?.extract();
+    }
+    if o.hasattr("__index__")? {
+        return o.call_method0("__index__")?.str()?.extract();
+    }
+    Err(PyTypeError::new_err(format!(
+        "column {column}: a value of type {} is not supported for a {} column (use int, \
+         float, decimal.Decimal, str, bool, bytes, bytearray, memoryview, datetime.date, \
+         datetime.datetime or None)",
+        o.get_type().name()?,
+        ty.sql()
+    )))
 }
 
 /// A Python value as a value of a column of type `ty` (`None`: NULL).

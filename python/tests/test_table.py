@@ -282,3 +282,36 @@ def test_a_small_import_counts_a_batch_and_no_files(db, tmp_path):
     assert all(i["files"] == 0 and i["file_bytes"] == 0 for i in s["indexes"])
     assert s["levels"] == []
     assert db.table("item").count() == len(ROWS)
+
+
+def test_unsupported_python_types_are_a_type_error(db, tmp_path):
+    """Any object used to become its str(): a list stored as '[1, 2]'."""
+    schema = "CREATE TABLE u (id INT PRIMARY KEY, t TEXT, b BYTEA);"
+    for bad in ([1, 2], {"a": 1}, object(), {1}):
+        with pytest.raises(TypeError, match=r"column t: a value of type \w+ is not supported for a TEXT column"):
+            strata.encode_row(schema, "u", (1, bad, None))
+    with pytest.raises(TypeError, match="column id: a value of type dict is not supported"):
+        strata.encode_key(schema, "u", ({"a": 1}, None, None), table_id=1)
+    # bytearray and memoryview are bytes.
+    want = strata.encode_row(schema, "u", (1, "x", b"\x00\x01"))
+    assert strata.encode_row(schema, "u", (1, bytearray(b"x"), bytearray(b"\x00\x01"))) == want
+    assert strata.encode_row(schema, "u", (1, memoryview(b"x"), memoryview(b"\x00\x01"))) == want
+
+
+def test_escape_equal_to_the_quote_is_the_default(db, tmp_path):
+    p = tmp_path / "q.csv"
+    p.write_text('1,"a""b"\n2,"say ""hi"", ok"\n')
+    db.import_csv([str(p)], "CREATE TABLE e (id INT PRIMARY KEY, v TEXT);", "e", escape='"')
+    t = db.table("e")
+    assert t.get(1)[1] == 'a"b'
+    assert t.get(2)[1] == 'say "hi", ok'
+
+
+def test_minus_zero_keeps_its_sign(db, tmp_path):
+    import math
+
+    p = tmp_path / "f.csv"
+    p.write_text("1,-0.0\n")
+    db.import_csv([str(p)], "CREATE TABLE f (id INT PRIMARY KEY, x DOUBLE PRECISION);", "f")
+    x = db.table("f").get(1)[1]
+    assert x == 0.0 and math.copysign(1.0, x) == -1.0

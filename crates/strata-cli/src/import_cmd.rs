@@ -99,7 +99,9 @@ pub struct ImportArgs {
     /// Quote byte.
     #[arg(long)]
     pub quote: Option<String>,
-    /// Escape byte inside quotes (default: a doubled quote).
+    /// Escape byte inside quotes: it and the byte after it read as that
+    /// byte (`\"` a quote). Default, and the same when it is the quote
+    /// byte: a doubled quote is one quote.
     #[arg(long)]
     pub escape: Option<String>,
     /// The first record of each file is a header: `skip` it, or `match`

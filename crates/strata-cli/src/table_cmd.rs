@@ -37,7 +37,9 @@ pub struct ScanArgs {
     /// Lowest values of the leading index columns (inclusive).
     #[arg(long, num_args = 1.., allow_negative_numbers = true)]
     pub from: Vec<String>,
-    /// Highest values of the leading index columns (inclusive).
+    /// Highest values of the leading index columns (inclusive). NULLs
+    /// sort first in every index, so `--to` alone also gives the rows
+    /// whose leading column is NULL; add `--from` to leave them out.
     #[arg(long, num_args = 1.., allow_negative_numbers = true)]
     pub to: Vec<String>,
     /// At most this many rows.

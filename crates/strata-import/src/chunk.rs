@@ -5,12 +5,20 @@
 //! the `csv` crate's parser (a quote opens a quoted field only at the start
 //! of a field; inside, a doubled quote or the escape byte keeps it open;
 //! records end at CR or LF outside quotes), one cheap pass over the bytes,
-//! and a chunk is cut only just after an LF that ends a record. So a quoted
-//! field holding newlines is never cut, and every chunk parses exactly as
-//! the same bytes would in one sequential read (tested against one).
+//! and a chunk is cut only just after a line end that ends a record: an
+//! LF, or a lone CR whose next byte is in the same read and is not an LF.
+//! So a quoted field holding newlines is never cut, a CRLF is never split,
+//! and every chunk parses exactly as the same bytes would in one
+//! sequential read (tested against one).
+//!
+//! Lines end where records end: at a CR, an LF or a CRLF, each one line
+//! end ([`line_ends`]; a quoted line break advances the count too, as
+//! editors do). So every record starts on a line of its own, and a
+//! record's (file, line) names it uniquely: duplicate resolution relies on
+//! that (`parse` refuses a chunk where it would not hold).
 //!
 //! Each chunk carries its file, the physical line its first record starts
-//! on (lines count LFs, so a quoted newline advances them, as editors do),
+//! on,
 //! and its byte offset in the whole input (the hidden row id's source). A
 //! file's UTF-8 byte-order mark is dropped; its header record, if the
 //! dialect has one, is taken out and returned by [`Splitter::header`].
@@ -58,6 +66,38 @@ pub struct Scanner {
     pub line: u64,
     /// Line the open quoted field started on.
     quote_line: u64,
+    /// The last byte fed was a CR (an LF next ends no further line).
+    after_cr: bool,
+}
+
+/// The line ends in `data`: every CR, and every LF not just after a CR
+/// (a CRLF is one line end), `after_cr` saying whether the byte before
+/// `data` was a CR. CR, LF and CRLF each end a record too, so a file's
+/// lines are its records (plus the line breaks inside quoted fields).
+pub fn line_ends(data: &[u8], after_cr: bool) -> u64 {
+    let lf = memchr::memchr_iter(b'\n', data).count();
+    let mut cr = 0;
+    let mut crlf = usize::from(after_cr && data.first() == Some(&b'\n'));
+    for i in memchr::memchr_iter(b'\r', data) {
+        cr += 1;
+        crlf += usize::from(data.get(i + 1) == Some(&b'\n'));
+    }
+    (lf + cr - crlf) as u64
+}
+
+/// The offset just after the last record-ending line end of `data` that is
+/// a safe cut: an LF, or a CR whose next byte is in `data` and is not an
+/// LF (a CR at the end may be the first half of a CRLF). Every CR and LF
+/// of `data` must be outside quoted fields.
+fn last_cut(data: &[u8]) -> Option<usize> {
+    let mut end = data.len();
+    while let Some(i) = memchr::memrchr2(b'\n', b'\r', &data[..end]) {
+        if data[i] == b'\n' || (i + 1 < data.len() && data[i + 1] != b'\n') {
+            return Some(i + 1);
+        }
+        end = i;
+    }
+    None
 }
 
 impl Scanner {
@@ -66,16 +106,17 @@ impl Scanner {
         Scanner {
             delimiter: d.delimiter,
             quote: d.quote,
-            escape: d.escape,
-            double_quote: d.escape.is_none(),
+            escape: d.escape_byte(),
+            double_quote: d.escape_byte().is_none(),
             state: State::StartField,
             line: 1,
             quote_line: 0,
+            after_cr: false,
         }
     }
 
-    /// Feeds `data`; returns the offset just after the last LF in it that
-    /// ends a record (a safe cut), if any.
+    /// Feeds `data`; returns the offset just after the last line end in it
+    /// that ends a record and is a safe cut (see [`last_cut`]), if any.
     pub fn feed(&mut self, data: &[u8]) -> Option<usize> {
         if let Some(cut) = self.feed_unquoted(data) {
             return cut;
@@ -85,9 +126,9 @@ impl Scanner {
 
     /// The fast path of [`Self::feed`]: outside a quoted field, bytes
     /// without a quote byte cannot open one (and the escape byte only
-    /// matters inside one), so the state machine reduces to "every LF ends
-    /// a record": the last LF is the cut (found with SIMD `memchr`, not a
-    /// byte at a time), and the state after the bytes depends on the last
+    /// matters inside one), so the state machine reduces to "every CR or
+    /// LF ends a record": the last one is the cut (found with SIMD
+    /// `memchr`, not a byte at a time), and the state after the bytes depends on the last
     /// byte alone. `None` when the bytes hold a quote byte (or the scanner
     /// is inside a quoted field): the caller runs the full state machine.
     fn feed_unquoted(&mut self, data: &[u8]) -> Option<Option<usize>> {
@@ -102,13 +143,14 @@ impl Scanner {
             return None;
         }
         let &last = data.last()?;
-        self.line += memchr::memchr_iter(b'\n', data).count() as u64;
+        self.line += line_ends(data, self.after_cr);
+        self.after_cr = last == b'\r';
         self.state = if last == self.delimiter || last == b'\n' || last == b'\r' {
             State::StartField
         } else {
             State::InField
         };
-        Some(memchr::memrchr(b'\n', data).map(|i| i + 1))
+        Some(last_cut(data))
     }
 
     /// The byte-at-a-time state machine of [`Self::feed`].
@@ -127,7 +169,7 @@ impl Scanner {
                     } else if c == self.delimiter {
                         State::StartField
                     } else if term {
-                        if c == b'\n' {
+                        if c == b'\n' || data.get(i + 1).is_some_and(|&n| n != b'\n') {
                             cut = Some(i + 1);
                         }
                         State::StartField
@@ -146,9 +188,10 @@ impl Scanner {
                 }
                 State::InEscaped => State::InQuoted,
             };
-            if c == b'\n' {
+            if c == b'\r' || (c == b'\n' && !self.after_cr) {
                 self.line += 1;
             }
+            self.after_cr = c == b'\r';
         }
         cut
     }
@@ -328,15 +371,13 @@ impl Splitter {
         let data = std::mem::replace(&mut self.pending, rest);
         // The scanner has counted the lines of every byte read so far
         // (it stands just after the rest, the bytes after the cut), so
-        // the rest's line is its line less the rest's LFs: the rest is
-        // at most a record, where counting the chunk's LFs again was a
-        // second pass over the whole input (3% of a W1 import's time).
-        let rest_lines = memchr::memchr_iter(b'\n', &self.pending).count() as u64;
+        // the rest's line is its line less the rest's line ends: the rest
+        // is at most a record, where counting the chunk's lines again was a
+        // second pass over the whole input (3% of a W1 import's time). A
+        // cut is never inside a CRLF, so the two counts add up.
+        let rest_lines = line_ends(&self.pending, false);
         let next_line = self.scanner.line.saturating_sub(rest_lines);
-        debug_assert_eq!(
-            next_line,
-            self.pending_line + memchr::memchr_iter(b'\n', &data).count() as u64
-        );
+        debug_assert_eq!(next_line, self.pending_line + line_ends(&data, false));
         let chunk = Chunk {
             seq: 0,
             file: self.file,
@@ -363,12 +404,24 @@ impl Splitter {
                 continue;
             }
             pos += 1;
-            if sc.feed(&self.pending[pos - 1..pos]).is_some() {
+            let c = self.pending[pos - 1];
+            sc.feed(&self.pending[pos - 1..pos]);
+            // A CR or LF outside quotes ends the header (a CR with the LF
+            // of its CRLF, if one follows).
+            if matches!(c, b'\n' | b'\r') && sc.state == State::StartField {
+                if c == b'\r' {
+                    if pos == self.pending.len() && !self.eof {
+                        self.fill(self.target)?;
+                    }
+                    if self.pending.get(pos) == Some(&b'\n') {
+                        pos += 1;
+                    }
+                }
                 break pos;
             }
         };
         let head: Vec<u8> = self.pending.drain(..end).collect();
-        let lines = head.iter().filter(|&&b| b == b'\n').count() as u64;
+        let lines = line_ends(&head, false);
         self.scanner.line += lines;
         self.pending_line += lines;
         self.offset += end as u64;
@@ -395,9 +448,10 @@ impl Splitter {
 /// Physical line numbers of the records of one chunk.
 ///
 /// The `csv` crate's own line numbers lag by one after a CRLF (it consumes
-/// the LF when it starts the next record), so lines are counted here, from
-/// the LFs before each record's start (the reader reports where a record's
-/// first byte is: a blank line is a record too).
+/// the LF when it starts the next record) and count no lone CR, so lines
+/// are counted here, from the line ends ([`line_ends`]: CR, LF, CRLF)
+/// before each record's start (the reader reports where a record's first
+/// byte is: a blank line is a record too).
 pub struct LineCounter<'a> {
     data: &'a [u8],
     pos: usize,
@@ -421,19 +475,20 @@ impl<'a> LineCounter<'a> {
         if s > self.pos {
             // SIMD search: a record is usually one line, so this finds its
             // one LF and stops (a byte-by-byte count was ~4% of W1's CPU).
-            self.line += memchr::memchr_iter(b'\n', &self.data[self.pos..s]).count() as u64;
+            let after_cr = self.pos > 0 && self.data[self.pos - 1] == b'\r';
+            self.line += line_ends(&self.data[self.pos..s], after_cr);
             self.pos = s;
         }
         (self.line, s)
     }
 
     /// Counts the line of the record just asked for ([`Self::record`])
-    /// as ended at `end`, just past its LF, when the reader knows that LF
-    /// is its only one (a plain record): the next record's count then
+    /// as ended at `end`, just past its line end, when the reader knows
+    /// that is its only one (a plain record): the next record's count then
     /// starts there instead of scanning this record's bytes again (that
     /// scan was about 3% of a W1 import's instructions).
     pub fn line_ended(&mut self, end: usize) {
-        if end > self.pos && end <= self.data.len() && self.data[end - 1] == b'\n' {
+        if end > self.pos && end <= self.data.len() && matches!(self.data[end - 1], b'\n' | b'\r') {
             self.line += 1;
             self.pos = end;
         }
@@ -449,8 +504,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
-        /// Each chunk's first line is one more than the LFs before it in
-        /// the file, whatever the chunk size (many chunks, records cut
+        /// Each chunk's first line is one more than the line ends (CR, LF,
+        /// CRLF) before it in the file, whatever the chunk size (many chunks, records cut
         /// across reads), quoted fields holding LFs, CRLFs, a header and
         /// a byte-order mark: the count comes from the scanner's, less
         /// the LFs of the bytes after the cut.
@@ -478,7 +533,7 @@ mod tests {
             let mut chunks = 0;
             while let Ok(Some(c)) = sp.next_chunk() {
                 let at = c.offset as usize;
-                let want = 1 + memchr::memchr_iter(b'\n', &file[..at]).count() as u64;
+                let want = 1 + line_ends(&file[..at], false);
                 prop_assert_eq!(c.first_line, want, "chunk at {}", at);
                 prop_assert_eq!(&file[at..at + c.data.len()], c.data.as_slice());
                 chunks += 1;

@@ -16,7 +16,8 @@ use crate::csv::text_escapes;
 use crate::pool::BatchPool;
 use crate::value::{self, Value, ValueRef};
 
-/// Where an entry came from: input file index and line.
+/// Where an entry came from: input file index and line (the line a record
+/// starts on; no two records share one, see `chunk`): a row's identity.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Src {
     /// Index of the input file.
@@ -185,6 +186,12 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
     let mut owned = vec![false; table.columns.len()];
     let mut pk = Vec::new();
     let mut lines = LineCounter::new(&chunk.data, chunk.first_line);
+    // The line of the chunk's previous record: a record's (file, line) is
+    // its identity in duplicate resolution (`resolve` drops rows by it),
+    // so two records must never share one. Lines end where records do
+    // (`chunk`), so they never do; were they to, the later record is
+    // refused rather than confused with the earlier one.
+    let mut prev_line = None;
     while let Some(rec) = records.next_record() {
         let (line, rstart) = lines.record(rec.start);
         if rec.plain {
@@ -201,6 +208,14 @@ pub fn parse_chunk(chunk: &Chunk, layout: &Layout<'_>) -> Parsed {
             reason,
             raw: chunk.data[rstart..end.min(chunk.data.len())].to_vec(),
         };
+        if prev_line.is_some_and(|p| line <= p) {
+            out.bad.push(bad(
+                None,
+                "internal: a second record on this line (rows are told apart by line)".into(),
+            ));
+            continue;
+        }
+        prev_line = Some(line);
         // psql's end-of-data marker: data for PostgreSQL, text for nobody
         // (in a one-column table it would read as "."), so a bad row.
         if escapes && rec.len() == 1 && rec.bytes == b"\\." {

@@ -354,13 +354,31 @@ fn check_rejects_path(db: &Db, rejects: &Path, inputs: &[Input]) -> Result<()> {
 
 /// What differs first between the stored definition of a table and the
 /// schema's, in the schema's words.
+/// `t` with its names (table, columns, indexes) in lower case: names match
+/// ignoring case everywhere, so a stored definition agrees with a schema
+/// that spells them in another case.
+fn folded(t: &Table) -> Table {
+    let mut t = t.clone();
+    t.name = t.name.to_lowercase();
+    for c in &mut t.columns {
+        c.name = c.name.to_lowercase();
+    }
+    for ix in &mut t.indexes {
+        ix.name = ix.name.to_lowercase();
+    }
+    t
+}
+
 fn first_difference(stored: &Table, given: &Table) -> String {
+    let (fs, fg) = (folded(stored), folded(given));
     let col = |c: &crate::schema::Column| {
         let null = if c.not_null { " NOT NULL" } else { "" };
         format!("{} {}{null}", c.name, c.ty.sql())
     };
-    match first_mismatch(&stored.columns, &given.columns) {
-        Some((i, Some(a), Some(b))) => {
+    // Found in the folded tables, shown as each spells it.
+    let at = |i: usize| (stored.columns.get(i), given.columns.get(i));
+    match first_mismatch(&fs.columns, &fg.columns).map(|(i, ..)| (i, at(i))) {
+        Some((i, (Some(a), Some(b)))) => {
             return format!(
                 "column {} is {} in the table, {} in the schema",
                 i + 1,
@@ -368,10 +386,10 @@ fn first_difference(stored: &Table, given: &Table) -> String {
                 col(b)
             )
         }
-        Some((_, Some(a), None)) => {
+        Some((_, (Some(a), None))) => {
             return format!("the table has a column {} the schema lacks", col(a))
         }
-        Some((_, None, Some(b))) => {
+        Some((_, (None, Some(b)))) => {
             return format!("the schema adds a column {} the table lacks", col(b))
         }
         _ => {}
@@ -385,15 +403,16 @@ fn first_difference(stored: &Table, given: &Table) -> String {
         let unique = if ix.unique { "unique " } else { "" };
         format!("{unique}index {} ({})", ix.name, cols.join(", "))
     };
-    match first_mismatch(&stored.indexes, &given.indexes) {
-        Some((_, Some(a), Some(b))) => format!(
+    let at = |i: usize| (stored.indexes.get(i), given.indexes.get(i));
+    match first_mismatch(&fs.indexes, &fg.indexes).map(|(i, ..)| at(i)) {
+        Some((Some(a), Some(b))) => format!(
             "the table has {}, the schema {}",
             index(stored, a),
             index(given, b)
         ),
-        Some((_, Some(a), None)) => format!("the schema lacks the table's {}", index(stored, a)),
-        Some((_, None, Some(b))) => format!("the schema adds {}", index(given, b)),
-        _ => "the table's name is spelled differently".into(),
+        Some((Some(a), None)) => format!("the schema lacks the table's {}", index(stored, a)),
+        Some((None, Some(b))) => format!("the schema adds {}", index(given, b)),
+        _ => "the definitions differ".into(),
     }
 }
 
@@ -433,7 +452,7 @@ pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> R
     let existing = catalog::get(db, &def.name)?;
     let (entry, created) = match existing {
         Some(e) => {
-            if e.table != *def {
+            if folded(&e.table) != folded(def) {
                 return Err(Error::invalid(format!(
                     "table {} exists with a different definition: {}",
                     def.name,

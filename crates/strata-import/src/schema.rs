@@ -624,6 +624,18 @@ fn create_table(ct: &CreateTable, what: &str, toks: &Toks) -> Result<Table> {
                         return Err(unsupported(format!("{column}: {part}")));
                     }
                     if *is_primary {
+                        // The parser reads `PRIMARY KEY DESC` and drops
+                        // the DESC: refused as a DESC index column is.
+                        let desc = (0..toks.0.len()).find(|&k| {
+                            toks.is(k, "PRIMARY") && toks.is(k + 1, "KEY") && toks.is(k + 2, "DESC")
+                        });
+                        if let Some(k) = desc {
+                            return Err(Error::schema(format!(
+                                "{what}: {column}: PRIMARY KEY DESC{} is not supported: keys \
+                                 are stored in ascending order",
+                                at_location(toks.0[k + 2].span.start)
+                            )));
+                        }
                         if pk.is_some() {
                             return Err(Error::schema(format!(
                                 "{what}: more than one PRIMARY KEY"
@@ -894,6 +906,14 @@ fn column_type(dt: &DataType) -> std::result::Result<ColumnType, String> {
         DataType::Text => ColumnType::Text,
         DataType::Bool | DataType::Boolean => ColumnType::Bool,
         DataType::Date => ColumnType::Date,
+        // A precision other than microseconds' would be dropped unseen
+        // (PostgreSQL rounds to it; values here keep microseconds).
+        DataType::Timestamp(Some(p), _) if *p != 6 => {
+            return Err(format!(
+                "type {dt} is not supported: timestamps keep microseconds; write TIMESTAMP \
+                 (or TIMESTAMP(6))"
+            ))
+        }
         DataType::Timestamp(_, sqlparser::ast::TimezoneInfo::None)
         | DataType::Timestamp(_, sqlparser::ast::TimezoneInfo::WithoutTimeZone) => {
             ColumnType::Timestamp
@@ -1119,6 +1139,18 @@ mod tests {
                 "CREATE TABLE t (a INT,\n  UNIQUE (a) DEFERRABLE)",
                 "CREATE TABLE t",
                 "DEFERRABLE (line 2, column 14) is not supported",
+            ),
+            (
+                "CREATE TABLE t (a INT,\n  b INT PRIMARY KEY DESC)",
+                "CREATE TABLE t",
+                "column b (line 2, column 3): PRIMARY KEY DESC (line 2, column 21) is not \
+                 supported: keys are stored in ascending order",
+            ),
+            (
+                "CREATE TABLE t (a INT PRIMARY KEY, t TIMESTAMP(3))",
+                "CREATE TABLE t",
+                "column t (line 1, column 36): type TIMESTAMP(3) is not supported: timestamps \
+                 keep microseconds",
             ),
             (
                 "CREATE TABLE t (a TEXT, UNIQUE NULLS NOT DISTINCT (a))",

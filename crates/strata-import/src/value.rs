@@ -8,7 +8,9 @@
 //! `YYYY-MM-DD HH:MM:SS[.ffffff]` (a `T` also accepted; no time zone), BYTEA
 //! as PostgreSQL's hex form `\x...`. Invariant: `parse(format(v)) == v` for
 //! every value `parse` accepts, so exported rows import again unchanged.
-//! -0.0 is stored as 0.0 and every NaN as one NaN, as SQL compares them.
+//! Every NaN is stored as one NaN; -0.0 stays -0.0 in a row (printed `-0`,
+//! as PostgreSQL keeps and prints it), and only a key's encoding makes it
+//! 0.0 (`encode::key`), so that -0 and 0, equal in SQL, are one key.
 
 use crate::schema::ColumnType;
 
@@ -19,7 +21,7 @@ pub enum Value {
     Null,
     /// Any integer type.
     Int(i64),
-    /// A float (canonical: no -0, one NaN).
+    /// A float (canonical: one NaN; -0 kept).
     Float(f64),
     /// Scaled by 10^scale of the column.
     Decimal(i128),
@@ -44,7 +46,7 @@ pub enum ValueRef<'a> {
     Null,
     /// Any integer type.
     Int(i64),
-    /// A float (canonical: no -0, one NaN).
+    /// A float (canonical: one NaN; -0 kept).
     Float(f64),
     /// Scaled by 10^scale of the column.
     Decimal(i128),
@@ -124,7 +126,16 @@ pub fn parse(ty: &ColumnType, s: &str) -> Result<Value, String> {
             if f.is_infinite() && named != "inf" && named != "infinity" {
                 return Err(format!("{} is out of range for DOUBLE", shown(s)));
             }
-            Ok(Value::Float(canonical_float(f)))
+            // `1e-400` parses as zero: out of range too (PostgreSQL says
+            // so), where a subnormal like 4.9e-324 is a value. A zero is
+            // written with no non-zero digit before its exponent.
+            if f == 0.0 {
+                let mantissa = named.split(['e', 'E']).next().unwrap_or_default();
+                if mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+                    return Err(format!("{} is out of range for DOUBLE", shown(s)));
+                }
+            }
+            Ok(Value::Float(canonical_nan(f)))
         }
         ColumnType::Decimal { precision, scale } => decimal(s, *precision, *scale),
         ColumnType::Char(n) | ColumnType::Varchar(n) => {
@@ -345,8 +356,18 @@ pub fn format(ty: &ColumnType, v: &Value) -> String {
     }
 }
 
+/// Every NaN becomes the one positive quiet NaN (a row's value; -0.0 is
+/// kept, see [`canonical_float`] for keys).
+pub fn canonical_nan(f: f64) -> f64 {
+    if f.is_nan() {
+        f64::NAN
+    } else {
+        f
+    }
+}
+
 /// -0.0 becomes 0.0 and every NaN the one positive quiet NaN, so equal SQL
-/// values have equal encodings.
+/// values have equal key encodings.
 pub fn canonical_float(f: f64) -> f64 {
     if f.is_nan() {
         f64::NAN
@@ -358,10 +379,17 @@ pub fn canonical_float(f: f64) -> f64 {
 }
 
 fn int(s: &str, lo: i64, hi: i64, name: &str) -> Result<Value, String> {
-    let v: i64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{} is not an integer", shown(s)))?;
+    let t = s.trim();
+    let v: i64 = t.parse().map_err(|_| {
+        // Digits (after a sign) that do not fit an i64: out of range for
+        // BIGINT as SMALLINT's and INT's are for theirs.
+        let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            format!("{t} is out of range for {name}")
+        } else {
+            format!("{} is not an integer", shown(s))
+        }
+    })?;
     if v < lo || v > hi {
         return Err(format!("{v} is out of range for {name}"));
     }
@@ -590,7 +618,10 @@ mod tests {
             ),
             (ColumnType::Bytea, "\\x00FF", "\\x00ff"),
             (ColumnType::Bool, "YES", "true"),
-            (ColumnType::Double, "-0", "0"),
+            (ColumnType::Double, "-0", "-0"),
+            (ColumnType::Double, "-0.0", "-0"),
+            (ColumnType::Double, "0e-999", "0"),
+            (ColumnType::Double, "-0.000e5", "-0"),
         ];
         for (ty, input, text) in cases {
             let v = parse(ty, input).unwrap();
@@ -622,6 +653,48 @@ mod tests {
         ] {
             assert!(parse(&ty, bad).is_err(), "{bad}");
         }
+        // Out of range, said as such (an underflow was silently 0, a
+        // BIGINT overflow "not an integer").
+        for (ty, bad, want) in [
+            (
+                ColumnType::Double,
+                "1e-400",
+                "\"1e-400\" is out of range for DOUBLE",
+            ),
+            (
+                ColumnType::Double,
+                "-2.5E-330",
+                "\"-2.5E-330\" is out of range for DOUBLE",
+            ),
+            (
+                ColumnType::BigInt,
+                "9223372036854775808",
+                "9223372036854775808 is out of range for BIGINT",
+            ),
+            (
+                ColumnType::BigInt,
+                "-9223372036854775809",
+                "-9223372036854775809 is out of range for BIGINT",
+            ),
+            (
+                ColumnType::Int,
+                "99999999999999999999",
+                "99999999999999999999 is out of range for INT",
+            ),
+            (ColumnType::BigInt, "12a", "\"12a\" is not an integer"),
+        ] {
+            assert_eq!(parse(&ty, bad).unwrap_err(), want, "{bad}");
+        }
+        // -0 keeps its sign in a row value.
+        let Value::Float(z) = parse(&ColumnType::Double, "-0.0").unwrap() else {
+            panic!("not a float")
+        };
+        assert!(z == 0.0 && z.is_sign_negative());
+        // A subnormal is a value, not an underflow.
+        assert_eq!(
+            parse(&ColumnType::Double, "4.9e-324").unwrap(),
+            Value::Float(f64::from_bits(1))
+        );
         // Infinity written as such is a value, as in PostgreSQL.
         for ok in ["inf", "-Infinity", "+INF"] {
             assert!(parse(&ColumnType::Double, ok).is_ok(), "{ok}");

@@ -869,3 +869,87 @@ fn writer_share_of_the_budget_cuts_files() {
     let r = TableReader::open(&db, "t").unwrap();
     assert_eq!(r.count().unwrap(), n);
 }
+
+/// A table's stored definition agrees with a schema that spells its names
+/// in another case (names match ignoring case everywhere): importing into
+/// `T (ID ...)` with `t (id ...)` said "column 1 is ID ... id".
+#[test]
+fn a_stored_definition_matches_names_ignoring_case() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open_default(d.path().join("db")).unwrap();
+    let upper =
+        Schema::parse("CREATE TABLE T (ID INT PRIMARY KEY, V TEXT); CREATE INDEX IV ON T (V);")
+            .unwrap();
+    let lower =
+        Schema::parse("create table t (id int primary key, v text); create index iv on t (v);")
+            .unwrap();
+    let other =
+        Schema::parse("CREATE TABLE t (id INT PRIMARY KEY, w TEXT); CREATE INDEX iv ON t (w);")
+            .unwrap();
+    let o = ImportOptions::default();
+    import(
+        &db,
+        upper.table("T").unwrap(),
+        &[write(d.path(), "a.csv", b"1,a\n")],
+        &o,
+    )
+    .unwrap();
+    import(
+        &db,
+        lower.table("t").unwrap(),
+        &[write(d.path(), "b.csv", b"2,b\n")],
+        &o,
+    )
+    .unwrap();
+    assert_eq!(TableReader::open(&db, "t").unwrap().count().unwrap(), 2);
+    // A real difference is still one, shown as each spells it.
+    let e = import(
+        &db,
+        other.table("t").unwrap(),
+        &[write(d.path(), "c.csv", b"3,c\n")],
+        &o,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("column 2 is V TEXT in the table, w TEXT in the schema"),
+        "{e}"
+    );
+}
+
+/// -0 in a non-key DOUBLE column keeps its sign (a row value is the
+/// float's 8 bytes; only keys make it 0, so a key -0 finds the row 0).
+#[test]
+fn minus_zero_keeps_its_sign_in_a_row_and_is_zero_in_a_key() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open_default(d.path().join("db")).unwrap();
+    let s =
+        Schema::parse("CREATE TABLE f (id INT PRIMARY KEY, x DOUBLE PRECISION, k REAL UNIQUE);")
+            .unwrap();
+    let t = s.table("f").unwrap();
+    let o = ImportOptions::default();
+    import(
+        &db,
+        t,
+        &[write(d.path(), "f.csv", b"1,-0.0,-0\n2,0,1\n")],
+        &o,
+    )
+    .unwrap();
+    let r = TableReader::open(&db, "f").unwrap();
+    let row = r.get(&["1".into()]).unwrap().unwrap();
+    let Value::Float(x) = row[1] else {
+        panic!("{row:?}")
+    };
+    assert!(x == 0.0 && x.is_sign_negative(), "{x}");
+    assert_eq!(r.format_row(&row, &Dialect::csv()), "1,-0,-0");
+    // The unique key -0 is the key 0: one row under it.
+    let mut found = Vec::new();
+    r.scan(1, &["0".into()], &["0".into()], None, |row| {
+        found.push(row);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let e = import(&db, t, &[write(d.path(), "g.csv", b"3,1,0\n")], &o).unwrap_err();
+    assert!(e.to_string().contains("duplicate key"), "{e}");
+}

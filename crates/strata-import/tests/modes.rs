@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use strata::Db;
+use strata_import::consistency::check_tables;
 use strata_import::csv::input::Input;
 use strata_import::{import, ImportOptions, Mode, OnDuplicate, Schema, Summary};
 
@@ -35,12 +36,17 @@ impl Rng {
 }
 
 fn csv(rows: &[Row]) -> Vec<u8> {
+    csv_ending(rows, |_| "\n")
+}
+
+/// The rows as CSV, row `i` ended by `end(i)` (LF, CRLF or a lone CR).
+fn csv_ending(rows: &[Row], end: impl Fn(usize) -> &'static str) -> Vec<u8> {
     let mut out = String::new();
-    for (id, grp, code, note) in rows {
+    for (i, (id, grp, code, note)) in rows.iter().enumerate() {
         let grp = grp.map(|g| g.to_string()).unwrap_or_default();
         let code = code.clone().unwrap_or_default();
         let note = format!("\"{}\"", note.replace('"', "\"\""));
-        out.push_str(&format!("{id},{grp},{code},{note}\n"));
+        out.push_str(&format!("{id},{grp},{code},{note}{}", end(i)));
     }
     out.into_bytes()
 }
@@ -186,6 +192,104 @@ fn every_mode_and_duplicate_rule_gives_the_models_table() {
             };
             let (got, _) = run(d.path(), &base, &fresh, &opts);
             assert!(got == want, "case {case}, error, {}: differs", mode.name());
+        }
+    }
+}
+
+/// Line ends: LF, CRLF, lone CR (a CR-only file) and a mix each end one
+/// record and one line, so every record has a line of its own, the line a
+/// row is identified by in duplicate resolution. A CR-only file was all
+/// "line 1": dropping one duplicate dropped every row, and left a
+/// secondary index pointing at rows that were never written. Every mode
+/// and duplicate rule must give the model's table (every key of every
+/// index, the consistency check clean), and a bad row's error names its
+/// line counted the same way.
+#[test]
+fn every_line_end_gives_the_models_table_and_lines() {
+    type End = fn(usize) -> &'static str;
+    let ends: [(&str, End); 4] = [
+        ("LF", |_| "\n"),
+        ("CRLF", |_| "\r\n"),
+        ("CR", |_| "\r"),
+        ("mixed", |i| ["\n", "\r", "\r\n", "\r", "\r"][i % 5]),
+    ];
+    let mut rng = Rng(0x05ee_d1e5);
+    let schema = Schema::parse(SCHEMA).unwrap();
+    let t = schema.table("t").unwrap();
+    for case in 0..2 {
+        let mut base: Vec<Row> = Vec::new();
+        for id in 0..30 {
+            if case == 1 && rng.below(2) == 0 {
+                base.push(row(&mut rng, id, 0));
+            }
+        }
+        let input: Vec<Row> = (0..150)
+            .map(|v| {
+                let id = rng.below(50) as i64;
+                row(&mut rng, id, v + 1)
+            })
+            .collect();
+        let fresh: Vec<Row> = (100..200).map(|id| row(&mut rng, id, 1)).collect();
+        for (name, end) in ends {
+            for (rule, rows) in [
+                (OnDuplicate::Ignore, &input),
+                (OnDuplicate::Replace, &input),
+                (OnDuplicate::Error, &fresh),
+            ] {
+                let want = {
+                    let d = tempfile::tempdir().unwrap();
+                    run(
+                        d.path(),
+                        &model(&base, rows, rule),
+                        &[],
+                        &ImportOptions::default(),
+                    )
+                    .0
+                };
+                for (mode, memory) in modes() {
+                    let what = format!("case {case}, {name}, {rule:?}, {}", mode.name());
+                    let d = tempfile::tempdir().unwrap();
+                    let db = Db::open_default(d.path().join("db")).unwrap();
+                    if !base.is_empty() {
+                        let b = write(d.path(), "base.csv", &csv_ending(&base, end));
+                        import(&db, t, &[b], &ImportOptions::default()).unwrap();
+                    }
+                    let i = write(d.path(), "input.csv", &csv_ending(rows, end));
+                    let opts = ImportOptions {
+                        mode,
+                        memory,
+                        chunk_size: 64,
+                        threads: 2,
+                        on_duplicate: rule,
+                        ..ImportOptions::default()
+                    };
+                    import(&db, t, &[i], &opts).unwrap();
+                    assert!(
+                        all_pairs(&db) == want,
+                        "{what}: the table differs from the model's"
+                    );
+                    let r = check_tables(&db).unwrap();
+                    assert!(r.problems.is_empty(), "{what}: {:?}", r.problems);
+                }
+            }
+            // A bad row's line: the rows' notes hold quoted LFs, each one
+            // line more.
+            let rows = fresh[..20].to_vec();
+            let mut data = csv_ending(&rows, end);
+            let bad_line = 1 + rows
+                .iter()
+                .map(|r| 1 + r.3.matches('\n').count())
+                .sum::<usize>();
+            data.extend_from_slice(b"x,1,c,n");
+            let d = tempfile::tempdir().unwrap();
+            let db = Db::open_default(d.path().join("db")).unwrap();
+            let i = write(d.path(), "bad.csv", &data);
+            let e = import(&db, t, &[i], &ImportOptions::default()).unwrap_err();
+            let e = e.to_string();
+            assert!(
+                e.contains(&format!("bad.csv:{bad_line}: column id:")),
+                "{name}: {e}"
+            );
         }
     }
 }

@@ -8,6 +8,9 @@
 //! - a field that starts with the quote byte is quoted: it may hold the
 //!   delimiter and line breaks, and a doubled quote is one quote (or, with
 //!   an escape byte, the escape byte followed by any byte is that byte);
+//!   an escape byte equal to the quote byte is the default doubling, as in
+//!   PostgreSQL, whose `ESCAPE` defaults to the `QUOTE` value
+//!   ([`Dialect::escape_byte`]);
 //!   a quote inside an unquoted field is an ordinary byte;
 //! - an unquoted field equal to the NULL marker is NULL (default: the
 //!   empty field for CSV, `\N` for TSV); a quoted field never is, as in
@@ -136,7 +139,7 @@ impl Dialect {
             .delimiter(self.delimiter)
             .terminator(::csv::Terminator::CRLF);
         b.quoting(self.quote.is_some())
-            .escape(self.escape)
+            .escape(self.escape_byte())
             .double_quote(self.doubled_quotes());
         if let Some(q) = self.quote {
             b.quote(q);
@@ -148,7 +151,16 @@ impl Dialect {
     /// when no escape byte is set (an escape byte replaces the doubling,
     /// as in PostgreSQL's `ESCAPE`). Both readers take the same settings.
     fn doubled_quotes(&self) -> bool {
-        self.escape.is_none()
+        self.escape_byte().is_none()
+    }
+
+    /// The escape byte that escapes: `escape`, unless it is the quote byte.
+    /// An escape equal to the quote is a doubled quote, which is the
+    /// default (PostgreSQL's `ESCAPE` defaults to the `QUOTE` value), so it
+    /// must read exactly as no escape does: set as the `csv` crate's escape
+    /// it turned `"a""b"` into `a"b"` and split `"x"", y"` at its comma.
+    pub fn escape_byte(&self) -> Option<u8> {
+        self.escape.filter(|&e| Some(e) != self.quote)
     }
 
     /// The `csv_core` reader under [`Self::reader`], configured the same
@@ -159,7 +171,7 @@ impl Dialect {
         b.delimiter(self.delimiter)
             .terminator(csv_core::Terminator::CRLF);
         b.quoting(self.quote.is_some())
-            .escape(self.escape)
+            .escape(self.escape_byte())
             .double_quote(self.doubled_quotes());
         if let Some(q) = self.quote {
             b.quote(q);
@@ -175,11 +187,24 @@ impl Dialect {
             if i > 0 {
                 out.push(self.delimiter as char);
             }
+            // A record's first field starting with U+FEFF would be read
+            // back (at a file's start) as a byte-order mark and dropped:
+            // quoted it is not one (the text format writes its bytes as
+            // `\x` escapes).
+            let bom = i == 0 && f.as_deref().is_some_and(|s| s.starts_with('\u{FEFF}'));
             match f {
                 None => out.push_str(&self.null),
                 Some(s) if self.backslash_escapes && self.quote.is_none() => {
+                    let s = match s.strip_prefix('\u{FEFF}') {
+                        Some(rest) if bom => {
+                            out.push_str("\\xef\\xbb\\xbf");
+                            rest
+                        }
+                        _ => s,
+                    };
                     super::text_escapes::escape_into(s, self.delimiter, &mut out)
                 }
+                Some(s) if bom && self.quote.is_some() => out.push_str(&self.quote_field_always(s)),
                 Some(s) => out.push_str(&self.quote_field(s)),
             }
         }
@@ -194,19 +219,29 @@ impl Dialect {
         let needs = s == self.null
             || s.is_empty()
             || s.contains([self.delimiter as char, q, '\n', '\r'])
-            || self.escape.is_some_and(|e| s.contains(e as char));
+            || self.escape_byte().is_some_and(|e| s.contains(e as char));
         if !needs {
             return s.to_string();
         }
+        self.quote_field_always(s)
+    }
+
+    /// `s` quoted (with its quote and escape bytes escaped), whatever it
+    /// holds; as it is when the dialect has no quote byte.
+    fn quote_field_always(&self, s: &str) -> String {
+        let Some(q) = self.quote else {
+            return s.to_string();
+        };
+        let q = q as char;
         let mut out = String::with_capacity(s.len() + 2);
         out.push(q);
         for ch in s.chars() {
             if ch == q {
-                match self.escape {
+                match self.escape_byte() {
                     Some(e) => out.push(e as char),
                     None => out.push(q),
                 }
-            } else if self.escape.is_some_and(|e| ch == e as char) {
+            } else if self.escape_byte().is_some_and(|e| ch == e as char) {
                 out.push(ch);
             }
             out.push(ch);

@@ -8,7 +8,8 @@
 //! - integers, DATE and TIMESTAMP: the value with its sign bit flipped, big
 //!   endian (8 bytes; DATE 4), so negatives come before positives;
 //! - floats: the IEEE bits with the sign bit flipped for positives and every
-//!   bit flipped for negatives (-inf < ... < -0 = 0 < ... < inf < NaN);
+//!   bit flipped for negatives (-inf < ... < 0 < ... < inf < NaN; -0 is
+//!   encoded as 0, one key, as SQL compares them);
 //! - DECIMAL: the scaled 128-bit integer, sign flipped, 16 bytes; the scale
 //!   is the column's, so equal scales make this order by value;
 //! - text and BYTEA: the bytes with each `0x00` written `0x00 0xFF`, then
@@ -75,7 +76,8 @@ pub fn encode_ref(out: &mut Vec<u8>, v: ValueRef<'_>) {
         }
         ValueRef::Float(f) => {
             out.push(VALUE_TAG);
-            let b = f.to_bits();
+            // -0 and 0 are one key (a row value keeps -0's sign).
+            let b = crate::value::canonical_float(f).to_bits();
             let k = if b >> 63 == 1 { !b } else { b ^ (1 << 63) };
             out.extend_from_slice(&k.to_be_bytes());
         }
