@@ -544,3 +544,38 @@ fn an_ingestion_during_a_checkpoint_waits_for_it() {
     );
     assert_eq!(dump(&db).len(), 101);
 }
+
+/// Where tables cannot be linked (another file system), they are copied:
+/// every link fails here, and the checkpoint holds copies that outlive the
+/// database's own files.
+#[test]
+fn a_checkpoint_copies_tables_it_cannot_link() {
+    use strata::vfs::fault::{Fault, Op};
+    let vfs = Arc::new(FaultVfs::new());
+    let dynvfs: Arc<dyn Vfs> = vfs.clone();
+    let opts = || Options {
+        vfs: Some(dynvfs.clone()),
+        memtable_size: 8 << 10,
+        ..Options::default()
+    };
+    let db = Db::open("/db", opts()).unwrap();
+    let mut model = Model::new();
+    for i in 0..500u32 {
+        let (k, v) = (format!("k{:04}", i * 7 % 500), format!("v{i}"));
+        db.put(&k, &v).unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+    }
+    vfs.inject(Fault {
+        sticky: true,
+        ..Fault::eio(Op::Link, 1)
+    });
+    let info = db.checkpoint("/cp").unwrap();
+    vfs.clear_fault();
+    assert!(info.tables > 1, "{info:?}");
+    assert_eq!(info.copied, info.tables, "{info:?}");
+    // The database's tables go (compacted away and deleted); the copies stay.
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    let cp = Db::open("/cp", opts()).unwrap();
+    assert_eq!(dump(&cp), model);
+}

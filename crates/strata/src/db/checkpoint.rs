@@ -108,12 +108,21 @@ pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
     for &n in &backing {
         let src = filenames::table(&db.dir, n);
         let dst = filenames::table(target, n);
-        made.files.push(dst.clone());
         if vfs.link(&src, &dst).is_err() {
-            // Another file system (or one without links): a synced copy.
-            let _ = vfs.remove(&dst);
+            // Another file system (or one without links): a synced copy,
+            // never over a file someone else put there meanwhile (nor is
+            // such a file removed on the way out).
+            if vfs.exists(&dst) {
+                return Err(Error::invalid(format!(
+                    "{} appeared while the checkpoint was being made",
+                    dst.display()
+                )));
+            }
+            made.files.push(dst.clone());
             vfs.copy(&src, &dst)?;
             info.copied += 1;
+        } else {
+            made.files.push(dst.clone());
         }
         info.bytes += vfs.file_size(&dst)?;
     }
