@@ -352,8 +352,6 @@ fn check_rejects_path(db: &Db, rejects: &Path, inputs: &[Input]) -> Result<()> {
     Ok(())
 }
 
-/// What differs first between the stored definition of a table and the
-/// schema's, in the schema's words.
 /// `t` with its names (table, columns, indexes) in lower case: names match
 /// ignoring case everywhere, so a stored definition agrees with a schema
 /// that spells them in another case.
@@ -369,6 +367,8 @@ fn folded(t: &Table) -> Table {
     t
 }
 
+/// What differs first between the stored definition of a table and the
+/// schema's, in the schema's words.
 fn first_difference(stored: &Table, given: &Table) -> String {
     let (fs, fg) = (folded(stored), folded(given));
     let col = |c: &crate::schema::Column| {

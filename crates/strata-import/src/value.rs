@@ -369,12 +369,10 @@ pub fn canonical_nan(f: f64) -> f64 {
 /// -0.0 becomes 0.0 and every NaN the one positive quiet NaN, so equal SQL
 /// values have equal key encodings.
 pub fn canonical_float(f: f64) -> f64 {
-    if f.is_nan() {
-        f64::NAN
-    } else if f == 0.0 {
+    if f == 0.0 {
         0.0
     } else {
-        f
+        canonical_nan(f)
     }
 }
 

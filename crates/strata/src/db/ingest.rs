@@ -330,18 +330,20 @@ pub(crate) fn resolved_names(vfs: &dyn Vfs, path: &Path) -> Vec<PathBuf> {
 /// scratch directory (`Db::scratch_dir`), the tools' own, which the
 /// database never reads: the import writes its files there and ingests
 /// them. `dirs` are the names `dir` resolves to, found at open.
+///
+/// `names[i]` is `resolved_names` of `paths[i]`, found once for this check
+/// and `named_once`.
 fn outside_the_directory(
-    vfs: &dyn Vfs,
     dir: &Path,
     dirs: &[PathBuf],
     paths: &[PathBuf],
+    names: &[Vec<PathBuf>],
 ) -> Result<()> {
     let in_db = |n: &PathBuf| {
         dirs.iter()
             .any(|d| n.starts_with(d) && !n.starts_with(filenames::scratch(d)))
     };
-    for p in paths {
-        let names = resolved_names(vfs, p);
+    for (p, names) in paths.iter().zip(names) {
         let inside = names.iter().find(|n| in_db(n));
         if let Some(n) = inside {
             return Err(Error::invalid(format!(
@@ -362,10 +364,11 @@ fn outside_the_directory(
 /// to, [`resolved_names`]'s first), before anything is read: the file would
 /// otherwise be refused as overlapping itself ("p and p overlap"), which
 /// is not what is wrong (found by a user audit; the CLI said so already).
-fn named_once(vfs: &dyn Vfs, paths: &[PathBuf]) -> Result<()> {
-    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::with_capacity(paths.len());
-    for p in paths {
-        let Some(name) = resolved_names(vfs, p).into_iter().next() else {
+/// `names` as for `outside_the_directory`.
+fn named_once(paths: &[PathBuf], names: &[Vec<PathBuf>]) -> Result<()> {
+    let mut seen: Vec<(&PathBuf, &PathBuf)> = Vec::with_capacity(paths.len());
+    for (p, names) in paths.iter().zip(names) {
+        let Some(name) = names.first() else {
             continue;
         };
         if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
@@ -1223,8 +1226,9 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
     let vfs = db.vfs.as_ref();
     // Before anything is read or changed: a file the database may already
     // own is no file to hand it.
-    outside_the_directory(vfs, &db.dir, &db.dir_names, paths)?;
-    named_once(vfs, paths)?;
+    let names: Vec<Vec<PathBuf>> = paths.iter().map(|p| resolved_names(vfs, p)).collect();
+    outside_the_directory(&db.dir, &db.dir_names, paths, &names)?;
+    named_once(paths, &names)?;
     let tables = paths
         .iter()
         .map(|p| open_to_ingest(vfs, p, ChecksumRule::of(&db.opts)))

@@ -274,9 +274,7 @@ impl Vfs for OsVfs {
         // `flock` from the same process fails the same way), so locks held
         // here are registered first: a second open in this process is told
         // so instead of blaming another process.
-        let key = fs::canonicalize(path.parent().unwrap_or(Path::new(".")))
-            .map(|d| d.join(path.file_name().unwrap_or_default()))
-            .unwrap_or_else(|_| path.to_path_buf());
+        let key = lock_key(path);
         if !held_locks().lock().insert(key.clone()) {
             return Err(Error::Busy {
                 path: db_dir(path),
@@ -306,9 +304,7 @@ impl Vfs for OsVfs {
             .map_err(|e| Error::io(p(dir), e))
     }
     fn lock_state(&self, path: &Path) -> Result<LockState> {
-        let key = fs::canonicalize(path.parent().unwrap_or(Path::new(".")))
-            .map(|d| d.join(path.file_name().unwrap_or_default()))
-            .unwrap_or_else(|_| path.to_path_buf());
+        let key = lock_key(path);
         // The registry stays locked while the file is open: closing any
         // descriptor of a file releases every POSIX lock this process holds
         // on it, so the probe opens the file only when no `Db` of this
@@ -328,6 +324,14 @@ impl Vfs for OsVfs {
         drop(held);
         r
     }
+}
+
+/// The name a lock file is registered under in `held_locks`: its
+/// directory resolved, so two spellings of one database are one key.
+fn lock_key(path: &Path) -> PathBuf {
+    fs::canonicalize(path.parent().unwrap_or(Path::new(".")))
+        .map(|d| d.join(path.file_name().unwrap_or_default()))
+        .unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Asks who holds a lock [`try_lock`] would conflict with, without taking
