@@ -53,6 +53,12 @@ pub fn to_dict<'py>(py: Python<'py>, m: &strata::Metrics) -> PyResult<Bound<'py,
         longest_write_wait_cause,
         write_waits,
         last_sequence,
+        block_cache_hits,
+        block_cache_misses,
+        block_cache_inserts,
+        block_cache_evictions,
+        block_cache_usage,
+        block_cache_capacity,
     } = m;
     let d = PyDict::new(py);
     let list = PyList::empty(py);
@@ -133,6 +139,12 @@ pub fn to_dict<'py>(py: Python<'py>, m: &strata::Metrics) -> PyResult<Bound<'py,
         ("wal_bytes", wal_bytes),
         ("longest_write_wait_micros", longest_write_wait_micros),
         ("last_sequence", last_sequence),
+        ("block_cache_hits", block_cache_hits),
+        ("block_cache_misses", block_cache_misses),
+        ("block_cache_inserts", block_cache_inserts),
+        ("block_cache_evictions", block_cache_evictions),
+        ("block_cache_usage", block_cache_usage),
+        ("block_cache_capacity", block_cache_capacity),
     ];
     for (k, v) in u {
         d.set_item(k, v)?;

@@ -49,7 +49,6 @@ pub struct CacheStats {
 }
 
 impl CacheStats {
-    #[cfg(any(test, feature = "internals"))]
     fn add(&mut self, other: &CacheStats) {
         self.hits += other.hits;
         self.misses += other.misses;
@@ -170,7 +169,6 @@ impl<V: Clone + Send + Sync> LruCache<V> {
     }
 
     /// The byte budget given at construction.
-    #[cfg(any(test, feature = "internals"))]
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -186,7 +184,6 @@ impl<V: Clone + Send + Sync> LruCache<V> {
     }
 
     /// Hit, miss, insert and eviction counts, summed over the shards.
-    #[cfg(any(test, feature = "internals"))]
     pub fn stats(&self) -> CacheStats {
         let mut total = CacheStats::default();
         for shard in self.shards.iter() {

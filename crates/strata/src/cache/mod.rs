@@ -2,10 +2,10 @@
 
 mod lru;
 
-pub use lru::LruCache;
-// Only tests name these (the engine reaches them through `LruCache`).
+pub use lru::{CacheStats, LruCache};
+// Only tests name this (the engine reaches it through `LruCache`).
 #[cfg(any(test, feature = "internals"))]
-pub use lru::{CacheKey, CacheStats};
+pub use lru::CacheKey;
 
 /// The block cache: uncompressed blocks keyed by (table reader id, offset).
 pub type BlockCache = LruCache<std::sync::Arc<crate::sstable::block::Block>>;

@@ -264,13 +264,13 @@ fn write_outputs(db: &DbInner, c: &Compaction, job: u64) -> Result<Vec<crate::ve
     if c.start_level == 0 {
         for f in &c.inputs {
             collect(f)?;
-            children.push(Box::new(db.table_cache.iter(f)?));
+            children.push(Box::new(db.table_cache.iter_no_fill(f)?));
         }
     } else {
         for f in &c.inputs {
             collect(f)?;
         }
-        children.push(Box::new(LevelIter::new(
+        children.push(Box::new(LevelIter::for_compaction(
             c.inputs.clone(),
             Arc::clone(&db.table_cache),
         )));
@@ -279,7 +279,7 @@ fn write_outputs(db: &DbInner, c: &Compaction, job: u64) -> Result<Vec<crate::ve
         for f in &c.output_inputs {
             collect(f)?;
         }
-        children.push(Box::new(LevelIter::new(
+        children.push(Box::new(LevelIter::for_compaction(
             c.output_inputs.clone(),
             Arc::clone(&db.table_cache),
         )));

@@ -1,7 +1,9 @@
 //! An iterator over one sorted level (L1 and below): the files in key order,
 //! opened lazily through the table cache, so a short scan touches only the
 //! files it needs. Each file is read through `TableCache::iter`, so a
-//! virtual file yields only the keys within its bounds.
+//! virtual file yields only the keys within its bounds. A compaction's
+//! level iterator ([`LevelIter::for_compaction`]) reads without filling the
+//! block cache.
 
 use super::table_cache::{FileIter, TableCache};
 use crate::error::{Error, Result};
@@ -18,6 +20,9 @@ pub struct LevelIter {
     idx: usize,
     cur: Option<FileIter>,
     err: Option<Error>,
+    /// Whether blocks read go into the block cache (`TableCache::iter`) or
+    /// not (`TableCache::iter_no_fill`).
+    fill_cache: bool,
 }
 
 impl LevelIter {
@@ -28,6 +33,16 @@ impl LevelIter {
             idx: 0,
             cur: None,
             err: None,
+            fill_cache: true,
+        }
+    }
+
+    /// A level iterator for a compaction: blocks it reads from the files
+    /// are not added to the block cache.
+    pub fn for_compaction(files: Vec<Arc<FileMeta>>, cache: Arc<TableCache>) -> LevelIter {
+        LevelIter {
+            fill_cache: false,
+            ..LevelIter::new(files, cache)
         }
     }
 
@@ -37,7 +52,12 @@ impl LevelIter {
         let Some(f) = self.files.get(idx) else {
             return false;
         };
-        match self.cache.iter(f) {
+        let it = if self.fill_cache {
+            self.cache.iter(f)
+        } else {
+            self.cache.iter_no_fill(f)
+        };
+        match it {
             Ok(it) => {
                 self.cur = Some(it);
                 true

@@ -316,6 +316,21 @@ pub struct Metrics {
     pub write_waits: Vec<WriteWaitMetrics>,
     /// The newest sequence number visible to reads.
     pub last_sequence: u64,
+    /// Data-block reads served from the block cache, since open.
+    pub block_cache_hits: u64,
+    /// Data-block reads that went to the file, since open. Compactions'
+    /// reads count here too, but the blocks they read are not added to the
+    /// cache (they would evict what foreground reads use).
+    pub block_cache_misses: u64,
+    /// Blocks added to the block cache, since open.
+    pub block_cache_inserts: u64,
+    /// Blocks evicted to make room, since open (the blocks of a deleted
+    /// table are dropped with it, which is not an eviction).
+    pub block_cache_evictions: u64,
+    /// Bytes held by the block cache now.
+    pub block_cache_usage: u64,
+    /// The block cache's budget (`Options::block_cache_bytes`).
+    pub block_cache_capacity: u64,
 }
 
 pub(crate) struct DbInner {
@@ -1224,6 +1239,7 @@ impl Db {
         let nonempty = (1..NUM_LEVELS).filter(|&l| !v.files(l).is_empty()).count();
         let waits = st.write_waits.metrics();
         let longest = waits.iter().max_by_key(|w| w.max_micros);
+        let (cache, cache_usage, cache_capacity) = inner.table_cache.block_cache_figures();
         Metrics {
             levels: (0..NUM_LEVELS)
                 .map(|l| LevelMetrics {
@@ -1282,6 +1298,12 @@ impl Db {
             longest_write_wait_cause: longest.map(|w| w.cause.clone()).unwrap_or_default(),
             write_waits: waits.clone(),
             last_sequence: self.latest_sequence(),
+            block_cache_hits: cache.hits,
+            block_cache_misses: cache.misses,
+            block_cache_inserts: cache.inserts,
+            block_cache_evictions: cache.evictions,
+            block_cache_usage: cache_usage as u64,
+            block_cache_capacity: cache_capacity as u64,
         }
     }
 

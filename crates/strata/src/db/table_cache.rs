@@ -206,9 +206,25 @@ impl TableCache {
         Ok(t)
     }
 
+    /// The block cache's counters since it was made, its bytes in use and
+    /// its budget (for `Db::metrics`).
+    pub fn block_cache_figures(&self) -> (crate::cache::CacheStats, usize, usize) {
+        let c = &self.block_cache;
+        (c.stats(), c.usage(), c.capacity())
+    }
+
     /// An iterator over `f`'s point entries, within its bounds.
     pub fn iter(&self, f: &FileMeta) -> Result<FileIter> {
         Ok(BoundedIter::new(self.get(f)?.iter(), read_bounds(f)))
+    }
+
+    /// [`iter`](Self::iter) for a compaction: the blocks it reads are not
+    /// added to the block cache (`Table::iter_no_fill`).
+    pub fn iter_no_fill(&self, f: &FileMeta) -> Result<FileIter> {
+        Ok(BoundedIter::new(
+            self.get(f)?.iter_no_fill(),
+            read_bounds(f),
+        ))
     }
 
     /// `f`'s range tombstones, clipped to its bounds.

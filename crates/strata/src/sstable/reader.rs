@@ -554,6 +554,19 @@ impl Table {
         TableIter::new(Arc::clone(self), None, None)
     }
 
+    /// An iterator that leaves the block cache as it found it: blocks it
+    /// reads from the file are not added (a cached block is still used).
+    /// For compactions, which read every block of their inputs once, and
+    /// whose inputs are deleted when they end: filling the cache with those
+    /// blocks would evict the blocks foreground reads use, and pay an
+    /// insert and an eviction per block for nothing (RocksDB's compactions
+    /// read with `fill_cache = false` for the same reasons).
+    pub fn iter_no_fill(self: &Arc<Self>) -> TableIter {
+        let mut it = TableIter::new(Arc::clone(self), None, None);
+        it.fill_cache = false;
+        it
+    }
+
     /// An iterator limited to user keys in `[lower, upper)`.
     #[cfg(any(test, feature = "internals"))]
     pub fn iter_bounded(self: &Arc<Self>, lower: Option<&[u8]>, upper: Option<&[u8]>) -> TableIter {
@@ -650,6 +663,13 @@ impl Table {
 
     /// A data block, from the cache or the file.
     fn data_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        self.data_block_filling(h, true)
+    }
+
+    /// [`data_block`](Self::data_block), adding a block read from the file
+    /// to the block cache only if `fill`. A block already cached is used
+    /// either way.
+    fn data_block_filling(&self, h: BlockHandle, fill: bool) -> Result<Arc<Block>> {
         if let Some(c) = &self.cache {
             if let Some(b) = c.get((self.cache_id, h.offset)) {
                 return Ok(b);
@@ -666,7 +686,7 @@ impl Table {
             Arc::new(Block::new(contents.data).map_err(|m| {
                 Error::corruption(&self.name, h.offset, format!("data block: {m}"))
             })?);
-        if let Some(c) = &self.cache {
+        if let (Some(c), true) = (&self.cache, fill) {
             c.insert((self.cache_id, h.offset), Arc::clone(&b), b.size());
         }
         Ok(b)
@@ -1114,6 +1134,8 @@ pub struct TableIter {
     err: Option<Error>,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
+    /// Whether blocks read from the file go into the block cache.
+    fill_cache: bool,
 }
 
 impl TableIter {
@@ -1127,6 +1149,7 @@ impl TableIter {
             err: None,
             lower,
             upper,
+            fill_cache: true,
         }
     }
 
@@ -1187,7 +1210,7 @@ impl TableIter {
             self.fail(e);
             return false;
         };
-        match self.table.data_block(h) {
+        match self.table.data_block_filling(h, self.fill_cache) {
             Ok(b) => {
                 self.data_offset = h.offset;
                 self.data = Some(BlockIter::new(b, self.table.data_mode));
