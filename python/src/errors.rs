@@ -115,7 +115,10 @@ pub fn db_err(e: strata::Error) -> PyErr {
             CorruptionError::new_err(msg),
             &[("file", obj(file)), ("offset", obj(offset))],
         ),
-        strata::Error::Io { path, source } => with_attrs(
+        // `source` is the operating system's error as it came (a note the
+        // engine added is in the message, not in it), so its errno is
+        // there after `Error::context` and a clone of a background error.
+        strata::Error::Io { path, source, .. } => with_attrs(
             IoError::new_err(msg),
             &[("path", obj(path)), ("errno", obj(source.raw_os_error()))],
         ),

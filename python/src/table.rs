@@ -418,8 +418,12 @@ pub fn ingest_table<'py>(
     d.set_item("table", &s.table)?;
     d.set_item("table_id", s.table_id)?;
     d.set_item("rows", s.rows)?;
+    // Files that entered the tree as files, and 1 in `batch_units` (0
+    // files, `levels` empty) when the database applied a small bundle as a
+    // write batch instead, as `import_csv`'s summary counts units.
     d.set_item("files", s.files)?;
     d.set_item("bytes", s.bytes)?;
+    d.set_item("batch_units", s.batch_units)?;
     let entries = PyDict::new(py);
     for (index, n) in &s.entries {
         entries.set_item(index, n)?;

@@ -232,7 +232,12 @@ class DB:
     def ingest_table(self, bundle: PathLike, *, move: bool = False) -> Dict[str, Any]:
         """Ingests a table bundle (SSTs and ``strata-bundle.json``, as
         :func:`strata.spark.build_table` writes it) as a new table, checked
-        whole first and ingested in one atomic step."""
+        whole first and ingested in one atomic step. Returns a summary:
+        ``table``, ``table_id``, ``rows``, ``files`` and ``bytes`` (the
+        bundle's files that entered the tree as files), ``batch_units`` (1
+        when the database applied a small bundle as a write batch instead:
+        then ``files`` is 0 and ``levels`` empty), ``entries`` per index,
+        ``levels``, ``verify_seconds``, ``ingest_seconds``."""
     def metrics(self) -> Dict[str, Any]: ...
     def flush(self) -> None: ...
     def compact_range(self, start: Optional[Key] = None, end: Optional[Key] = None) -> None: ...

@@ -1,6 +1,7 @@
 """The DB class: mapping idioms, writes, batches, iterators against a model,
 snapshots, closing, metrics and errors."""
 
+import errno
 import random
 import threading
 import time
@@ -314,6 +315,13 @@ def test_checkpoint(tmp_path):
             db.checkpoint(tmp_path / "cp")
         with pytest.raises(strata.InvalidArgumentError, match="inside the database"):
             db.checkpoint(tmp_path / "db" / "cp")
+        # The operating system's error reaches Python with its errno and
+        # path (a file where a directory must be: ENOTDIR).
+        (tmp_path / "file").write_text("x")
+        with pytest.raises(strata.IoError, match="Not a directory") as e:
+            db.checkpoint(tmp_path / "file" / "cp")
+        assert e.value.errno == errno.ENOTDIR
+        assert e.value.path == str(tmp_path / "file" / "cp")
     with strata.DB(tmp_path / "cp") as cp:
         assert len(list(cp.keys())) == 2000
         assert cp[b"01999"] == b"v1999" and b"after" not in cp

@@ -315,3 +315,81 @@ def test_minus_zero_keeps_its_sign(db, tmp_path):
     db.import_csv([str(p)], "CREATE TABLE f (id INT PRIMARY KEY, x DOUBLE PRECISION);", "f")
     x = db.table("f").get(1)[1]
     assert x == 0.0 and math.copysign(1.0, x) == -1.0
+
+
+BUNDLE_SCHEMA = "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); CREATE INDEX kv_v ON kv (v);"
+
+
+def write_bundle(out, n, width):
+    """A table bundle of ``n`` rows (values ``width`` characters long),
+    one SST per index, as ``strata.spark.build_table`` writes one."""
+    import hashlib
+    import json
+
+    from strata import spark
+
+    out.mkdir()
+    enc = strata.TableEncoder(BUNDLE_SCHEMA, "kv", 1)
+    per_index = [[] for _ in enc.index_names]
+    for i in range(n):
+        for ix, k, v in enc.entries((i, f"v{n - i:06d}".ljust(width, "x"))):
+            per_index[ix].append((k, v))
+    files = []
+    for ix, entries in enumerate(per_index):
+        entries.sort()
+        name = f"{enc.index_names[ix]}.sst"
+        with strata.SstWriter(str(out / name)) as w:
+            for k, v in entries:
+                w.put(k, v)
+        data = (out / name).read_bytes()
+        files.append({
+            "name": name,
+            "index": enc.index_names[ix],
+            "entries": len(entries),
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "smallest": entries[0][0].hex(),
+            "largest": entries[-1][0].hex(),
+        })
+    manifest = {
+        "format": spark.FORMAT,
+        "version": spark.VERSION,
+        "table": "kv",
+        "table_id": 1,
+        "schema": BUNDLE_SCHEMA,
+        "rows": n,
+        "files": files,
+    }
+    (out / spark.MANIFEST_NAME).write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    "rows, width, as_batch",
+    [
+        # A few short rows: under the ingestion's small_file_bytes (32 KiB),
+        # so the database applies them as a write batch.
+        (5, 8, True),
+        # 2,000 rows of 100-byte values: the files enter the tree.
+        (2000, 100, False),
+    ],
+)
+def test_ingest_table_says_whether_files_were_ingested(tmp_path, rows, width, as_batch):
+    """A small bundle applied as a write batch counts no files and one
+    batch unit, as import_csv's summary does (it used to report the
+    bundle's two files as ingested); a larger one counts its files."""
+    write_bundle(tmp_path / "bundle", rows, width)
+    with strata.DB(str(tmp_path / "db")) as db:
+        s = db.ingest_table(str(tmp_path / "bundle"))
+        assert s["rows"] == rows
+        assert s["entries"] == {"primary": rows, "kv_v": rows}
+        if as_batch:
+            # No file entered the tree.
+            assert (s["files"], s["bytes"], s["levels"]) == (0, 0, []), s
+            assert s["batch_units"] == 1, s
+        else:
+            assert (s["files"], s["batch_units"]) == (2, 0), s
+            assert s["bytes"] > 32 << 10, s
+            # The catalog entry's file, then the bundle's two.
+            assert len(s["levels"]) == 3, s
+        assert db.table("kv").count() == rows
+        assert db.table("kv").get(3) == (3, f"v{rows - 3:06d}".ljust(width, "x"))

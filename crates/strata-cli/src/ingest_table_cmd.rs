@@ -36,23 +36,35 @@ pub fn run(a: IngestTableArgs) -> Result<()> {
         .iter()
         .map(|l| l.map(|l| format!("L{l}")).unwrap_or_else(|| "-".into()))
         .collect();
+    // A small bundle is applied by the database as a write batch
+    // (`IngestOptions::small_file_bytes`): no file of it entered the tree,
+    // and the summary says so, as `strata import`'s does.
+    let (what, how) = if s.batch_units > 0 {
+        (
+            "applied as a write batch (no files ingested)".to_string(),
+            "applied",
+        )
+    } else {
+        (
+            format!("{} files ingested, {} bytes", s.files, s.bytes),
+            "ingested",
+        )
+    };
     outln!(
-        "table {} (id {}): {} rows, {} files, {} bytes; entries: {}",
+        "table {} (id {}): {} rows, {what}; entries: {}",
         s.table,
         s.table_id,
         s.rows,
-        s.files,
-        s.bytes,
         entries.join(", ")
     )?;
     outln!(
-        "checked in {:.3} s, ingested in {:.3} ms, levels: {}",
+        "checked in {:.3} s, {how} in {:.3} ms{}",
         s.verify.as_secs_f64(),
         s.ingest.as_secs_f64() * 1e3,
         if levels.is_empty() {
-            "applied as a write batch".to_string()
+            String::new()
         } else {
-            levels.join(" ")
+            format!(", levels: {}", levels.join(" "))
         }
     )?;
     db.close()?;

@@ -52,7 +52,10 @@ fn ingest_table_then_read_back_and_refuse_twice() {
     let db = p("db");
     let (ok, out, err) = strata(&["ingest-table", &db, &p("bundle")]);
     assert!(ok, "{err}");
-    assert!(out.contains("table kv (id 1): 5000 rows, 2 files"), "{out}");
+    assert!(
+        out.contains("table kv (id 1): 5000 rows, 2 files ingested"),
+        "{out}"
+    );
     assert!(
         out.contains("levels: L6 L6 L6") || out.contains("levels: - L6 L6"),
         "{out}"
@@ -87,4 +90,38 @@ fn ingest_table_then_read_back_and_refuse_twice() {
         !d.path().join("db2").exists(),
         "the refused ingest-table left a database"
     );
+}
+
+/// A small bundle is applied by the database as a write batch (its files
+/// are under the ingestion's `small_file_bytes`): the summary says so and
+/// counts no file ingested, as `strata import`'s does. It used to say "2
+/// files" for files that never entered the tree.
+#[test]
+fn a_small_bundle_is_reported_as_applied_as_a_write_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    build(&d.path().join("bundle"), 5);
+    let db = p("db");
+    let (ok, out, err) = strata(&["ingest-table", &db, &p("bundle")]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(
+            "table kv (id 1): 5 rows, applied as a write batch (no files ingested); \
+             entries: primary 5, kv_v 5"
+        ),
+        "{out}"
+    );
+    assert!(out.contains(", applied in "), "{out}");
+    assert!(
+        !out.contains("files ingested,") && !out.contains("levels:"),
+        "{out}"
+    );
+    // The rows are there all the same, and their index entries.
+    assert_eq!(strata(&["count", &db, "kv"]).1.trim(), "5");
+    let (ok, out, err) = strata(&["check", &db]);
+    assert!(
+        ok && out.contains("1 SQL tables (5 rows, 5 index entries)"),
+        "{out}{err}"
+    );
+    assert_eq!(strata(&["get", &db, "kv", "3"]).1, "3,v0002\n");
 }

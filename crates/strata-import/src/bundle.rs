@@ -21,7 +21,10 @@
 //! one entry per row. Only then are the catalog entry and every file
 //! ingested in ONE `Db::ingest`: the table appears with all its rows or not
 //! at all, and into an empty key range the files land in the bottom level
-//! without compaction.
+//! without compaction. A bundle small enough (under the ingestion's
+//! `small_file_bytes`) is applied by the database as a write batch
+//! instead: the summary then counts no file ingested and one batch unit
+//! ([`BundleSummary::batch_units`]), as an import's summary does.
 //!
 //! Invariants: a bundle only creates a table (a table of that name, or
 //! another table with its id, already in the catalog is an error: the
@@ -197,10 +200,19 @@ pub struct BundleSummary {
     pub table_id: u32,
     /// Rows in it.
     pub rows: u64,
-    /// Files ingested (the catalog entry's file not counted).
+    /// The bundle's files that entered the tree as files (the catalog
+    /// entry's file not counted): all of them, or 0 when the database
+    /// applied the bundle as a write batch ([`Self::batch_units`]).
     pub files: usize,
     /// Bytes of those files.
     pub bytes: u64,
+    /// 1 when the database applied the bundle's files as a write batch
+    /// instead of ingesting them (a small bundle: under the ingestion's
+    /// `small_file_bytes`), else 0; as [`Summary::batch_units`] counts an
+    /// import's units.
+    ///
+    /// [`Summary::batch_units`]: crate::Summary::batch_units
+    pub batch_units: u64,
     /// Entries per index, in the table's index order.
     pub entries: Vec<(String, u64)>,
     /// Level each ingested file landed on (catalog file first; `None`: it
@@ -363,12 +375,21 @@ pub fn ingest_table(db: &Db, dir: &Path, opts: &BundleOptions) -> Result<BundleS
     )?;
     let ingest = ingest_start.elapsed();
     drop(tmp);
+    // A small bundle is applied as a write batch: none of its files
+    // entered the tree, so none is counted as ingested (as an import's
+    // summary counts a unit applied that way).
+    let (files, bytes, batch_units) = if r.as_batch {
+        (0, 0, 1)
+    } else {
+        (m.files.len(), bytes, 0)
+    };
     Ok(BundleSummary {
         table: codec.table.name.clone(),
         table_id: m.table_id,
         rows: m.rows,
-        files: m.files.len(),
+        files,
         bytes,
+        batch_units,
         entries: codec
             .table
             .indexes

@@ -9,6 +9,13 @@
 //! from [`std::error::Error::source`] (a reporter walking the chain, such as
 //! `anyhow`'s `{:#}`, would print it twice). [`Error::io_error`] gives
 //! access to it.
+//!
+//! Invariant: the operating system's error is kept as it came, so its
+//! [`io::ErrorKind`] and raw OS error (`raw_os_error()`: ENOSPC and EIO are
+//! told apart by it, not by the kind alone) survive [`Error::context`] and
+//! `clone`. A note added to an I/O error is kept beside it
+//! ([`Error::Io::note`](Error::Io)), not folded into a new `io::Error`
+//! (which would have only the kind and a string).
 
 use std::fmt;
 use std::io;
@@ -43,8 +50,14 @@ pub enum Error {
     Io {
         /// The file or directory the operation was on.
         path: String,
-        /// What the operating system said.
+        /// What the operating system said, as it said it (its kind and raw
+        /// OS error intact).
         source: io::Error,
+        /// What the failed operation had or had not done, or what the
+        /// database did about it (it stopped accepting writes, say), printed
+        /// after the operating system's error; `None` when nothing was
+        /// added.
+        note: Option<String>,
     },
     /// Bytes on disk are not what the format says they must be.
     Corruption {
@@ -104,6 +117,7 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+            note: None,
         }
     }
 
@@ -118,12 +132,21 @@ impl Error {
     }
 
     /// The same error with `note` after its message (what the failed
-    /// operation had or had not done), its kind unchanged.
+    /// operation had or had not done), its kind unchanged; an I/O error
+    /// keeps the operating system's error itself (kind and raw OS error).
     pub(crate) fn context(self, note: impl std::fmt::Display) -> Error {
         match self {
-            Error::Io { path, source } => Error::Io {
+            Error::Io {
                 path,
-                source: io::Error::new(source.kind(), format!("{source}; {note}")),
+                source,
+                note: earlier,
+            } => Error::Io {
+                path,
+                source,
+                note: Some(match earlier {
+                    Some(e) => format!("{e}; {note}"),
+                    None => note.to_string(),
+                }),
             },
             Error::Corruption { file, offset, msg } => Error::Corruption {
                 file,
@@ -190,7 +213,15 @@ impl Error {
         matches!(self, Error::NotSupported(_))
     }
 
-    /// The operating system's error behind an [`Error::Io`].
+    /// The operating system's error behind an [`Error::Io`], as it was
+    /// returned (a note added to the error does not change it, so
+    /// `raw_os_error()` tells ENOSPC from EIO).
+    ///
+    /// ```
+    /// # use std::io;
+    /// let e = strata::Error::io("/db/000007.sst", io::Error::from_raw_os_error(28));
+    /// assert_eq!(e.io_error().and_then(|s| s.raw_os_error()), Some(28));
+    /// ```
     pub fn io_error(&self) -> Option<&io::Error> {
         match self {
             Error::Io { source, .. } => Some(source),
@@ -202,9 +233,10 @@ impl Error {
 impl Clone for Error {
     fn clone(&self) -> Error {
         match self {
-            Error::Io { path, source } => Error::Io {
+            Error::Io { path, source, note } => Error::Io {
                 path: path.clone(),
-                source: io::Error::new(source.kind(), source.to_string()),
+                source: clone_io(source),
+                note: note.clone(),
             },
             Error::Corruption { file, offset, msg } => Error::Corruption {
                 file: file.clone(),
@@ -230,7 +262,13 @@ impl Clone for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io { path, source } => write!(f, "I/O error on {path}: {source}"),
+            Error::Io { path, source, note } => {
+                write!(f, "I/O error on {path}: {source}")?;
+                match note {
+                    Some(n) => write!(f, "; {n}"),
+                    None => Ok(()),
+                }
+            }
             Error::Corruption { file, offset, msg } => {
                 write!(f, "corruption in {file} at offset {offset}: {msg}")
             }
@@ -243,6 +281,17 @@ impl fmt::Display for Error {
             }
             Error::Internal(m) => write!(f, "internal error (a bug in Strata): {m}"),
         }
+    }
+}
+
+/// A copy of an operating system's error: the same raw OS error where it
+/// has one (its kind and message follow from the number), else the same
+/// kind and message (`io::Error` is not `Clone`; a custom payload is kept as
+/// its text).
+fn clone_io(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
     }
 }
 
@@ -287,5 +336,37 @@ mod tests {
             e.io_error().map(|s| s.kind()),
             Some(io::ErrorKind::NotFound)
         );
+    }
+
+    /// A note added to an I/O error (`context`, twice) is printed after
+    /// the operating system's error, which keeps its kind and raw OS error
+    /// (ENOSPC stays ENOSPC, not only "storage full"), in a clone too.
+    #[test]
+    fn context_keeps_the_raw_os_error() {
+        let enospc = io::Error::from_raw_os_error(28);
+        let (kind, os_text) = (enospc.kind(), enospc.to_string());
+        let e = Error::io("/db/000012.sst", enospc)
+            .context("nothing was changed")
+            .context("the database stopped");
+        for e in [e.clone(), e] {
+            let io = e.io_error().expect("still an I/O error");
+            assert_eq!(io.raw_os_error(), Some(28), "{e}");
+            assert_eq!(io.kind(), kind, "{e}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "I/O error on /db/000012.sst: {os_text}; nothing was changed; the database \
+                     stopped"
+                )
+            );
+        }
+        // A message-only error keeps its kind and text through a clone.
+        let e = Error::io("/x", io::Error::new(io::ErrorKind::NotFound, "gone")).context("n");
+        let c = e.clone();
+        assert_eq!(
+            c.io_error().map(|s| s.kind()),
+            Some(io::ErrorKind::NotFound)
+        );
+        assert_eq!(c.to_string(), "I/O error on /x: gone; n");
     }
 }

@@ -579,3 +579,92 @@ fn a_checkpoint_copies_tables_it_cannot_link() {
     let cp = Db::open("/cp", opts()).unwrap();
     assert_eq!(dump(&cp), model);
 }
+
+/// A completed checkpoint is an event: the listener hears, and the
+/// database's `EVENTS` log holds, one `checkpoint` per checkpoint with what
+/// the call returned (directory, sequence number, tables, bytes, linked and
+/// copied counts) and its duration, whether its tables were linked or
+/// copied; a refused checkpoint logs none. Checkpoints used to leave no
+/// trace in either.
+#[test]
+fn a_checkpoint_is_an_event_in_the_listener_and_the_log() {
+    use strata::events::{Event, EventCollector};
+    use strata::vfs::fault::{Fault, Op};
+    let vfs = Arc::new(FaultVfs::new());
+    let dynvfs: Arc<dyn Vfs> = vfs.clone();
+    let heard = Arc::new(EventCollector::new());
+    let db = Db::open(
+        "/db",
+        Options {
+            vfs: Some(dynvfs.clone()),
+            memtable_size: 8 << 10,
+            event_listener: Some(heard.clone()),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let mut taken = Vec::new();
+    for (round, copy) in [(0u32, false), (1, true), (2, false)] {
+        for i in 0..300u32 {
+            db.put(format!("k{round}-{i:04}"), [b'v'; 40]).unwrap();
+        }
+        if copy {
+            vfs.inject(Fault {
+                sticky: true,
+                ..Fault::eio(Op::Link, 1)
+            });
+        }
+        let dir = format!("/cp{round}");
+        let info = db.checkpoint(&dir).unwrap();
+        vfs.clear_fault();
+        assert!(info.tables > 0, "{info:?}");
+        assert_eq!(info.copied, if copy { info.tables } else { 0 }, "{info:?}");
+        taken.push((dir, info));
+    }
+    // Refused (the directory exists): no event.
+    assert!(db.checkpoint("/cp0").is_err());
+    let checkpoints = |records: Vec<strata::events::EventRecord>| -> Vec<Event> {
+        records
+            .into_iter()
+            .map(|r| r.event)
+            .filter(|e| e.kind() == "checkpoint")
+            .collect()
+    };
+    let from_listener = checkpoints(heard.records());
+    db.close().unwrap();
+    let log = strata::inspect::read_events_in(vfs.as_ref(), Path::new("/db")).unwrap();
+    assert!(log.unknown.is_empty() && log.damaged.is_empty(), "{log:?}");
+    let from_log = checkpoints(log.records);
+    assert_eq!(
+        from_listener, from_log,
+        "the log holds what the listener heard"
+    );
+    assert_eq!(from_log.len(), taken.len(), "{from_log:?}");
+    for (e, (dir, info)) in from_log.iter().zip(&taken) {
+        let Event::Checkpoint {
+            dir: d,
+            sequence,
+            tables,
+            bytes,
+            linked,
+            copied,
+            micros,
+        } = e
+        else {
+            panic!("{e:?}");
+        };
+        assert_eq!(
+            (d.as_str(), *sequence, *tables, *bytes, *linked, *copied),
+            (
+                dir.as_str(),
+                info.sequence,
+                info.tables,
+                info.bytes,
+                info.tables - info.copied,
+                info.copied
+            ),
+            "{e:?}"
+        );
+        assert!(*micros > 0, "{e:?}");
+    }
+}

@@ -270,6 +270,54 @@ fn background_error_is_sticky_until_reopen() {
     let _ = Path::new("/db");
 }
 
+/// After a background flush fails (ENOSPC on its table), a later write is
+/// refused with an error that says so: what failed, that the database
+/// stopped accepting writes, and to close and reopen it once the cause is
+/// fixed, after the failure's own message, whose path, kind and raw OS
+/// error are kept (so a caller can still tell ENOSPC from EIO). The put's
+/// error used to be the flush's alone, which read as if the put itself had
+/// hit a full disk, and a clone of it had lost the raw OS error.
+#[test]
+fn a_stopped_database_says_why_and_keeps_the_os_error() {
+    let vfs = FaultVfs::new();
+    let db = Db::open("/db", opts(&vfs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    vfs.inject(Fault {
+        path_filter: Some(".sst".into()),
+        kind: FaultKind::NoSpace,
+        ..Fault::eio(Op::Write, 1)
+    });
+    let flushed = db.flush().unwrap_err();
+    vfs.clear_fault();
+    let put = db.put(b"b", b"2").unwrap_err();
+    for (what, e) in [("flush", &flushed), ("put", &put)] {
+        let msg = e.to_string();
+        let io = e
+            .io_error()
+            .unwrap_or_else(|| panic!("{what}: not an I/O error: {msg}"));
+        assert_eq!(io.raw_os_error(), Some(28), "{what}: {msg}");
+        assert_eq!(io.kind(), std::io::ErrorKind::StorageFull, "{what}: {msg}");
+        for part in [
+            ".sst (write, injected)",
+            "(os error 28)",
+            "a background flush failed with this error",
+            "the database stopped accepting writes",
+            "close it and reopen it once the cause is fixed",
+        ] {
+            assert!(msg.contains(part), "{what}: {part:?} missing from {msg:?}");
+        }
+    }
+    assert_eq!(put.to_string(), flushed.to_string());
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()), "reads go on");
+    let closed = db.close().unwrap_err();
+    assert_eq!(closed.to_string(), put.to_string());
+    // Reopened once the cause is gone, as the message says: writes work.
+    let db = Db::open("/db", opts(&vfs)).unwrap();
+    db.put(b"b", b"2").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    db.close().unwrap();
+}
+
 /// Group commit under power cuts: four threads write synced and unsynced
 /// keys at once (groups form with several members, one fsync for all), the
 /// power is cut at a random call, and every write a thread saw acknowledged

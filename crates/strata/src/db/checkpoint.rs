@@ -34,15 +34,21 @@
 //!    crash is never mistaken for a complete one; one that fails with an
 //!    error removes the files it made.
 //!
+//! 5. A completed checkpoint is recorded as an [`Event::Checkpoint`]
+//!    (listener and `EVENTS` log): directory, sequence number, tables,
+//!    bytes, linked and copied counts, duration. A failed one is not.
+//!
 //! The source's WALs, EVENTS, `lost/` and `scratch/` are not copied: the
 //! flush of step 2 puts everything the WALs hold into tables first.
 
-use super::{filenames, flush, DbInner};
+use super::{events, filenames, flush, DbInner};
 use crate::error::{Error, Result};
+use crate::events::Event;
 use crate::version::set::{set_current, write_snapshot_manifest};
 use crate::vfs::{lexically_normal, Vfs};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// What [`Db::checkpoint`](crate::Db::checkpoint) made.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,9 +68,10 @@ pub struct CheckpointInfo {
 
 /// Makes the checkpoint (see the module documentation).
 pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
+    let started = Instant::now();
     let vfs = db.vfs.as_ref();
     refuse_target(db, target)?;
-    let _no_ingestions = db.checkpoint_gate.write();
+    let no_ingestions = db.checkpoint_gate.write();
     db.commit.commit(db, super::commit::Job::Rotate, false)?;
     flush::wait_for_flushes(db)?;
     let (version, flushed, ingested, next_file) = {
@@ -151,6 +158,19 @@ pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
         vfs.sync_dir(parent)?;
     }
     made.done = true;
+    // Ingestions go on before the listener is called.
+    drop(no_ingestions);
+    db.events.record(Event::Checkpoint {
+        dir: lexically_normal(&std::path::absolute(target).unwrap_or_else(|_| target.into()))
+            .display()
+            .to_string(),
+        sequence: info.sequence,
+        tables: info.tables,
+        bytes: info.bytes,
+        linked: info.tables - info.copied,
+        copied: info.copied,
+        micros: events::micros(started.elapsed()),
+    });
     Ok(info)
 }
 

@@ -932,7 +932,7 @@ impl CommitPipeline {
                 continue;
             };
             if let Err(e) = apply_concurrently(&group.mem, &b) {
-                db.set_bg_error(e.clone());
+                db.set_bg_error("a write group's memtable insert", e.clone());
                 group.error.lock().get_or_insert(e);
             }
             // Every batch's inserts happen before the decrement that
@@ -1108,7 +1108,7 @@ impl CommitPipeline {
             Err(e) => {
                 // The WAL or memtable may now hold part of this group: stop
                 // accepting writes rather than risk a gap or a duplicate.
-                db.set_bg_error(e.clone());
+                db.set_bg_error("a write group's WAL write or memtable insert", e.clone());
                 // Its numbers are still published, in order: a pipelined
                 // group after it (or a quiescing job) waits for them.
                 self.publish_in_order(db, first_seq, last_seq);
@@ -1589,7 +1589,7 @@ impl CommitPipeline {
         let outcome = match r {
             Ok(o) => o,
             Err(e) => {
-                db.set_bg_error(e.clone());
+                db.set_bg_error("an ingestion's commit", e.clone());
                 return Err(e);
             }
         };
@@ -1615,7 +1615,7 @@ impl CommitPipeline {
                 }
             });
             if let Err(e) = written {
-                db.set_bg_error(e.clone());
+                db.set_bg_error("the WAL write of an ingestion's marker", e.clone());
                 return Err(e);
             }
         }

@@ -64,7 +64,7 @@ pub(crate) fn compaction_loop(db: Arc<DbInner>) {
             let mut st = db.state.lock();
             st.running.remove(&c);
             if let Err(e) = r {
-                db.set_bg_error(e);
+                db.set_bg_error("a background compaction", e);
             }
             db.bg_cv.notify_all();
             db.flush_done_cv.notify_all();

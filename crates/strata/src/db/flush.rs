@@ -59,7 +59,7 @@ pub(crate) fn flush_loop(db: Arc<DbInner>) {
             }
         };
         if let Err(e) = flush_one(&db, next) {
-            db.set_bg_error(e);
+            db.set_bg_error("a background flush", e);
         }
         {
             let _st = db.state.lock();

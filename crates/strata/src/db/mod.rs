@@ -462,6 +462,8 @@ impl DbInner {
         }
     }
 
+    /// The error that stopped the database, as `set_bg_error` stored it
+    /// (saying that it stopped), if one did.
     pub fn bg_error(&self) -> Option<Error> {
         self.bg_error.lock().clone()
     }
@@ -508,12 +510,28 @@ impl DbInner {
         });
     }
 
-    pub fn set_bg_error(&self, e: Error) {
+    /// Stops the database after `during` (what failed: "a background
+    /// flush", ...) failed with `e`: every later write, flush, ingestion
+    /// and close returns the stored error (`bg_error`). The first failure
+    /// is kept. The stored error says what failed, that the database
+    /// stopped and what to do, after the failure's own message, which
+    /// keeps its kind, path and raw OS error (`Error::context`): a later
+    /// caller could not otherwise tell a write of its own that failed from
+    /// a database that refuses writes since an earlier failure.
+    pub fn set_bg_error(&self, during: &str, e: Error) {
         let mut g = self.bg_error.lock();
         if g.is_none() {
-            *g = Some(e);
+            *g = Some(e.context(stopped_note(during)));
         }
     }
+}
+
+/// The note a stored background error carries (`DbInner::set_bg_error`).
+fn stopped_note(during: &str) -> String {
+    format!(
+        "{during} failed with this error, so the database stopped accepting writes: \
+         close it and reopen it once the cause is fixed"
+    )
 }
 
 /// An open database.
@@ -521,8 +539,11 @@ impl DbInner {
 /// After a WAL write, flush, compaction or MANIFEST write fails (a full
 /// disk, an I/O error), the database refuses every later write, flush and
 /// close with that error: it cannot know what of the failed work reached
-/// the disk. Reopening it goes on from what recovery finds (every synced
-/// write is there).
+/// the disk. The error keeps the failure's kind, path and raw OS error, and
+/// its message goes on to say what failed, that the database stopped
+/// accepting writes, and to close and reopen it once the cause is fixed.
+/// Reopening it goes on from what recovery finds (every synced write is
+/// there).
 pub struct Db {
     inner: Arc<DbInner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -875,7 +896,8 @@ impl Db {
                 st.ingest_manifest_sync_micros
                     .fetch_add(syncing.elapsed().as_micros() as u64, Ordering::Relaxed);
                 if let Err(e) = synced {
-                    self.inner.set_bg_error(e.clone());
+                    self.inner
+                        .set_bg_error("an ingestion's MANIFEST sync", e.clone());
                     return Err(e);
                 }
                 // Files placed in L0 may make a compaction due: the

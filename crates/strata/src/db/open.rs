@@ -442,7 +442,7 @@ fn wal_flush_loop(db: Arc<DbInner>) {
     while wait_interval(&db, db.opts.wal_flush_interval) {
         match db.commit.flush_wal(&db) {
             Err(e) => {
-                db.set_bg_error(e);
+                db.set_bg_error("the background WAL flusher's write", e);
                 return;
             }
             Ok(true) => idle = 0,

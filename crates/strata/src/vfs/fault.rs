@@ -192,15 +192,15 @@ pub struct FaultVfs {
     st: Arc<Mutex<State>>,
 }
 
+/// An injected fault's error: the operating system's own (raw OS error 5 or
+/// 28), as a real disk returns it, so what keeps or loses the errno on the
+/// way to the caller is tested too.
 fn io_err(path: &Path, kind: FaultKind, what: &str) -> Error {
     let e = match kind {
         FaultKind::Eio => io::Error::from_raw_os_error(5),
         FaultKind::NoSpace => io::Error::from_raw_os_error(28),
     };
-    Error::io(
-        format!("{} ({what}, injected)", path.display()),
-        io::Error::new(e.kind(), e.to_string()),
-    )
+    Error::io(format!("{} ({what}, injected)", path.display()), e)
 }
 
 fn not_found(path: &Path) -> Error {
@@ -920,7 +920,10 @@ mod tests {
         for _ in 0..3 {
             let e = f.sync().unwrap_err();
             match e {
-                Error::Io { source, .. } => assert!(source.to_string().contains("space")),
+                Error::Io { source, .. } => {
+                    assert!(source.to_string().contains("space"));
+                    assert_eq!(source.raw_os_error(), Some(28), "ENOSPC itself");
+                }
                 e => panic!("{e}"),
             }
         }
