@@ -95,6 +95,10 @@ pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
             "checkpoint: the tree holds sequence number {newest}, past the flushed {flushed}"
         )));
     }
+    // The version is taken and checked: an ingestion from here on makes a
+    // newer version, which the checkpoint does not copy, so ingestions need
+    // not wait for the tables to be linked or copied.
+    drop(no_ingestions);
     let backing: BTreeSet<u64> = version
         .all_files()
         .map(|(_, f)| f.backing_number())
@@ -158,8 +162,6 @@ pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
         vfs.sync_dir(parent)?;
     }
     made.done = true;
-    // Ingestions go on before the listener is called.
-    drop(no_ingestions);
     db.events.record(Event::Checkpoint {
         dir: lexically_normal(&std::path::absolute(target).unwrap_or_else(|_| target.into()))
             .display()
