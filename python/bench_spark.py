@@ -46,7 +46,8 @@ def run_import(csv: Path, work: Path, rows: int) -> dict:
         out = {"path": "import_csv", "rows": rows, "seconds": total, "rows_per_s": rows / total,
                "ingest_ms": s["ingest_seconds"] * 1e3,
                # The import's own figure counts its spill runs too.
-               "write_amplification": max(wa(db), s["write_amplification"])}
+               # (None when no file was ingested.)
+               "write_amplification": max(wa(db), s["write_amplification"] or 0.0)}
     shutil.rmtree(d)
     return out
 
@@ -62,7 +63,7 @@ def run_spark(csv: Path, work: Path, rows: int, master: str, partitions: int) ->
     try:
         t = time.perf_counter()
         sspark.build_table([str(csv)], schema=SCHEMA, table="stock", out=str(bundle),
-                           spark=spark, partitions=partitions)
+                           spark=spark, partitions=partitions, header=True)
         build = time.perf_counter() - t
     finally:
         spark.stop()

@@ -313,7 +313,13 @@ fn summary_dict<'py>(py: Python<'py>, s: &strata_import::Summary) -> PyResult<Bo
     // applied that way): their files are not in `indexes[].files`.
     d.set_item("units", s.units)?;
     d.set_item("batch_units", s.batch_units)?;
-    d.set_item("write_amplification", s.write_amplification())?;
+    // None when no file was ingested (nothing to amplify), as `strata
+    // import --json` gives null.
+    let files = s.indexes.iter().any(|i| i.files > 0);
+    d.set_item(
+        "write_amplification",
+        files.then(|| s.write_amplification()),
+    )?;
     let ix = PyList::empty(py);
     for i in &s.indexes {
         let e = PyDict::new(py);

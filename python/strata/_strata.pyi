@@ -23,7 +23,7 @@ class CorruptionError(StrataError):
     file: str
     offset: int
 
-class InvalidArgument(StrataError):
+class InvalidArgumentError(StrataError):
     """The request cannot be done (a bad option, keys out of order, ...)."""
 
 InvalidArgument = InvalidArgumentError

@@ -26,7 +26,12 @@ machine with PySpark from PyPI and the machine's Java; it also works under
 
     python -m strata.spark --schema S.sql --table T --out DIR \\
         [--master local[2]] [--partitions N] [--table-id N] \\
-        [--delimiter ,] [--quote '"'] [--null '\\N'] [--no-header] INPUT...
+        [--format csv|parquet] [--delimiter ,] [--tsv] [--quote '"'] \\
+        [--null '\\N'] [--header] INPUT...
+
+As ``strata import``, CSV input has no header unless ``--header`` (or
+``header=True``) says its first record is one; here the header's names
+map the columns (``strata import --header match``).
 """
 
 from __future__ import annotations
@@ -180,7 +185,7 @@ def build_table(
     delimiter: str = ",",
     quote: str = '"',
     null: Optional[str] = None,
-    header: bool = True,
+    header: bool = False,
     sample_fraction: Optional[float] = None,
     format: Optional[str] = None,
     _fail_partition: Optional[int] = None,
@@ -188,11 +193,15 @@ def build_table(
     """Builds the bundle of table ``table`` (defined in ``schema``: DDL
     text or a path) in directory ``out`` from ``data``: a Spark DataFrame
     (columns named as the table's) or paths: CSV (read with the dialect
-    given, every field as text, as ``strata import`` reads them) or Parquet
-    (``format="parquet"``, the default when every path ends in
+    given, every field as text, as ``strata import`` reads them; the
+    columns in the table's order, or, with ``header=True``, a first record
+    naming them, in any order, as ``strata import --header match``) or
+    Parquet (``format="parquet"``, the default when every path ends in
     ``.parquet``).
     ``partitions``: partitions per index (default: Spark's default
-    parallelism). ``table_id`` must be free in the database the bundle will
+    parallelism). ``sample_fraction``: the fraction of the entries sampled
+    to choose the partitions' key boundaries (default: enough for about
+    2,000 keys per partition of each index, at most all of them). ``table_id`` must be free in the database the bundle will
     be ingested into (1 for an empty one). Returns the manifest (a dict).
     ``_fail_partition`` (tests): the first attempt of that partition's
     task dies after writing part of its file."""
@@ -338,7 +347,7 @@ def _duplicate(df, schema, table, table_id, columns, null, ix, key) -> BundleErr
     )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m strata.spark", description=__doc__.split("\n")[0])
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV/TSV or Parquet files or directories")
     p.add_argument("--schema", required=True, help="SQL DDL file")
@@ -353,8 +362,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--tsv", action="store_true", help="tab-delimited CSV (quoted fields; not the backslash escapes of strata import --format tsv)")
     p.add_argument("--quote", default='"')
     p.add_argument("--null", default=None, help="the text of a NULL field (e.g. \\N)")
-    p.add_argument("--no-header", action="store_true")
-    a = p.parse_args(argv)
+    h = p.add_mutually_exclusive_group()
+    h.add_argument("--header", dest="header", action="store_true",
+                   help="the first record of each CSV file names the columns (default: no header, as strata import)")
+    h.add_argument("--no-header", dest="header", action="store_false",
+                   help="no header record (the default; kept for scripts that say so)")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    a = _parser().parse_args(argv)
     from pyspark.sql import SparkSession
 
     # In local mode the executors' Python is this one, which has strata
@@ -376,7 +393,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             delimiter="\t" if a.tsv else a.delimiter,
             quote=a.quote,
             null=a.null,
-            header=not a.no_header,
+            header=a.header,
             format=a.format,
         )
     except BundleError as e:

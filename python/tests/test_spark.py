@@ -82,12 +82,15 @@ def mixed_csv(path, n=3000, dup=False):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def import_both(tmp_path, session, schema, table, csv, null=None, partitions=3, **kw):
+def import_both(tmp_path, session, schema, table, csv, null=None, partitions=3, header=True, **kw):
+    """``header=None``: neither call is told (both default to no header)."""
     a = tmp_path / "imported"
     with strata.DB(str(a)) as db:
         opts = {"null": null} if null is not None else {}
-        db.import_csv([str(csv)], schema=schema, table=table, header=True, **opts)
+        db.import_csv([str(csv)], schema=schema, table=table, header=header, **opts)
     bundle = tmp_path / "bundle"
+    if header is not None:
+        kw["header"] = header
     m = sspark.build_table(
         [str(csv)], schema=schema, table=table, out=str(bundle), spark=session,
         partitions=partitions, null=null, **kw,
@@ -149,7 +152,7 @@ def test_duplicate_primary_key_names_both_rows(tmp_path, session):
     mixed_csv(csv, n=500, dup=True)
     with pytest.raises(sspark.BundleError) as e:
         sspark.build_table([str(csv)], schema=MIXED, table="people", out=str(tmp_path / "b"),
-                           spark=session, partitions=2, null="\\N")
+                           spark=session, partitions=2, null="\\N", header=True)
     msg = str(e.value)
     assert "duplicate key" in msg and "index primary" in msg, msg
     assert msg.count("people.csv") == 2 and "dupe" in msg, msg
@@ -183,9 +186,19 @@ def test_retried_task_leaves_one_copy_of_every_row(tmp_path, session):
         assert db.table("people").count() == 2000
 
 
+def headerless(csv):
+    """``csv`` without its header line."""
+    lines = csv.read_text(encoding="utf-8").split("\n", 1)
+    csv.write_text(lines[1], encoding="utf-8")
+
+
 def test_command_line(tmp_path):
+    """The README's example: a CSV file without a header (as `strata demo`
+    writes stock.csv) and no header option. The default was a header, so
+    the first row was taken for column names and the job failed."""
     csv = tmp_path / "people.csv"
     mixed_csv(csv, n=200)
+    headerless(csv)
     schema = tmp_path / "s.sql"
     schema.write_text(MIXED)
     out = tmp_path / "bundle"
@@ -199,6 +212,33 @@ def test_command_line(tmp_path):
     with strata.DB(str(tmp_path / "db")) as db:
         db.ingest_table(str(out))
         assert db.table("people").count() == 200
+    with strata.DB(str(tmp_path / "imported")) as db:
+        db.import_csv([str(csv)], schema=MIXED, table="people", null="\\N")
+    assert all_pairs(tmp_path / "db") == all_pairs(tmp_path / "imported")
+
+
+def test_header_options():
+    """No header unless told, as `strata import`; `--no-header` (the old
+    way to say so) still parses."""
+    parse = sspark._parser().parse_args
+    base = ["--schema", "s.sql", "--table", "t", "--out", "o", "in.csv"]
+    assert parse(base).header is False
+    assert parse(base + ["--header"]).header is True
+    assert parse(base + ["--no-header"]).header is False
+    with pytest.raises(SystemExit):
+        parse(base + ["--header", "--no-header"])
+    import inspect
+
+    assert inspect.signature(sspark.build_table).parameters["header"].default is False
+
+
+def test_build_table_reads_no_header_by_default(tmp_path, session):
+    csv = tmp_path / "people.csv"
+    mixed_csv(csv, n=300)
+    headerless(csv)
+    a, b, m, _ = import_both(tmp_path, session, MIXED, "people", csv, null="\\N", header=None)
+    assert m["rows"] == 300
+    assert all_pairs(a) == all_pairs(b)
 
 
 def test_parquet_with_typed_columns_equals_import_csv(tmp_path, session):

@@ -148,7 +148,7 @@ def test_schema_text_or_file(db, tmp_path, monkeypatch):
         "CRATE TABLE t (a INT)": "found: CRATE at Line: 1, Column: 1",
         "": "the schema is empty",
         "  -- only a comment\n": "the schema is empty",
-        "CREATE TEMP TABLE t (a INT)": "line 1: `CREATE TEMPORARY TABLE t (a INT)`: TEMPORARY (line 1, column 8) is not supported",
+        "CREATE TEMP TABLE t (a INT)": "line 1: `CREATE TEMP TABLE t (a INT)`: TEMPORARY (line 1, column 8) is not supported",
         "CREATE TABLE t (a INT);\nSET x = 1": "line 2: `SET x = 1`",
     }
     for text, says in bad.items():
@@ -281,7 +281,16 @@ def test_a_small_import_counts_a_batch_and_no_files(db, tmp_path):
     assert (s["units"], s["batch_units"]) == (1, 1)
     assert all(i["files"] == 0 and i["file_bytes"] == 0 for i in s["indexes"])
     assert s["levels"] == []
+    # No file, nothing to amplify: None, as `strata import --json` gives
+    # null (it was 0.0).
+    assert s["write_amplification"] is None
     assert db.table("item").count() == len(ROWS)
+    # Rows enough for files: a number, 1.0 when written once.
+    big = tmp_path / "big.csv"
+    big.write_text("".join(f"{i},{'x' * 40}\n" for i in range(3000)))
+    s = db.import_csv([big], schema="CREATE TABLE big (id INT PRIMARY KEY, v TEXT);", table="big")
+    assert s["batch_units"] == 0 and s["indexes"][0]["files"] >= 1, s
+    assert s["write_amplification"] >= 1.0, s
 
 
 def test_unsupported_python_types_are_a_type_error(db, tmp_path):

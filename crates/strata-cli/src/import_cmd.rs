@@ -75,7 +75,8 @@ absent); rows written into a table that already existed stay, and re-running wit
 --on-duplicate ignore or replace completes them. After Ctrl-C or a kill, a new table's \
 written rows stay without a catalog entry (invisible to table commands) until the next \
 import that creates a table deletes them; an existing table keeps the units written.\n\n\
-Put FILEs before a bare --header (or write --header=skip)."
+--header takes a value, skip or match (--header skip, or --header=skip); a bare --header \
+is an error."
 )]
 pub struct ImportArgs {
     /// Database directory (created if missing).

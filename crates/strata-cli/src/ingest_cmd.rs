@@ -19,7 +19,9 @@ pub struct IngestArgs {
     /// where it is (the command says so).
     #[arg(long = "move")]
     pub move_files: bool,
-    /// Files smaller than this (total bytes) are applied as a write batch.
+    /// Files holding less than this in all (uncompressed key and value
+    /// bytes, not file size) are applied as a write batch instead of
+    /// entering the tree as files.
     #[arg(long, default_value_t = 32 << 10)]
     pub small_file_bytes: u64,
 }

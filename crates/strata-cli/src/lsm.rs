@@ -5,9 +5,13 @@
 //! written, ingestions) are summed over the database's `EVENTS` log, which
 //! every open, flush, compaction and ingestion appends to and which is kept
 //! across reopens: they describe the database's whole life, not this
-//! process (which has done nothing yet).
+//! process (which has done nothing yet). An open that rebuilds memtables
+//! from the WAL writes them to L0 without flush events; its `open` (or
+//! `reopen`) line carries the tree, so an L0 table that first appears in
+//! an open's tree is counted as a flush at open.
 
 use anyhow::Result;
+use std::collections::BTreeSet;
 use std::path::Path;
 use strata::events::Event;
 use strata::Db;
@@ -92,8 +96,12 @@ pub fn print_write_waits(m: &strata::Metrics) -> Result<()> {
 #[derive(Default, Debug, PartialEq)]
 pub struct EventTotals {
     pub opens: u64,
+    /// Flushes, those at open included.
     pub flushes: u64,
     pub bytes_flushed: u64,
+    /// Of `flushes`: L0 tables that first appeared in an open's tree (the
+    /// memtables it rebuilt from the WAL, which log no flush events).
+    pub flushes_at_open: u64,
     pub compactions: u64,
     pub moves: u64,
     pub bytes_compacted_read: u64,
@@ -128,10 +136,40 @@ impl EventTotals {
                 format!("{file} line {line} (offset {offset}): {what}")
             })
             .collect();
+        // The tree as the events so far describe it, by (level, number);
+        // `None` before the first event that carries the whole tree.
+        let mut tree: Option<BTreeSet<(usize, u64)>> = None;
         for r in &parsed.records {
             t.add(&r.event);
+            t.add_flushes_at_open(&mut tree, &r.event);
         }
         Ok(t)
+    }
+
+    /// Follows the tree through `e`; for an `open`, counts each L0 table
+    /// of its tree that the events before it did not put there. The
+    /// log's first whole tree (a database older than its log, or a log
+    /// whose older segments are gone) is taken as it is.
+    fn add_flushes_at_open(&mut self, tree: &mut Option<BTreeSet<(usize, u64)>>, e: &Event) {
+        if let Some(files) = e.whole_tree() {
+            if let (Event::Open { .. }, Some(before)) = (e, tree.as_ref()) {
+                for f in files {
+                    if f.level == 0 && !before.contains(&(f.level, f.number)) {
+                        self.flushes += 1;
+                        self.flushes_at_open += 1;
+                        self.bytes_flushed += f.size;
+                    }
+                }
+            }
+            *tree = Some(files.iter().map(|f| (f.level, f.number)).collect());
+        } else if let (Some(tree), Some((added, removed))) = (tree.as_mut(), e.tree_change()) {
+            for f in removed {
+                tree.remove(&(f.level, f.number));
+            }
+            for f in added {
+                tree.insert((f.level, f.number));
+            }
+        }
     }
 
     fn add(&mut self, e: &Event) {
@@ -174,8 +212,13 @@ impl EventTotals {
     }
 
     fn print(&self) -> Result<()> {
+        let at_open = if self.flushes_at_open > 0 {
+            format!("{} at open, from the WAL; ", self.flushes_at_open)
+        } else {
+            String::new()
+        };
         outln!(
-            "history (EVENTS): {} opens; {} flushes ({} B); {} compactions (read {} B, wrote {} B), {} moves; {} ingestions ({} B); {} write stops ({:.3}s)",
+            "history (EVENTS): {} opens; {} flushes ({at_open}{} B); {} compactions (read {} B, wrote {} B), {} moves; {} ingestions ({} B); {} write stops ({:.3}s)",
             self.opens,
             self.flushes,
             self.bytes_flushed,

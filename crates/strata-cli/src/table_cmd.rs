@@ -105,9 +105,18 @@ pub fn count(a: CountArgs) -> Result<()> {
 }
 
 /// Runs `strata tables`: each table, its columns, indexes and row count.
+/// A database without tables prints nothing on standard output and says
+/// so on standard error (as `count` does in its error), exiting 0.
 pub fn tables(db: &std::path::Path) -> Result<()> {
     let db = open::read_only(db)?;
-    for e in catalog::list(&db)? {
+    let entries = catalog::list(&db)?;
+    if entries.is_empty() {
+        writeln!(
+            std::io::stderr().lock(),
+            "this database holds no imported table"
+        )?;
+    }
+    for e in entries {
         let t = TableReader::open(&db, &e.table.name)?;
         outln!("{} (id {}): {} rows", e.table.name, e.id, t.count()?)?;
         for c in e.table.input_columns() {

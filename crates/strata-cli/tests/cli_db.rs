@@ -29,6 +29,47 @@ fn put_get_delete_scan() {
     assert!(out.contains("L0"), "{out}");
 }
 
+/// `strata lsm`'s history counts the flushes an open does: each `kv put`
+/// session leaves its write in the WAL, and the next open writes it to an
+/// L0 table, which the EVENTS log records only in that open's tree (a
+/// `reopen` line). Four sessions made three L0 tables and the history said
+/// "0 flushes".
+#[test]
+fn lsm_counts_the_flushes_done_at_open() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let db = db.to_str().unwrap();
+    for i in 0..4 {
+        let (ok, _, err) = strata(&["kv", "put", db, &format!("k{i}"), "v"]);
+        assert!(ok, "{err}");
+    }
+    let (ok, out, err) = strata(&["lsm", db]);
+    assert!(ok, "{err}");
+    assert!(out.contains("L0: 3 files"), "{out}");
+    let history = out
+        .lines()
+        .find(|l| l.starts_with("history (EVENTS): "))
+        .unwrap_or_else(|| panic!("no history line: {out}"));
+    assert!(
+        history.contains("4 opens; 3 flushes (3 at open, from the WAL; "),
+        "{history}"
+    );
+    // The bytes are the three tables' sizes.
+    let bytes: u64 = history
+        .split("from the WAL; ")
+        .nth(1)
+        .and_then(|s| s.split(" B)").next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no flush bytes in {history}"));
+    let on_disk: u64 = std::fs::read_dir(db)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert_eq!(bytes, on_disk, "{history}");
+}
+
 #[test]
 fn load_then_dump_round_trips() {
     let d = tempfile::tempdir().unwrap();

@@ -453,6 +453,96 @@ y,c
     assert!(ok && out.trim() == "-5,a", "{out}{err}");
 }
 
+/// A failed `import`, `ingest` or `ingest-table` into an existing empty
+/// directory removes the database it created there, as it does for a
+/// missing path, and says so; the directory stays, empty. (It used to
+/// leave `CURRENT`, `MANIFEST-000002`, `000003.log`, `EVENTS`, `LOCK` and
+/// `scratch/` behind.) A directory that holds something else is refused
+/// and keeps it.
+#[test]
+fn a_failed_command_into_an_empty_directory_leaves_it_empty() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        p("s.sql"),
+        "CREATE TABLE item (id INT PRIMARY KEY, price DECIMAL(5,2));",
+    )
+    .unwrap();
+    std::fs::write(p("bad.csv"), "1,2.50\n2,not-a-number\n").unwrap();
+    std::fs::write(p("garbage.sst"), "not a table file").unwrap();
+    std::fs::create_dir(p("bundle")).unwrap();
+    std::fs::write(p("bundle/strata-bundle.json"), "{ not json").unwrap();
+    let listing = |dir: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let (schema, bad, garbage, bundle) = (p("s.sql"), p("bad.csv"), p("garbage.sst"), p("bundle"));
+    let commands: [(&str, Vec<&str>, &str); 3] = [
+        (
+            "import",
+            vec!["--schema", &schema, "--table", "item", &bad],
+            "bad.csv:2",
+        ),
+        ("ingest", vec![&garbage], "garbage.sst"),
+        ("ingest-table", vec![&bundle], "strata-bundle.json"),
+    ];
+    for (cmd, rest, names) in &commands {
+        let dir = p(&format!("empty-{cmd}"));
+        std::fs::create_dir(&dir).unwrap();
+        let mut args = vec![*cmd, dir.as_str()];
+        args.extend_from_slice(rest);
+        let (ok, _, err) = strata(&args);
+        assert!(!ok && err.contains(names), "{cmd}: {err}");
+        assert!(
+            err.contains(&format!(
+                "(the database this command created in the empty directory {dir} was \
+                 removed again, with all it held; the directory stays, empty)"
+            )),
+            "{cmd}: {err}"
+        );
+        assert!(
+            listing(&dir).is_empty(),
+            "{cmd}: the failed command left {:?} in the empty directory",
+            listing(&dir)
+        );
+        // Not empty: a directory holding someone else's file is no place
+        // for a new database (the open refuses it), and the file stays.
+        let other = p(&format!("other-{cmd}"));
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(format!("{other}/notes.txt"), "mine").unwrap();
+        let mut args = vec![*cmd, other.as_str()];
+        args.extend_from_slice(rest);
+        let (ok, _, err) = strata(&args);
+        assert!(!ok && !err.contains("removed again"), "{cmd}: {err}");
+        assert!(listing(&other).contains(&"notes.txt".to_string()), "{cmd}");
+    }
+}
+
+/// `strata tables` on a database without tables says so (on standard
+/// error, as `count` does, so standard output stays empty) and exits 0; it
+/// used to print nothing at all.
+#[test]
+fn tables_says_when_there_is_no_table() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let db = db.to_str().unwrap();
+    let (ok, _, err) = strata(&["kv", "put", db, "k", "v"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = strata(&["tables", db]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "", "{out}");
+    assert_eq!(err.trim(), "this database holds no imported table");
+    let (ok, _, err) = strata(&["count", db, "t"]);
+    assert!(
+        !ok && err.contains("(this database holds no imported table)"),
+        "{err}"
+    );
+}
+
 /// `--rejects` never destroys what it must not: a rejects path that is an
 /// input, or inside the database directory, is refused before anything is
 /// read (one overwrote the input and imported 0 rows, the other emptied

@@ -262,6 +262,46 @@ fn load_streams_in_bounded_memory_and_flushes() {
     assert!(flushes >= 1, "{out}");
 }
 
+/// Help texts that said what the commands do not do: `import --help` told
+/// users to put FILEs before "a bare --header", which is an error;
+/// `ingest --help` called `--small-file-bytes` the files' total bytes (it
+/// is their uncompressed keys and values); `kv load --help` put memory at
+/// "about 5x" the memtable (a load at 8 MiB peaked near 80 MB).
+#[test]
+fn help_texts_say_what_the_commands_do() {
+    let help = |args: &[&str]| {
+        let (ok, out, err) = strata(args);
+        assert!(ok, "{err}");
+        // Clap wraps long help to the terminal; join the lines.
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let import = help(&["import", "--help"]);
+    assert!(!import.contains("before a bare --header"), "{import}");
+    assert!(
+        import.contains("--header takes a value, skip or match"),
+        "{import}"
+    );
+    let (ok, _, err) = strata(&[
+        "import", "db", "--schema", "s.sql", "--table", "t", "f.csv", "--header",
+    ]);
+    assert!(
+        !ok && err.contains("a value is required for '--header"),
+        "{err}"
+    );
+    let ingest = help(&["ingest", "--help"]);
+    assert!(!ingest.contains("(total bytes)"), "{ingest}");
+    assert!(
+        ingest.contains("(uncompressed key and value bytes, not file size)"),
+        "{ingest}"
+    );
+    let load = help(&["kv", "load", "--help"]);
+    assert!(!load.contains("about 5x this"), "{load}");
+    assert!(
+        load.contains("at most about 5 memtables") && load.contains("72 MiB"),
+        "{load}"
+    );
+}
+
 /// `stress` (a test tool) is not in the user's command list but still runs.
 #[test]
 fn stress_is_hidden() {

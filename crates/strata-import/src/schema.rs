@@ -275,13 +275,14 @@ impl Schema {
             let from = parser.index();
             let start = parser.peek_token().span.start;
             let stmt = parser.parse_statement().map_err(fail)?;
-            let toks = Toks::new(tokens.get(from..parser.index()).unwrap_or_default());
+            let own = tokens.get(from..parser.index()).unwrap_or_default();
+            let toks = Toks::new(own);
             let next = parser.peek_token();
             if !matches!(next.token, Token::SemiColon | Token::EOF) {
                 // Always an error (the parser's own message and place).
                 parser.expected("end of statement", next).map_err(fail)?;
             }
-            schema.add(&stmt, &head(&stmt, start), &toks)?;
+            schema.add(&stmt, &head(&stmt, own, start), &toks)?;
         }
         if schema.tables.is_empty() {
             return Err(Error::schema(
@@ -489,9 +490,28 @@ fn located(e: &ParserError, sql: &str) -> String {
 
 /// The statement as errors name it: where it is in the schema (the line of
 /// its first word, `start`, as the parser counts lines, from 1) and its
-/// text, cut at 60 characters.
-fn head(stmt: &Statement, start: Location) -> String {
-    let s = stmt.to_string();
+/// text as written, cut at 60 characters. As written: from its tokens
+/// (`tokens`, white space and comments between them as one space), not the
+/// parser's rendering of it, which leaves out what the parser drops (the
+/// `DESC` of `PRIMARY KEY DESC`, refused, so the quote would lack what the
+/// error is about) and respells some words (`TEMP` as `TEMPORARY`).
+fn head(stmt: &Statement, tokens: &[TokenWithSpan], start: Location) -> String {
+    let mut s = String::new();
+    let mut gap = false;
+    for t in tokens {
+        if matches!(t.token, Token::Whitespace(_)) {
+            gap = true;
+            continue;
+        }
+        if gap && !s.is_empty() {
+            s.push(' ');
+        }
+        gap = false;
+        s.push_str(&t.token.to_string());
+    }
+    if s.is_empty() {
+        s = stmt.to_string();
+    }
     let cut: String = s.chars().take(60).collect();
     let text = if cut.len() < s.len() {
         format!("`{cut}...`")
@@ -1102,7 +1122,7 @@ mod tests {
             // is refused, named and placed.
             (
                 "CREATE TEMP TABLE t (a INT)",
-                "CREATE TEMPORARY TABLE t",
+                "line 1: `CREATE TEMP TABLE t (a INT)`",
                 "TEMPORARY (line 1, column 8) is not supported: an imported table is permanent",
             ),
             (
@@ -1140,9 +1160,16 @@ mod tests {
                 "CREATE TABLE t",
                 "DEFERRABLE (line 2, column 14) is not supported",
             ),
+            // The statement is quoted as written: the parser's rendering
+            // of it dropped the DESC.
+            (
+                "CREATE TABLE t (a INT PRIMARY KEY DESC)",
+                "line 1: `CREATE TABLE t (a INT PRIMARY KEY DESC)`: column a (line 1, column 17)",
+                "PRIMARY KEY DESC (line 1, column 35) is not supported",
+            ),
             (
                 "CREATE TABLE t (a INT,\n  b INT PRIMARY KEY DESC)",
-                "CREATE TABLE t",
+                "line 1: `CREATE TABLE t (a INT, b INT PRIMARY KEY DESC)`",
                 "column b (line 2, column 3): PRIMARY KEY DESC (line 2, column 21) is not \
                  supported: keys are stored in ascending order",
             ),
