@@ -320,27 +320,33 @@ def test_multi_get_raises_on_a_damaged_block(db_path):
 
 def test_multi_get_reads_one_view_under_a_concurrent_writer(db):
     """A writer thread sets `a` and `z` to the same counter in every batch;
-    `multi_get([a, z])` never returns two different counters."""
+    `multi_get([a, z])` never returns two different counters. The reader
+    reads until it has seen 50 counters (or the writer's bounded rounds
+    run out), so the two overlap however the threads are scheduled."""
     db.write(_pair(0))
-    max_rounds = 3000
-    done = threading.Event()
+    max_rounds = 200_000
+    stop = threading.Event()
+    rounds = [0]
 
     def writer():
-        for r in range(1, max_rounds + 1):
+        r = 0
+        while not stop.is_set() and r < max_rounds:
+            r += 1
             db.write(_pair(r))
-        done.set()
+            rounds[0] = r
 
     t = threading.Thread(target=writer)
     t.start()
     seen = set()
     try:
-        while not done.is_set():
+        while len(seen) < 50 and t.is_alive():
             a, z = db.multi_get([b"a", b"z"])
             assert a == z, "multi_get mixed two writes"
             seen.add(a)
     finally:
+        stop.set()
         t.join()
-    assert db.multi_get([b"z", b"a"]) == [b"%d" % max_rounds] * 2
+    assert db.multi_get([b"z", b"a"]) == [b"%d" % rounds[0]] * 2
     assert len(seen) > 1, "the writer never ran while multi_get read"
 
 

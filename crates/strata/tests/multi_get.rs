@@ -24,7 +24,7 @@ mod gated_vfs;
 use gated_vfs::{CreateGate, GatedVfs};
 use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -248,10 +248,13 @@ fn random_sst(
     }
     kvs.sort();
     kvs.dedup_by(|a, b| a.0 == b.0);
-    let tombstone = rng.gen_bool(0.3).then(|| {
-        let (a, b) = (key(rng), key(rng));
-        (a.clone().min(b.clone()), a.max(b))
-    });
+    let tombstone = rng
+        .gen_bool(0.3)
+        .then(|| {
+            let (a, b) = (key(rng), key(rng));
+            (a.clone().min(b.clone()), a.max(b))
+        })
+        .filter(|(a, b)| a < b); // a writer refuses an empty range
     let mut w = SstWriter::create_in(vfs, path, SstOptions::for_ingestion()).unwrap();
     if let Some((a, b)) = &tombstone {
         w.delete_range(a, b).unwrap();
@@ -283,7 +286,7 @@ fn run(seed: u64, steps: usize, seen: &mut Seen) {
     let dir = Path::new("/db");
     let mut db = Some(Db::open(dir, options(vfs.clone(), &mut rng)).unwrap());
     let mut model = Model::new();
-    let mut snaps: HashMap<u32, (Snapshot, Model)> = HashMap::new();
+    let mut snaps: BTreeMap<u32, (Snapshot, Model)> = BTreeMap::new();
     let mut next_snap = 0u32;
     // Bounds of recent range deletions (the keys most likely to be read
     // wrong at a tombstone's edge).
@@ -293,7 +296,7 @@ fn run(seed: u64, steps: usize, seen: &mut Seen) {
     for step in 0..steps {
         let d = db.as_ref().unwrap();
         let what = format!("seed {seed} step {step}");
-        let pick_snap = |rng: &mut StdRng, snaps: &HashMap<u32, (Snapshot, Model)>| {
+        let pick_snap = |rng: &mut StdRng, snaps: &BTreeMap<u32, (Snapshot, Model)>| {
             if snaps.is_empty() || rng.gen_bool(0.5) {
                 return None;
             }
@@ -457,7 +460,7 @@ fn run(seed: u64, steps: usize, seen: &mut Seen) {
 fn multi_get_matches_get_and_the_model() {
     let seeds: Vec<u64> = match std::env::var("STRATA_SEED") {
         Ok(s) => vec![s.parse().unwrap()],
-        Err(_) => (0..6).collect(),
+        Err(_) => (0..10).collect(),
     };
     let mut seen = Seen::default();
     for &seed in &seeds {
