@@ -11,7 +11,7 @@ use crate::errors::db_err;
 use crate::handle::{Handle, Slot};
 use crate::metrics;
 use crate::options::db_options;
-use crate::reader::{read_methods, Reader};
+use crate::reader::{first_error, read_methods, Reader};
 use crate::snapshot::Snapshot;
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
@@ -50,12 +50,22 @@ impl Reader for Db {
         let h = &self.handle;
         Ok(py.detach(|| h.with(|db| Ok(db.get(key)?)))?)
     }
+
+    fn multi_get_bytes(&self, py: Python<'_>, keys: &[&[u8]]) -> PyResult<Vec<Option<Vec<u8>>>> {
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| first_error(db.multi_get(keys))))?)
+    }
 }
 
 read_methods! {
     Db;
     /// The value of `key`, or `default` if it is absent.
     get;
+    /// The values of the keys in the iterable `keys`, read at one instant
+    /// (`Db::multi_get`): a list of `bytes` or `None`, in their order
+    /// (repeats allowed). A key whose read fails raises that error, as
+    /// `get` would.
+    multi_get;
     /// `(key, value)` pairs in key order (`reverse=True`: descending), of
     /// the keys in `[start, end)`.
     items;

@@ -1,5 +1,5 @@
-//! The reads `strata.DB` and `strata.Snapshot` share: `get`, `db[key]`,
-//! `key in db`, `items`, `keys`, `values` and `iter(db)`.
+//! The reads `strata.DB` and `strata.Snapshot` share: `get`, `multi_get`,
+//! `db[key]`, `key in db`, `items`, `keys`, `values` and `iter(db)`.
 //!
 //! One implementation serves both classes: each implements [`Reader`]
 //! (how it reads one key, and at which snapshot its iterators read), and
@@ -11,9 +11,9 @@
 use crate::convert::{bytes_of, opt_bytes};
 use crate::handle::{Failure, Handle, Slot};
 use crate::iter::{DbIter, Mode};
-use pyo3::exceptions::PyKeyError;
+use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList, PyString};
 use std::sync::Arc;
 use strata::ReadOptions;
 
@@ -27,6 +27,18 @@ pub trait Reader {
 
     /// The value of `key` (call with the GIL held; it is released inside).
     fn get_bytes(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>>;
+
+    /// The values of `keys`, read at one instant, in their order; the first
+    /// key (in that order) whose read failed raises its error (call with
+    /// the GIL held; it is released inside).
+    fn multi_get_bytes(&self, py: Python<'_>, keys: &[&[u8]]) -> PyResult<Vec<Option<Vec<u8>>>>;
+}
+
+/// The engine's per-key results as one: the values, or the first error.
+pub fn first_error(
+    results: Vec<strata::Result<Option<Vec<u8>>>>,
+) -> Result<Vec<Option<Vec<u8>>>, Failure> {
+    Ok(results.into_iter().collect::<strata::Result<Vec<_>>>()?)
 }
 
 /// `get(key, default=None)`.
@@ -40,6 +52,36 @@ pub fn get<R: Reader>(
         Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
         None => Ok(default.unwrap_or_else(|| py.None())),
     }
+}
+
+/// `multi_get(keys)`: a list of `bytes` or `None`, one per key of the
+/// iterable `keys`, in its order. A single key (`bytes` or `str`, which
+/// would otherwise be taken as an iterable of ints or characters) is a
+/// `TypeError`.
+pub fn multi_get<'py, R: Reader>(
+    r: &R,
+    py: Python<'py>,
+    keys: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    if keys.is_instance_of::<PyBytes>() || keys.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(
+            "multi_get takes an iterable of keys, not a single key",
+        ));
+    }
+    let objs: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+    let owned = objs
+        .iter()
+        .map(|k| bytes_of(k, "key"))
+        .collect::<PyResult<Vec<_>>>()?;
+    let refs: Vec<&[u8]> = owned.iter().map(|k| k.as_ref()).collect();
+    let values = r.multi_get_bytes(py, &refs)?;
+    PyList::new(
+        py,
+        values.iter().map(|v| match v {
+            Some(b) => PyBytes::new(py, b).into_any(),
+            None => py.None().into_bound(py),
+        }),
+    )
 }
 
 /// `reader[key]`: a missing key raises `KeyError`.
@@ -90,13 +132,15 @@ pub fn iter<R: Reader>(
     Ok(DbIter::new(h, raw, mode, reverse))
 }
 
-/// Writes the read methods (`get`, `__getitem__`, `__contains__`, `items`,
-/// `keys`, `values`, `__iter__`) into `$class`, a [`Reader`], each with the
-/// doc comments written before its name in the invocation.
+/// Writes the read methods (`get`, `multi_get`, `__getitem__`,
+/// `__contains__`, `items`, `keys`, `values`, `__iter__`) into `$class`, a
+/// [`Reader`], each with the doc comments written before its name in the
+/// invocation.
 macro_rules! read_methods {
     (
         $class:ty;
         $(#[$get:meta])* get;
+        $(#[$multi_get:meta])* multi_get;
         $(#[$items:meta])* items;
         $(#[$keys:meta])* keys;
         $(#[$values:meta])* values;
@@ -112,6 +156,15 @@ macro_rules! read_methods {
                 default: Option<pyo3::Py<pyo3::PyAny>>,
             ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
                 $crate::reader::get(self, py, key, default)
+            }
+
+            $(#[$multi_get])*
+            fn multi_get<'py>(
+                &self,
+                py: pyo3::Python<'py>,
+                keys: &pyo3::Bound<'py, pyo3::PyAny>,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::types::PyList>> {
+                $crate::reader::multi_get(self, py, keys)
             }
 
             fn __getitem__<'py>(

@@ -6,7 +6,7 @@
 //! are the database's (`reader.rs`), made at the snapshot.
 
 use crate::handle::{closed_err, Failure, Handle, Release, Slot};
-use crate::reader::{read_methods, Reader};
+use crate::reader::{first_error, read_methods, Reader};
 use pyo3::prelude::*;
 use std::sync::Arc;
 
@@ -46,12 +46,24 @@ impl Reader for Snapshot {
         });
         Ok(r?)
     }
+
+    fn multi_get_bytes(&self, py: Python<'_>, keys: &[&[u8]]) -> PyResult<Vec<Option<Vec<u8>>>> {
+        let slot = &self.slot;
+        let r: Result<_, Failure> = py.detach(|| match slot.0.lock().as_ref() {
+            Some(s) => first_error(s.multi_get(keys)),
+            None => Err(Failure::Closed("the snapshot")),
+        });
+        Ok(r?)
+    }
 }
 
 read_methods! {
     Snapshot;
     /// The value of `key` at the snapshot, or `default`.
     get;
+    /// The values of the keys in `keys` at the snapshot, a list of `bytes`
+    /// or `None` in their order (`Snapshot::multi_get`).
+    multi_get;
     /// `(key, value)` pairs at the snapshot, in `[start, end)`.
     items;
     /// Keys at the snapshot, in `[start, end)`.

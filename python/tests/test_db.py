@@ -215,6 +215,150 @@ def test_snapshot_isolation_under_concurrent_writes(db):
     assert len(seen_rounds) > 1, "the writer thread never ran while snapshots were read"
 
 
+def test_multi_get_against_get_and_a_model(db, tmp_path):
+    """Random writes, range deletes, ingestions, flushes and compactions;
+    every `multi_get` of a random key list (repeats, absent keys) equals
+    the per-key `get`s and a dict, at the latest data and at a snapshot."""
+    rng = random.Random(5)
+    model = {}
+
+    def key():
+        return b"k%03d" % rng.randrange(200)
+
+    snap, snap_model = None, None
+    for step in range(600):
+        op = rng.randrange(100)
+        if op < 45:
+            k, v = key(), b"v%d" % step
+            db[k] = v
+            model[k] = v
+        elif op < 55:
+            k = key()
+            db.delete(k)
+            model.pop(k, None)
+        elif op < 60:
+            a, b = sorted((key(), key()))
+            db.delete_range(a, b)
+            for k in [k for k in model if a <= k < b]:
+                del model[k]
+        elif op < 64:
+            path = tmp_path / ("%d.sst" % step)
+            kvs = {key(): b"i%d" % step for _ in range(rng.randrange(1, 30))}
+            with strata.SstWriter(path) as w:
+                for k in sorted(kvs):
+                    w.put(k, kvs[k])
+            db.ingest([path])
+            model.update(kvs)
+        elif op < 67:
+            db.flush()
+        elif op < 69:
+            db.compact_range()
+        elif op < 72:
+            if snap is not None:
+                snap.close()
+            snap, snap_model = db.snapshot(), dict(model)
+        else:
+            keys = [key() for _ in range(rng.randrange(0, 40))]
+            keys += [b"absent", b""] + keys[:3]
+            rng.shuffle(keys)
+            if snap is not None and rng.random() < 0.4:
+                got = snap.multi_get(keys)
+                assert got == [snap.get(k) for k in keys]
+                assert got == [snap_model.get(k) for k in keys]
+            else:
+                # Any iterable of keys, str among them.
+                got = db.multi_get(iter(keys + ["k001"]))
+                assert got == [db.get(k) for k in keys + [b"k001"]]
+                assert got == [model.get(k) for k in keys + [b"k001"]]
+    if snap is not None:
+        snap.close()
+    assert db.multi_get([]) == []
+
+
+def test_multi_get_refuses_a_single_key_and_closed_readers(db):
+    db[b"ab"] = b"1"
+    for single in (b"ab", "ab"):
+        with pytest.raises(TypeError, match="iterable of keys"):
+            db.multi_get(single)
+    with pytest.raises(TypeError):
+        db.multi_get([b"ab", 3])
+    snap = db.snapshot()
+    assert snap.multi_get([b"ab", b"x"]) == [b"1", None]
+    snap.close()
+    with pytest.raises(strata.DatabaseClosedError):
+        snap.multi_get([b"ab"])
+    db.close()
+    with pytest.raises(strata.DatabaseClosedError):
+        db.multi_get([b"ab"])
+
+
+def test_multi_get_raises_on_a_damaged_block(db_path):
+    """A key whose data block is damaged raises `CorruptionError`, as `get`
+    does; keys elsewhere still read."""
+    db = strata.DB(db_path, block_size=256)
+    for i in range(2000):
+        db[b"key%05d" % i] = b"value-%d" % i
+    db.flush()
+    db.close()
+    (table,) = list(db_path.glob("*.sst"))
+    data = bytearray(table.read_bytes())
+    data[len(data) // 4] ^= 0x55  # inside a data block (they come first)
+    table.write_bytes(bytes(data))
+    with strata.DB(db_path) as db:
+        bad = []
+        for i in range(2000):
+            k = b"key%05d" % i
+            try:
+                assert db.get(k) == b"value-%d" % i
+            except strata.CorruptionError:
+                bad.append(k)
+        assert 0 < len(bad) < 100
+        with pytest.raises(strata.CorruptionError) as e:
+            db.multi_get([b"key00000", bad[0], b"key01999"])
+        assert e.value.file.endswith(table.name)
+        assert db.multi_get([b"key00000", b"key01999"]) == [b"value-0", b"value-1999"]
+
+
+def test_multi_get_reads_one_view_under_a_concurrent_writer(db):
+    """A writer thread sets `a` and `z` to the same counter in every batch;
+    `multi_get([a, z])` never returns two different counters. The reader
+    reads until it has seen 50 counters (or the writer's bounded rounds
+    run out), so the two overlap however the threads are scheduled."""
+    db.write(_pair(0))
+    max_rounds = 200_000
+    stop = threading.Event()
+    rounds = [0]
+
+    def writer():
+        r = 0
+        while not stop.is_set() and r < max_rounds:
+            r += 1
+            db.write(_pair(r))
+            rounds[0] = r
+
+    t = threading.Thread(target=writer)
+    t.start()
+    seen = set()
+    try:
+        while len(seen) < 50 and t.is_alive():
+            a, z = db.multi_get([b"a", b"z"])
+            assert a == z, "multi_get mixed two writes"
+            seen.add(a)
+    finally:
+        stop.set()
+        t.join()
+    assert db.multi_get([b"z", b"a"]) == [b"%d" % rounds[0]] * 2
+    assert len(seen) > 1, "the writer never ran while multi_get read"
+
+
+def _pair(r):
+    b = strata.WriteBatch()
+    b.put(b"a", b"%d" % r)
+    b.put(b"m%04d" % (r % 500), b"f" * 100)
+    b.put(b"z", b"%d" % r)
+    return b
+
+
 def test_close_with_live_iterators_and_snapshots(db_path):
     db = strata.DB(db_path)
     for i in range(3000):

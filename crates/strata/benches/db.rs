@@ -3,8 +3,11 @@
 //! `concurrent_memtable_writes` off), and point gets served by
 //! the memtable and by table files. The same cases run against RocksDB
 //! through `bench/rocksdb` (`micro` workload; see docs/benchmarks.md).
+//! Then `multi_get`: 1,000 random keys read from table files by 1,000
+//! `get`s and by one `multi_get`, spread over all the keys and clustered
+//! (Strata only).
 //!
-//! Run: `cargo bench -p strata --bench db`.
+//! Run: `cargo bench -p strata --bench db` (`-- multi_get` for the last).
 
 #![allow(clippy::unwrap_used, missing_docs)] // benchmarks may unwrap; criterion generates undocumented fns
 
@@ -109,5 +112,64 @@ fn bench_gets(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_puts, bench_gets);
+/// 1,000 random keys of 200,000, all present, read from table files (the
+/// database flushed and compacted): a loop of 1,000 `get`s against one
+/// `multi_get` of the same keys, its sorting included; then the same with
+/// the 1,000 keys drawn from 20,000 adjacent keys (a tenth of the data),
+/// where more of them share data blocks. Each iteration reads the next of
+/// 64 key sets, the same sequence for both calls, so both meet the block
+/// cache alike (the whole database fits in it: the figures are the CPU
+/// cost of the read paths, not I/O).
+fn bench_multi_get(c: &mut Criterion) {
+    let mut g = c.benchmark_group("multi_get");
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(5));
+    g.throughput(Throughput::Elements(1000));
+    let value = [b'v'; 100];
+    let n = 200_000;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut rng = StdRng::seed_from_u64(4);
+    let keys: Vec<[u8; 16]> = (0..n).map(|_| key(&mut rng)).collect();
+    for k in &keys {
+        db.put(k, value).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    let random: Vec<Vec<[u8; 16]>> = (0..64)
+        .map(|_| (0..1000).map(|_| keys[rng.gen_range(0..n)]).collect())
+        .collect();
+    let window = 20_000;
+    let clustered: Vec<Vec<[u8; 16]>> = (0..64)
+        .map(|_| {
+            let start = rng.gen_range(0..n - window);
+            (0..1000)
+                .map(|_| sorted[start + rng.gen_range(0..window)])
+                .collect()
+        })
+        .collect();
+    for (name, sets) in [("", &random), ("-clustered", &clustered)] {
+        g.bench_function(format!("1000-gets{name}"), |b| {
+            let mut i = 0usize;
+            b.iter(|| {
+                i = (i + 1) % sets.len();
+                for k in &sets[i] {
+                    assert!(db.get(k).unwrap().is_some());
+                }
+            });
+        });
+        g.bench_function(format!("1-multi_get-of-1000{name}"), |b| {
+            let mut i = 0usize;
+            b.iter(|| {
+                i = (i + 1) % sets.len();
+                let got = db.multi_get(&sets[i]);
+                assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
+            });
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_puts, bench_gets, bench_multi_get);
 criterion_main!(benches);

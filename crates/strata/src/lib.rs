@@ -50,7 +50,8 @@
 //!
 //! Everything a program needs is re-exported at the crate root: [`Db`] and
 //! its [`Options`], [`WriteOptions`], [`ReadOptions`], [`WriteBatch`],
-//! [`Snapshot`], the iterators, [`SstWriter`] with [`SstOptions`], ingestion
+//! [`Snapshot`], point reads of one key ([`Db::get`]) or of many at one
+//! instant ([`Db::multi_get`], a result per key), the iterators, [`SstWriter`] with [`SstOptions`], ingestion
 //! ([`IngestOptions`], [`IngestResult`]), [`Metrics`] and [`Error`]. The
 //! [`sstable`] module holds the table-file types, [`vfs`] the file-system
 //! boundary (an in-memory [`vfs::MemVfs`] makes tests fast, and

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use strata::iter::InternalIterator;
 use strata::key::{self, compare_internal, make_internal_key, seek_key, ParsedKey, ValueKind};
+use strata::sstable::reader::PointCursor;
 use strata::sstable::{CompressionType, SstOptions, SstWriter, Table, TableOptions};
 use strata::vfs::{MemVfs, Vfs};
 
@@ -144,6 +145,39 @@ fn check_table(rng: &mut StdRng, entries: &[Entry], t: &Arc<Table>) {
                 assert_eq!((g.seq, g.kind as u8, &g.value), (p.seq, p.kind, v));
             }
             (g, w) => panic!("get({uk:?}, {snap}): got {g:?}, want {w:?}"),
+        }
+    }
+    // Many keys through one `PointCursor` (a `multi_get`'s run in one
+    // file) at one snapshot: ascending with repeats, where the cursor
+    // reuses its index entry and block, and in any order, where a key
+    // below the one before must seek afresh.
+    for round in 0..20 {
+        let snap = rng.gen_range(0..2_000_000);
+        let mut keys: Vec<Vec<u8>> = (0..rng.gen_range(1..60))
+            .map(|_| {
+                if !entries.is_empty() && rng.gen_bool(0.7) {
+                    let (k, _) = &entries[rng.gen_range(0..entries.len())];
+                    key::user_key(k).to_vec()
+                } else {
+                    random_user_key(rng)
+                }
+            })
+            .collect();
+        if round % 4 != 3 {
+            keys.sort();
+        }
+        let mut cursor = PointCursor::new(t);
+        for uk in &keys {
+            let got = cursor.get(uk, snap).unwrap();
+            let want = model_get(entries, uk, snap);
+            match (got, want) {
+                (None, None) => {}
+                (Some(g), Some((k, v))) => {
+                    let p = ParsedKey::parse(k).unwrap();
+                    assert_eq!((g.seq, g.kind as u8, &g.value), (p.seq, p.kind, v));
+                }
+                (g, w) => panic!("cursor get({uk:?}, {snap}): got {g:?}, want {w:?}"),
+            }
         }
     }
     // Seeks in both directions.

@@ -9,6 +9,7 @@
 //! Several entries may share one WAL; `last_seq` tells recovery which of
 //! its records are already in tables.
 
+use super::read::PointLookup;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
@@ -34,6 +35,16 @@ pub trait Flushable: Send + Sync {
     /// covering `user_key`, or 0.
     fn max_covering_tombstone(&self, user_key: &[u8], snapshot: u64) -> u64 {
         super::read::covering(&self.range_tombstones(), user_key, snapshot)
+    }
+    /// `get` and `max_covering_tombstone` for each key of `lookups` still
+    /// open (ascending keys, from `read::multi_get`), as `read::get` asks
+    /// them: the tombstones first, then the entry. Key by key by default;
+    /// an entry holding tables reads each table once for all the keys.
+    fn multi_get(&self, lookups: &mut [PointLookup<'_>], snapshot: u64) {
+        for l in lookups.iter_mut().filter(|l| !l.is_done()) {
+            l.cover(self.max_covering_tombstone(l.key, snapshot));
+            l.settle(self.get(l.key, snapshot));
+        }
     }
     fn iter(&self) -> Box<dyn InternalIterator + Send>;
     /// Whether the entry holds data in the user-key range `[lo, hi]`.

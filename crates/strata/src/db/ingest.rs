@@ -1700,6 +1700,26 @@ impl Flushable for IngestedFlushable {
             .flat_map(|t| t.range_tombstones().iter().cloned())
             .collect()
     }
+    /// `get` per key, table by table: every table's tombstones cover a
+    /// key before any entry of it is looked at (as
+    /// `max_covering_tombstone` over `range_tombstones` does), and a key
+    /// goes on to the next table only if the one before found nothing.
+    fn multi_get(&self, lookups: &mut [super::read::PointLookup<'_>], snapshot: u64) {
+        for l in lookups.iter_mut().filter(|l| !l.is_done()) {
+            for t in &self.tables {
+                l.cover(super::read::covering(t.range_tombstones(), l.key, snapshot));
+            }
+        }
+        if snapshot < self.seq {
+            return;
+        }
+        for t in &self.tables {
+            let mut cursor = crate::sstable::reader::PointCursor::new(t);
+            for l in lookups.iter_mut().filter(|l| !l.is_done()) {
+                l.settle(cursor.get(l.key, snapshot));
+            }
+        }
+    }
     fn iter(&self) -> Box<dyn InternalIterator + Send> {
         Box::new(MergingIterator::new(
             self.tables

@@ -9,6 +9,15 @@
 //!
 //! Files are read through the table cache, which keeps every reader of a
 //! virtual file (an excise's leftover, see `db::excise`) inside its bounds.
+//!
+//! `multi_get` answers many keys exactly as `get` would answer each of
+//! them at one sequence number and one super version. It sorts the
+//! distinct keys and visits the sources in `get`'s order, each source once
+//! for every key still open (see `multi_get`): for each key, the sources
+//! it consults, and what it collects from each, are `get`'s; only the
+//! grouping differs. A key is settled by the first source that finds a
+//! point entry for it, or fails there with that source's error; the other
+//! keys go on.
 
 use super::level_iter::LevelIter;
 use super::{DbInner, SuperVersion};
@@ -19,7 +28,7 @@ use crate::iter::range_del::RangeDelAggregator;
 use crate::iter::InternalIterator;
 use crate::key::ValueKind;
 use crate::sstable::{Found, RangeTombstone};
-use crate::version::Version;
+use crate::version::{Version, NUM_LEVELS};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -80,6 +89,152 @@ pub(crate) fn get(db: &DbInner, key: &[u8], snapshot: Option<u64>) -> Result<Opt
         }
     }
     Ok(None)
+}
+
+/// One distinct key of a `multi_get` while it is looked up: the newest
+/// covering range tombstone seen so far (`get`'s `max_tomb`) and, once a
+/// source has decided it, the answer.
+pub struct PointLookup<'k> {
+    pub key: &'k [u8],
+    max_tomb: u64,
+    answer: Option<Result<Option<Vec<u8>>>>,
+}
+
+impl<'k> PointLookup<'k> {
+    fn new(key: &'k [u8]) -> PointLookup<'k> {
+        PointLookup {
+            key,
+            max_tomb: 0,
+            answer: None,
+        }
+    }
+
+    /// Whether a source has decided the key (no later source is asked).
+    pub fn is_done(&self) -> bool {
+        self.answer.is_some()
+    }
+
+    /// Notes a range tombstone covering the key, by its sequence number
+    /// (0: none).
+    pub fn cover(&mut self, tombstone_seq: u64) {
+        self.max_tomb = self.max_tomb.max(tombstone_seq);
+    }
+
+    /// What a source's point lookup gave: an entry decides the key (against
+    /// the tombstones seen so far, this source's included), an error fails
+    /// it, nothing leaves it to the next source.
+    pub fn settle(&mut self, found: Result<Option<Found>>) {
+        match found {
+            Ok(None) => {}
+            Ok(Some(f)) => self.answer = Some(resolve(f, self.max_tomb)),
+            Err(e) => self.answer = Some(Err(e)),
+        }
+    }
+}
+
+/// The values of `keys` at sequence number `snapshot` (`None`: the latest),
+/// each read at the same sequence number in the same super version, in
+/// the order given (duplicates answered once and copied).
+///
+/// The distinct keys are sorted, then each source is visited once, in
+/// `get`'s order, for the keys still open: the memtable and the immutable
+/// queue (newest first) key by key (an ingestion waiting there batches
+/// its tables, `Flushable::multi_get`); each L0 file, newest first, for
+/// the run of sorted keys inside its bounds; and each lower level in one
+/// walk that pairs the runs of keys with the files holding them (the file
+/// `files_for_key` would pick for each). Each file is opened through the
+/// table cache once per run and read with one `PointCursor`
+/// (`TableCache::points`).
+pub(crate) fn multi_get(
+    db: &DbInner,
+    keys: &[&[u8]],
+    snapshot: Option<u64>,
+) -> Vec<Result<Option<Vec<u8>>>> {
+    let (snapshot, sv) = read_seq(db, snapshot);
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
+    // Each position's distinct key, and how many positions ask for it.
+    let mut lookups: Vec<PointLookup<'_>> = Vec::new();
+    let mut asked: Vec<usize> = Vec::new();
+    let mut slot = vec![0; keys.len()];
+    for &i in &order {
+        if lookups.last().is_none_or(|l| l.key != keys[i]) {
+            lookups.push(PointLookup::new(keys[i]));
+            asked.push(0);
+        }
+        slot[i] = lookups.len() - 1;
+        asked[lookups.len() - 1] += 1;
+    }
+    look_up(db, &sv, snapshot, &mut lookups);
+    let mut answers: Vec<Option<Result<Option<Vec<u8>>>>> = lookups
+        .into_iter()
+        .map(|l| Some(l.answer.unwrap_or(Ok(None))))
+        .collect();
+    // The last position asking for a key takes its answer, earlier ones a
+    // copy.
+    slot.iter()
+        .map(|&s| {
+            asked[s] -= 1;
+            let answer = if asked[s] == 0 {
+                answers[s].take()
+            } else {
+                answers[s].clone()
+            };
+            answer.unwrap_or_else(|| Err(Error::internal("multi_get answered a key twice")))
+        })
+        .collect()
+}
+
+/// Settles `lookups` (distinct keys, ascending) from the sources of `sv`
+/// at `snapshot`; a key no source decides stays open (absent).
+fn look_up(db: &DbInner, sv: &SuperVersion, snapshot: u64, lookups: &mut [PointLookup<'_>]) {
+    for l in lookups.iter_mut() {
+        l.cover(sv.mem.max_covering_tombstone(l.key, snapshot));
+        if let Some(f) = sv.mem.get(l.key, snapshot) {
+            l.settle(Ok(Some(f)));
+        }
+    }
+    for imm in sv.imm.iter().rev() {
+        imm.multi_get(lookups, snapshot);
+    }
+    // The keys still open, as positions in `lookups` (so still ascending).
+    let mut open: Vec<usize> = (0..lookups.len())
+        .filter(|&i| !lookups[i].is_done())
+        .collect();
+    // L0, newest file first: each file for the run of keys inside it.
+    // Keys it settles stay in `open` until the level is done; later files'
+    // runs skip them.
+    for f in sv.version.files(0) {
+        if open.is_empty() {
+            return;
+        }
+        let lo = open.partition_point(|&i| lookups[i].key < f.smallest_user_key());
+        let hi = lo + open[lo..].partition_point(|&i| !f.ends_before(lookups[i].key));
+        db.table_cache.points(f, snapshot, lookups, &open[lo..hi]);
+    }
+    // Each sorted level: walk the open keys and the files together. For a
+    // key, the file is the first that does not end before it, as in
+    // `Version::files_for_key`; that file serves every following key up to
+    // the first one it ends before, less the keys below its smallest (in
+    // the gap before it: no file of the level holds them).
+    for level in 1..NUM_LEVELS {
+        open.retain(|&i| !lookups[i].is_done());
+        if open.is_empty() {
+            return;
+        }
+        let files = sv.version.files(level);
+        let (mut fi, mut p) = (0, 0);
+        while p < open.len() {
+            fi += files[fi..].partition_point(|f| f.ends_before(lookups[open[p]].key));
+            let Some(f) = files.get(fi) else { break };
+            let end = p + open[p..].partition_point(|&i| !f.ends_before(lookups[i].key));
+            let start =
+                p + open[p..end].partition_point(|&i| lookups[i].key < f.smallest_user_key());
+            db.table_cache
+                .points(f, snapshot, lookups, &open[start..end]);
+            p = end;
+        }
+    }
 }
 
 /// The cursor under the public iterators. Holds the super version it was

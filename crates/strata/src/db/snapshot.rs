@@ -18,7 +18,8 @@ use std::sync::Arc;
 /// A consistent view of the database as of one point in time, kept until
 /// dropped. From [`Db::snapshot`](super::Db::snapshot).
 ///
-/// Read at it with its own methods ([`get`](Self::get), [`iter`](Self::iter),
+/// Read at it with its own methods ([`get`](Self::get),
+/// [`multi_get`](Self::multi_get), [`iter`](Self::iter),
 /// [`range`](Self::range), [`prefix`](Self::prefix)) or through
 /// [`ReadOptions::snapshot`](super::ReadOptions::snapshot). Holding a
 /// snapshot keeps the old versions of overwritten and deleted keys on disk,
@@ -64,6 +65,31 @@ impl Snapshot {
     /// The value of `key` as of the snapshot.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         read::get(&self.db, key.as_ref(), Some(self.seq))
+    }
+
+    /// The values of `keys` as of the snapshot, one result per key in the
+    /// order given: [`Db::multi_get`](super::Db::multi_get) at the
+    /// snapshot.
+    ///
+    /// ```
+    /// # use strata::Db;
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = Db::open_default(dir.path())?;
+    /// db.put("a", "1")?;
+    /// let snap = db.snapshot();
+    /// db.delete("a")?;
+    /// db.put("b", "2")?;
+    /// let got: Vec<_> = snap.multi_get(["a", "b"]).into_iter().collect::<strata::Result<_>>()?;
+    /// assert_eq!(got, [Some(b"1".to_vec()), None]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>, I: IntoIterator<Item = K>>(
+        &self,
+        keys: I,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let keys: Vec<K> = keys.into_iter().collect();
+        let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        read::multi_get(&self.db, &refs, Some(self.seq))
     }
 
     /// Every key and value as of the snapshot, in key order.

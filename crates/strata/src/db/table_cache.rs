@@ -17,16 +17,19 @@
 //! files cut from one table share one reader. Every way of reading a file
 //! goes through here and sees only the file's own bounds: `iter` clamps the
 //! table iterator (`iter::BoundedIter`), `range_tombstones` clips the
-//! table's tombstones, `point` refuses keys outside. Closing a reader
+//! table's tombstones, `point` and `points` (a `multi_get`'s run of
+//! keys) refuse keys outside. Closing a reader
 //! (eviction) never deletes anything; the obsolete-file pass deletes a
 //! physical file only when no live version references it directly or as a
 //! backing table (`VersionSet::live_files`).
 
+use super::read::PointLookup;
 use crate::cache::{BlockCache, LruCache};
 use crate::db::filenames;
 use crate::db::options::Options;
 use crate::error::Result;
 use crate::iter::{BoundedIter, KeyBounds};
+use crate::sstable::reader::PointCursor;
 use crate::sstable::{Found, RangeTombstone, Table, TableIter, TableOptions};
 use crate::version::FileMeta;
 use crate::vfs::{RandomAccessFile, Vfs};
@@ -257,6 +260,45 @@ impl TableCache {
         let t = self.get(f)?;
         let tomb = super::read::covering(t.range_tombstones(), user_key, snapshot);
         Ok((tomb, t.get(user_key, snapshot)?))
+    }
+
+    /// [`point`](Self::point) for a run of keys of a `multi_get`: the
+    /// lookups of `lookups` at positions `run` (ascending keys) that are
+    /// still open, each covered by `f`'s tombstones and settled by its
+    /// entry, the table found in the cache once and read with one
+    /// `PointCursor`. A key outside `f`'s bounds finds nothing, as in
+    /// `point`. A table that cannot be opened fails every open key of the
+    /// run (each `get` would fail the same way).
+    pub fn points(
+        &self,
+        f: &FileMeta,
+        snapshot: u64,
+        lookups: &mut [PointLookup<'_>],
+        run: &[usize],
+    ) {
+        let inside = |l: &PointLookup<'_>| !l.is_done() && f.contains_user_key(l.key);
+        if !run.iter().any(|&i| inside(&lookups[i])) {
+            return;
+        }
+        let t = match self.get(f) {
+            Ok(t) => t,
+            Err(e) => {
+                for &i in run {
+                    if inside(&lookups[i]) {
+                        lookups[i].settle(Err(e.clone()));
+                    }
+                }
+                return;
+            }
+        };
+        let mut cursor = PointCursor::new(&t);
+        for &i in run {
+            let l = &mut lookups[i];
+            if inside(l) {
+                l.cover(super::read::covering(t.range_tombstones(), l.key, snapshot));
+                l.settle(cursor.get(l.key, snapshot));
+            }
+        }
     }
 
     /// Closes a table (its file is being deleted).

@@ -478,32 +478,10 @@ impl Table {
     /// The bloom filter first, then one seek in the index block and one in
     /// the data block it names, without building a `TableIter` (a point
     /// lookup is the hot read path: no table `Arc` clone, no bounds, no
-    /// block skipping). The entry sought is in that block whenever the
-    /// block holds any entry at or past the target (the index names the
-    /// first block whose last key is at or past it); otherwise, and on any
-    /// index trouble, the lookup takes the iterator's path, which also
-    /// reports corruption with its offset.
+    /// block skipping). A [`PointCursor`] used for one key: lookups of
+    /// many keys in ascending order share one cursor.
     pub fn get(self: &Arc<Self>, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
-        if !self.may_contain(user_key) {
-            return Ok(None);
-        }
-        let target = seek_key(user_key, snapshot.min(MAX_SEQUENCE));
-        let Some(h) = self.block_for(&target) else {
-            return self.get_by_iter(user_key, &target);
-        };
-        let mut it = BlockIter::new(self.data_block(h)?, self.data_mode);
-        it.seek(&target);
-        if let Some(e) = it.error() {
-            return Err(Error::corruption(
-                &self.name,
-                h.offset,
-                format!("data block: {e}"),
-            ));
-        }
-        if !it.valid() {
-            return self.get_by_iter(user_key, &target);
-        }
-        self.found(user_key, it.key(), it.value(), h.offset)
+        PointCursor::new(self).get(user_key, snapshot)
     }
 
     /// `get` through a full iterator (see `get`).
@@ -1122,6 +1100,140 @@ fn check_compression_name(name: &str, props: &TableProperties, version: u32) -> 
         ));
     }
     Ok(())
+}
+
+/// Point lookups in one table, [`Table::get`]'s way, for keys asked in
+/// ascending order (a `multi_get`'s run of keys in one file, `db::read`).
+///
+/// The index stays where the previous key left it and the data block it
+/// read stays loaded: a key in the same block costs no index search and
+/// no block-cache lookup, and a key a few blocks on steps forward to its
+/// index entry instead of searching the whole index (see
+/// `block_for_next`), where separate `get`s pay a search and a lookup per
+/// key. The bloom filter is still asked per key. A key below the one
+/// before it (or the first) seeks the index afresh, so any order gives
+/// right answers; ascending order is what makes the reuse possible.
+pub struct PointCursor<'t> {
+    table: &'t Arc<Table>,
+    index: BlockIter,
+    /// The previous lookup's seek target (empty before the first): the
+    /// index entry `index` is at is the first whose separator is at or
+    /// past it.
+    target: Vec<u8>,
+    /// This lookup's seek target, built here so that neither buffer is
+    /// allocated again.
+    next: Vec<u8>,
+    /// The data block last read, with an iterator over it.
+    data: Option<(BlockHandle, BlockIter)>,
+}
+
+impl<'t> PointCursor<'t> {
+    /// A cursor at no key yet.
+    pub fn new(table: &'t Arc<Table>) -> PointCursor<'t> {
+        PointCursor {
+            table,
+            index: table.index_iter(),
+            target: Vec::new(),
+            next: Vec::new(),
+            data: None,
+        }
+    }
+
+    /// The newest point entry for `user_key` with sequence <= `snapshot`,
+    /// exactly as [`Table::get`] answers (range tombstones not applied).
+    ///
+    /// The entry sought is in the block the index names whenever that
+    /// block holds any entry at or past the target (the index names the
+    /// first block whose last key is at or past it); otherwise, and on any
+    /// index trouble, the lookup takes the iterator's path, which also
+    /// reports corruption with its offset.
+    pub fn get(&mut self, user_key: &[u8], snapshot: u64) -> Result<Option<Found>> {
+        let t = self.table;
+        if !t.may_contain(user_key) {
+            return Ok(None);
+        }
+        self.next.clear();
+        key::append_internal_key(
+            &mut self.next,
+            user_key,
+            snapshot.min(MAX_SEQUENCE),
+            KIND_FOR_SEEK,
+        );
+        let Some(h) = self.block_for_next() else {
+            return t.get_by_iter(user_key, &self.target);
+        };
+        let it = match &mut self.data {
+            Some((loaded, it)) if *loaded == h => it,
+            data => {
+                &mut data
+                    .insert((h, BlockIter::new(t.data_block(h)?, t.data_mode)))
+                    .1
+            }
+        };
+        it.seek(&self.target);
+        if let Some(e) = it.error() {
+            return Err(Error::corruption(
+                &t.name,
+                h.offset,
+                format!("data block: {e}"),
+            ));
+        }
+        if !it.valid() {
+            return t.get_by_iter(user_key, &self.target);
+        }
+        t.found(user_key, it.key(), it.value(), h.offset)
+    }
+
+    /// The data block that would hold the target in `next` (which becomes
+    /// `target`), if any does: `Table::block_for`'s answer, the first index
+    /// entry whose separator is at or past the target.
+    ///
+    /// When the target did not move back, that entry is the one the index
+    /// is at or one after it (every entry before it was below the previous
+    /// target, so below this one too): the cursor steps forward to it, up
+    /// to [`WALK`](Self::WALK) entries, before it falls back to a seek over
+    /// the whole index. The keys of a sorted batch are close together, so
+    /// the next is mostly in the same block or a few blocks on, where
+    /// stepping reads a few adjacent entries and a seek a dozen scattered
+    /// ones.
+    fn block_for_next(&mut self) -> Option<BlockHandle> {
+        let order = self.table.index_mode.order;
+        // The index compares user keys (bytewise) or internal keys.
+        let cmp = |a: &[u8], b: &[u8]| match order {
+            KeyOrder::Bytewise => a.cmp(key::user_key(b)),
+            KeyOrder::Internal => key::compare_internal(a, b),
+        };
+        let forward = self.index.valid()
+            && !self.target.is_empty()
+            && match order {
+                KeyOrder::Bytewise => key::user_key(&self.next).cmp(key::user_key(&self.target)),
+                KeyOrder::Internal => key::compare_internal(&self.next, &self.target),
+            } != Ordering::Less;
+        std::mem::swap(&mut self.target, &mut self.next);
+        let mut at = false;
+        if forward {
+            for _ in 0..=Self::WALK {
+                if !self.index.valid() {
+                    break;
+                }
+                if cmp(self.index.key(), &self.target) != Ordering::Less {
+                    at = true;
+                    break;
+                }
+                self.index.next();
+            }
+        }
+        if !at {
+            match order {
+                KeyOrder::Bytewise => self.index.seek(key::user_key(&self.target)),
+                KeyOrder::Internal => self.index.seek(&self.target),
+            }
+        }
+        self.index.valid().then(|| self.index.handle()).flatten()
+    }
+
+    /// How many index entries a lookup steps over before it seeks instead.
+    const WALK: usize = 16;
 }
 
 /// Iterator over a table's point entries, optionally bounded to user keys in

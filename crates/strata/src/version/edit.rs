@@ -112,6 +112,15 @@ impl FileMeta {
             }
     }
 
+    /// Whether the file's range ends before `user_key`: its largest user
+    /// key is below it, or equal to it and an exclusive end. In a sorted
+    /// level, the file that may hold a key is the first that does not end
+    /// before it (`Version::files_for_key`, and `multi_get`'s walk).
+    pub fn ends_before(&self, user_key: &[u8]) -> bool {
+        self.largest_user_key() < user_key
+            || (self.largest_is_exclusive() && self.largest_user_key() == user_key)
+    }
+
     /// Whether the file's user-key range intersects `[lo, hi]` (inclusive).
     pub fn overlaps_user_range(&self, lo: &[u8], hi: &[u8]) -> bool {
         self.smallest_user_key() <= hi

@@ -125,10 +125,7 @@ impl Version {
             let files = &self.levels[level];
             // First file that does not end before user_key (an exclusive
             // end equal to user_key ends before it).
-            let i = files.partition_point(|f| {
-                f.largest_user_key() < user_key
-                    || (f.largest_is_exclusive() && f.largest_user_key() == user_key)
-            });
+            let i = files.partition_point(|f| f.ends_before(user_key));
             files
                 .get(i)
                 .filter(|f| f.contains_user_key(user_key))
