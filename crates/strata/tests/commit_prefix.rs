@@ -173,18 +173,31 @@ fn prefix_under(pipelined_commit: bool) {
         let (db, started) = (Arc::clone(&db), Arc::clone(&started));
         writers.push(std::thread::spawn(move || {
             let mut i = 0;
+            // Counted in batches, not keys: counting keys (`i % 40`), the
+            // first 200-key batch kept `i` a multiple of 40, and every
+            // batch was a large one.
+            let mut batch = 0u64;
             while i < PER_WRITER {
                 // Now and then a large batch: its insert takes far longer
                 // than framing the small groups behind it, so pipelined
                 // groups finish out of order and must wait to publish.
-                let n = if i % 40 == 0 {
+                let n = if batch % 8 == 0 {
                     200.min(PER_WRITER - i)
-                } else if i % 5 == 0 {
+                } else if batch % 3 == 0 {
                     16.min(PER_WRITER - i)
                 } else {
                     1
                 };
+                batch += 1;
                 started[w as usize].store(i + n, Ordering::SeqCst);
+                // Now and then a pause between announcing a write and
+                // making it: readers then surely look up a write that is
+                // not visible yet (the race this test needs, which on a
+                // loaded 2-core machine could otherwise not happen at all:
+                // "lookups never raced the writes" failed once that way).
+                if batch % 4 == 1 {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
                 let mut b = WriteBatch::new();
                 for j in i..i + n {
                     b.put(key(w, j), j.to_le_bytes());
