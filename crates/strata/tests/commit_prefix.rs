@@ -181,9 +181,9 @@ fn prefix_under(pipelined_commit: bool) {
                 // Now and then a large batch: its insert takes far longer
                 // than framing the small groups behind it, so pipelined
                 // groups finish out of order and must wait to publish.
-                let n = if batch % 8 == 0 {
+                let n = if batch.is_multiple_of(8) {
                     200.min(PER_WRITER - i)
-                } else if batch % 3 == 0 {
+                } else if batch.is_multiple_of(3) {
                     16.min(PER_WRITER - i)
                 } else {
                     1
