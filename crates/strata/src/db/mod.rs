@@ -979,9 +979,7 @@ impl Db {
         &self,
         keys: I,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        let keys: Vec<K> = keys.into_iter().collect();
-        let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        read::multi_get(&self.inner, &refs, None)
+        read::multi_get(&self.inner, keys, None)
     }
 
     /// [`multi_get`](Self::multi_get) as `opts` says: at its snapshot, if
@@ -1006,13 +1004,9 @@ impl Db {
         keys: I,
         opts: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        let keys: Vec<K> = keys.into_iter().collect();
         match self.snapshot_seq(opts) {
-            Ok(seq) => {
-                let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-                read::multi_get(&self.inner, &refs, seq)
-            }
-            Err(e) => keys.iter().map(|_| Err(e.clone())).collect(),
+            Ok(seq) => read::multi_get(&self.inner, keys, seq),
+            Err(e) => keys.into_iter().map(|_| Err(e.clone())).collect(),
         }
     }
 

@@ -145,44 +145,34 @@ impl<'k> PointLookup<'k> {
 /// `files_for_key` would pick for each). Each file is opened through the
 /// table cache once per run and read with one `PointCursor`
 /// (`TableCache::points`).
-pub(crate) fn multi_get(
+pub(crate) fn multi_get<K: AsRef<[u8]>>(
     db: &DbInner,
-    keys: &[&[u8]],
+    keys: impl IntoIterator<Item = K>,
     snapshot: Option<u64>,
 ) -> Vec<Result<Option<Vec<u8>>>> {
+    let keys: Vec<K> = keys.into_iter().collect();
+    let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
     let (snapshot, sv) = read_seq(db, snapshot);
     let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
-    // Each position's distinct key, and how many positions ask for it.
-    let mut lookups: Vec<PointLookup<'_>> = Vec::new();
-    let mut asked: Vec<usize> = Vec::new();
-    let mut slot = vec![0; keys.len()];
-    for &i in &order {
-        if lookups.last().is_none_or(|l| l.key != keys[i]) {
-            lookups.push(PointLookup::new(keys[i]));
-            asked.push(0);
-        }
-        slot[i] = lookups.len() - 1;
-        asked[lookups.len() - 1] += 1;
-    }
+    // The positions asking for each distinct key, in ascending key order.
+    let runs: Vec<&[usize]> = order.chunk_by(|&a, &b| keys[a] == keys[b]).collect();
+    let mut lookups: Vec<PointLookup<'_>> =
+        runs.iter().map(|r| PointLookup::new(keys[r[0]])).collect();
     look_up(db, &sv, snapshot, &mut lookups);
-    let mut answers: Vec<Option<Result<Option<Vec<u8>>>>> = lookups
-        .into_iter()
-        .map(|l| Some(l.answer.unwrap_or(Ok(None))))
-        .collect();
-    // The last position asking for a key takes its answer, earlier ones a
-    // copy.
-    slot.iter()
-        .map(|&s| {
-            asked[s] -= 1;
-            let answer = if asked[s] == 0 {
-                answers[s].take()
-            } else {
-                answers[s].clone()
-            };
-            answer.unwrap_or_else(|| Err(Error::internal("multi_get answered a key twice")))
-        })
-        .collect()
+    let mut out: Vec<Result<Option<Vec<u8>>>> = keys.iter().map(|_| Ok(None)).collect();
+    for (l, run) in lookups.into_iter().zip(runs) {
+        let answer = l.answer.unwrap_or(Ok(None));
+        // The last position asking for the key takes its answer, earlier
+        // ones a copy.
+        if let Some((&last, rest)) = run.split_last() {
+            for &i in rest {
+                out[i] = answer.clone();
+            }
+            out[last] = answer;
+        }
+    }
+    out
 }
 
 /// Settles `lookups` (distinct keys, ascending) from the sources of `sv`

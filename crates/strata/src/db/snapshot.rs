@@ -87,9 +87,7 @@ impl Snapshot {
         &self,
         keys: I,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        let keys: Vec<K> = keys.into_iter().collect();
-        let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        read::multi_get(&self.db, &refs, Some(self.seq))
+        read::multi_get(&self.db, keys, Some(self.seq))
     }
 
     /// Every key and value as of the snapshot, in key order.
