@@ -315,11 +315,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &strata_import::Summary) -> PyResult<Bo
     d.set_item("batch_units", s.batch_units)?;
     // None when no file was ingested (nothing to amplify), as `strata
     // import --json` gives null.
-    let files = s.indexes.iter().any(|i| i.files > 0);
-    d.set_item(
-        "write_amplification",
-        files.then(|| s.write_amplification()),
-    )?;
+    d.set_item("write_amplification", s.write_amplification())?;
     let ix = PyList::empty(py);
     for i in &s.indexes {
         let e = PyDict::new(py);

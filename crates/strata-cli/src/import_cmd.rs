@@ -470,16 +470,14 @@ pub fn print_summary(
             }
         )?;
     }
-    let files: usize = s.indexes.iter().map(|i| i.files).sum();
     outln!(
         "memory: peak sort buffers {:.1} MB, peak RSS {}; spilled {:.1} MB; write amplification {}",
         s.peak_buffer_bytes as f64 / 1e6,
         peak_rss().map_or("?".to_string(), |b| format!("{:.1} MB", b as f64 / 1e6)),
         s.spilled_bytes as f64 / 1e6,
-        if files == 0 {
-            "- (no table files ingested)".to_string()
-        } else {
-            format!("{:.2}", s.write_amplification())
+        match s.write_amplification() {
+            None => "- (no table files ingested)".to_string(),
+            Some(w) => format!("{w:.2}"),
         }
     )?;
     let mut landed = std::collections::BTreeMap::new();
@@ -551,11 +549,7 @@ fn json_summary(s: &Summary, elapsed: Duration, levels: &[usize]) -> serde_json:
         "peak_rss_bytes": peak_rss(),
         "spilled_bytes": s.spilled_bytes,
         // None (null) when no file was ingested: nothing to amplify.
-        "write_amplification": s
-            .indexes
-            .iter()
-            .any(|i| i.files > 0)
-            .then(|| s.write_amplification()),
+        "write_amplification": s.write_amplification(),
         "ingested_levels": s.levels,
         "files_per_level": levels,
     })

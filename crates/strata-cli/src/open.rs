@@ -106,22 +106,20 @@ impl Created {
     /// stays. Returns `e`, with any failure to remove added to it.
     pub fn undo(self, db: Db, e: anyhow::Error) -> anyhow::Error {
         drop(db);
-        let removed = match self.what {
+        let (removed, what, kept) = match self.what {
             Before::Other => return e,
-            Before::Missing => std::fs::remove_dir_all(&self.path),
-            Before::EmptyDir => empty_dir(&self.path),
-        };
-        let (what, kept) = match self.what {
+            Before::Missing => (
+                std::fs::remove_dir_all(&self.path),
+                format!("the database {} this command created", self.path.display()),
+                "",
+            ),
             Before::EmptyDir => (
+                empty_dir(&self.path),
                 format!(
                     "the database this command created in the empty directory {}",
                     self.path.display()
                 ),
                 "; the directory stays, empty",
-            ),
-            _ => (
-                format!("the database {} this command created", self.path.display()),
-                "",
             ),
         };
         match removed {

@@ -256,14 +256,12 @@ pub struct Summary {
 
 impl Summary {
     /// Bytes written (SSTs and spills) over the SST bytes: 1.0 when the
-    /// data was written exactly once; 0.0 when no file was ingested (every
-    /// unit applied as a write batch).
-    pub fn write_amplification(&self) -> f64 {
+    /// data was written exactly once; `None` when no file was ingested
+    /// (every unit applied as a write batch: nothing to amplify), which the
+    /// CLI prints as `-` (`null` in `--json`) and Python gives as `None`.
+    pub fn write_amplification(&self) -> Option<f64> {
         let sst: u64 = self.indexes.iter().map(|i| i.file_bytes).sum();
-        if sst == 0 {
-            return 0.0;
-        }
-        (sst + self.spilled_bytes) as f64 / sst as f64
+        (sst > 0).then(|| (sst + self.spilled_bytes) as f64 / sst as f64)
     }
 }
 

@@ -542,7 +542,7 @@ fn the_summary_counts_a_unit_applied_as_a_batch_and_no_files() {
             );
         }
         assert!(s.levels.is_empty(), "{what}: {:?}", s.levels);
-        assert_eq!(s.write_amplification(), 0.0, "{what}");
+        assert_eq!(s.write_amplification(), None, "{what}");
     }
     // Large enough for files (well past 32 KiB of keys and values).
     let mut rng = Rng(7);
