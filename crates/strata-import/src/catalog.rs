@@ -109,8 +109,34 @@ pub fn next_id(db: &Db) -> Result<u32> {
 pub(crate) fn clear_unlisted_rows(db: &Db, id: u32) -> Result<()> {
     let (lo, hi) = crate::pipeline::table_range(id);
     if db.range(lo.clone()..hi.clone()).next().is_some() {
-        db.delete_range(&lo, &hi)?;
+        remove_rows(db, &lo, &hi)?;
     }
+    Ok(())
+}
+
+/// Deletes every key in `[lo, hi)` (one table's key space) by an excise
+/// (`IngestOptions::excise` with no files) rather than a range tombstone.
+///
+/// Why: the keys are a whole table's, written by this import or a killed
+/// one, so nothing else lies in the range, and an excise takes the files
+/// inside it out of the version in one MANIFEST edit: their space is free
+/// as soon as no reader holds them, instead of staying until a compaction
+/// reaches a tombstone (a failed 10 GB direct import kept its 10 GB). A
+/// file reaching past the range (a compaction merged it with a neighbour)
+/// is cut to virtual files, no data rewritten; and the next import's files
+/// can go below the range rather than over a tombstone. The engine falls
+/// back to a range-tombstone file by itself when the memtable or an older
+/// snapshot still sees the range, so the result is the same deletion,
+/// atomic and durable like any ingestion, either way.
+pub(crate) fn remove_rows(db: &Db, lo: &[u8], hi: &[u8]) -> strata::Result<()> {
+    let none: [&std::path::Path; 0] = [];
+    db.ingest(
+        &none,
+        &strata::IngestOptions {
+            excise: Some((lo.to_vec(), hi.to_vec())),
+            ..strata::IngestOptions::default()
+        },
+    )?;
     Ok(())
 }
 

@@ -536,8 +536,10 @@ pub fn import(db: &Db, def: &Table, inputs: &[Input], opts: &ImportOptions) -> R
     loader.sorters = loader.new_sorters();
     let r = loader.run(inputs, rowid_base, &entry, created);
     if r.is_err() && created && loader.summary.units > 0 && opts.mode != Mode::Pipeline {
-        // Take back what the committed units of this failed import wrote.
-        if let (Err(c), Err(e)) = (db.delete_range(&table_lo, &table_hi), &r) {
+        // Take back what the committed units of this failed import wrote
+        // (an excise: their files leave the tree at once, see
+        // `catalog::remove_rows`).
+        if let (Err(c), Err(e)) = (catalog::remove_rows(db, &table_lo, &table_hi), &r) {
             // On a full disk the deletion fails too: say so, and what
             // becomes of the rows (the error alone would leave the user
             // believing the table's rows are gone).

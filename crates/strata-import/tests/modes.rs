@@ -345,6 +345,45 @@ fn a_failed_unit_import_takes_back_a_new_table_and_keeps_an_old_ones_units() {
     }
 }
 
+/// A failed direct import into a new table takes its committed units back
+/// by cutting the table's key range out of the tree (an excise), so their
+/// files leave at once: no table bytes and no tombstone stay behind to wait
+/// for a compaction. The catalog key of an older table, outside the range,
+/// stays.
+#[test]
+fn a_failed_direct_import_leaves_no_table_files_behind() {
+    let mut rng = Rng(23);
+    let good: Vec<Row> = (0..6000).map(|id| row(&mut rng, id, 1)).collect();
+    let mut data = csv(&good);
+    data.extend_from_slice(b"x6001,1,c,\"bad id\"\n");
+    let schema = Schema::parse(SCHEMA).unwrap();
+    let t = schema.table("t").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open_default(d.path().join("db")).unwrap();
+    let opts = ImportOptions {
+        mode: Mode::Direct,
+        memory: 256 << 10,
+        chunk_size: 16 << 10,
+        ..ImportOptions::default()
+    };
+    let input = write(d.path(), "in.csv", &data);
+    let e = import(&db, t, &[input], &opts).unwrap_err().to_string();
+    assert!(e.contains("column id"), "{e}");
+    assert!(all_pairs(&db).is_empty(), "rows left");
+    let m = db.metrics();
+    assert!(m.ingests >= 3, "the import committed {} units", m.ingests);
+    let bytes: u64 = m.levels.iter().map(|l| l.bytes).sum();
+    let files: usize = m.levels.iter().map(|l| l.files).sum();
+    assert_eq!(
+        (files, bytes),
+        (0, 0),
+        "the failed import's units stay in the tree (excises {}, fell back to a tombstone {})",
+        m.excises,
+        m.excise_fallbacks
+    );
+    db.close().unwrap();
+}
+
 /// A killed direct or batch import into a new table leaves rows under the
 /// table's id without a catalog entry; the next import that creates a
 /// table gets the same id and must delete them first.

@@ -232,6 +232,68 @@ fn small_files_become_a_batch() {
     assert_eq!(db.metrics().ingests_as_batch, 1);
 }
 
+/// An excise is never turned into a write batch, however small the files
+/// (the default `small_file_bytes`): as a batch it would be a range
+/// tombstone over files that keep their space until a compaction. With
+/// small files and with none at all, the files inside the range leave the
+/// tree in the call, and no tombstone is written.
+#[test]
+fn an_excise_with_small_or_no_files_cuts_the_tree() {
+    for with_file in [true, false] {
+        let d = tempfile::tempdir().unwrap();
+        let db = Db::open(d.path().join("db"), excise_opts()).unwrap();
+        // Two overlapping flushes, so the compaction merges them into
+        // several target-sized files rather than moving one.
+        for parity in 0..2 {
+            for i in (parity..400).step_by(2) {
+                db.put(key(i), format!("base{i}")).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        let inside = |db: &Db| {
+            db.files()
+                .iter()
+                .filter(|(_, f)| intersects(f, &key(100), &key(300)))
+                .count()
+        };
+        assert!(inside(&db) > 2, "{:?}", db.files());
+        let paths: Vec<PathBuf> = if with_file {
+            vec![write_sst(&d.path().join("f.sst"), &[(&key(200), b"new")])]
+        } else {
+            Vec::new()
+        };
+        let o = IngestOptions {
+            excise: Some((key(100), key(300))),
+            ..IngestOptions::default()
+        };
+        let r = db.ingest(&paths, &o).unwrap();
+        assert!(!r.as_batch, "with_file={with_file}: {r:?}");
+        assert!(r.excised, "with_file={with_file}: {r:?}");
+        let m = db.metrics();
+        assert_eq!(
+            (m.excises, m.excise_fallbacks, m.ingests_as_batch),
+            (1, 0, 0)
+        );
+        assert_eq!(
+            inside(&db),
+            usize::from(with_file),
+            "with_file={with_file}: only the ingested file may lie in the range: {:?}",
+            db.files()
+        );
+        assert!(db.files().iter().all(|(_, f)| f.num_range_deletions == 0));
+        for i in 0..400 {
+            let want = match i {
+                200 if with_file => Some(b"new".to_vec()),
+                100..300 => None,
+                _ => Some(format!("base{i}").into_bytes()),
+            };
+            assert_eq!(db.get(key(i)).unwrap(), want, "with_file={with_file}: {i}");
+        }
+        db.close().unwrap();
+    }
+}
+
 #[test]
 fn bad_ingestions_fail_and_change_nothing() {
     let d = tempfile::tempdir().unwrap();

@@ -32,7 +32,8 @@
 //! the caller's file alone. Opening checks every table's size against the
 //! MANIFEST, so a file changed behind the database's back is reported.
 //!    A set whose total size is under `small_file_bytes` is applied as a
-//!    write batch instead.
+//!    write batch instead, unless the call excises (as a batch, the excise
+//!    would only be a range tombstone).
 //! 2. **Commit**: the ingestion takes one sequence number through the commit
 //!    pipeline, like a batch, so a write that commits before it is older and
 //!    one after is newer, and foreground writes never wait on a flush.
@@ -146,6 +147,8 @@ pub struct IngestOptions {
     /// 36 KB a synced batch took at most as long as linking a file (0.44x to
     /// 0.80x on an idle WAL, 0.82x to 1.02x behind 1,000 unsynced Puts),
     /// and it leaves no tiny file in the tree; at 118 KB it took 1.45x.
+    /// Not with [`excise`](Self::excise): a batch could only delete the
+    /// range with a tombstone, leaving the files it cuts in the tree.
     pub small_file_bytes: u64,
     /// Files (or an excise range) overlapping a memtable or a queued entry
     /// become a flushable entry (true) or make the call fail (false).
@@ -1239,14 +1242,14 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
         .iter()
         .map(|t| t.properties().raw_key_size + t.properties().raw_value_size)
         .sum();
-    if total < opts.small_file_bytes {
+    // An excise never takes the batch path: as a batch it would be a range
+    // tombstone, and the files it was asked to cut out of the tree would
+    // keep their space until a compaction reached them (an excise with no
+    // files, `total` 0, is how `strata import` takes back a failed import).
+    if total < opts.small_file_bytes && opts.excise.is_none() {
         let walked = walk_all(&tables, paths, Check::of(opts))?;
         check_disjoint(paths, &walked)?;
         let mut all = WriteBatch::new();
-        // The excise first: its sequence number is below every put's.
-        if let Some((a, b)) = &opts.excise {
-            all.delete_range(a, b);
-        }
         for t in &tables {
             all.append(&as_batch(t)?);
         }
