@@ -2,8 +2,9 @@
 //!
 //! The tree (files and bytes per level, L0 sublevels) is the current
 //! version, from the MANIFEST. The counters (flushes, compactions, bytes
-//! written, ingestions) are summed over the database's `EVENTS` log, which
-//! every open, flush, compaction and ingestion appends to and which is kept
+//! written, ingestions, checkpoints) are summed over the database's
+//! `EVENTS` log, which every open, flush, compaction, ingestion and
+//! completed checkpoint appends to and which is kept
 //! across reopens: they describe the database's whole life, not this
 //! process (which has done nothing yet). An open that rebuilds memtables
 //! from the WAL writes them to L0 without flush events; its `open` (or
@@ -108,6 +109,9 @@ pub struct EventTotals {
     pub bytes_compacted_written: u64,
     pub ingests: u64,
     pub bytes_ingested: u64,
+    /// Completed checkpoints (`Db::checkpoint`, `strata checkpoint`; a
+    /// refused or failed one logs nothing).
+    pub checkpoints: u64,
     pub stalls: u64,
     pub stall_micros: u64,
     /// Long foreground write waits (`write_wait` events): count and
@@ -198,6 +202,7 @@ impl EventTotals {
                 self.ingests += 1;
                 self.bytes_ingested += added.iter().map(|f| f.size).sum::<u64>();
             }
+            Event::Checkpoint { .. } => self.checkpoints += 1,
             Event::WriteStallEnd { micros, .. } => {
                 self.stalls += 1;
                 self.stall_micros += micros;
@@ -218,7 +223,7 @@ impl EventTotals {
             String::new()
         };
         outln!(
-            "history (EVENTS): {} opens; {} flushes ({at_open}{} B); {} compactions (read {} B, wrote {} B), {} moves; {} ingestions ({} B); {} write stops ({:.3}s)",
+            "history (EVENTS): {} opens; {} flushes ({at_open}{} B); {} compactions (read {} B, wrote {} B), {} moves; {} ingestions ({} B); {} checkpoints; {} write stops ({:.3}s)",
             self.opens,
             self.flushes,
             self.bytes_flushed,
@@ -228,6 +233,7 @@ impl EventTotals {
             self.moves,
             self.ingests,
             self.bytes_ingested,
+            self.checkpoints,
             self.stalls,
             self.stall_micros as f64 / 1e6
         )?;

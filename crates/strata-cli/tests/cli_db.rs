@@ -70,6 +70,38 @@ fn lsm_counts_the_flushes_done_at_open() {
     assert_eq!(bytes, on_disk, "{history}");
 }
 
+/// `strata lsm`'s history counts the checkpoints the EVENTS log records
+/// (each completed one, from `strata checkpoint` here; a refused one logs
+/// nothing). It used to leave them out.
+#[test]
+fn lsm_counts_checkpoints() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("db");
+    let db = db.to_str().unwrap();
+    let history = || {
+        let (ok, out, err) = strata(&["lsm", db]);
+        assert!(ok, "{err}");
+        out.lines()
+            .find(|l| l.starts_with("history (EVENTS): "))
+            .unwrap_or_else(|| panic!("no history line: {out}"))
+            .to_string()
+    };
+    assert!(strata(&["kv", "put", db, "k", "v"]).0);
+    assert!(history().contains("; 0 checkpoints; "), "{}", history());
+    for (i, name) in ["cp1", "cp2", "cp2"].iter().enumerate() {
+        let cp = d.path().join(name);
+        let (ok, _, err) = strata(&["checkpoint", db, cp.to_str().unwrap()]);
+        assert_eq!(ok, i < 2, "{err}");
+        assert!(strata(&["kv", "put", db, &format!("k{i}"), "v"]).0);
+    }
+    let h = history();
+    assert!(h.contains("; 2 checkpoints; "), "{h}");
+    // A checkpoint is a database of its own: its log starts anew.
+    let (ok, out, err) = strata(&["lsm", d.path().join("cp1").to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("; 0 checkpoints; "), "{out}");
+}
+
 #[test]
 fn load_then_dump_round_trips() {
     let d = tempfile::tempdir().unwrap();

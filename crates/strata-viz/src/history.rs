@@ -1,6 +1,7 @@
 //! The history of a tree across every open the logs remember: each change
 //! to the tree (a *step*) with the engine event that made it and the
-//! figures the page charts per step. Built only from `strata::inspect`
+//! figures the page charts per step; each completed checkpoint is a step
+//! too, one that changes nothing. Built only from `strata::inspect`
 //! (read-only).
 //!
 //! Two sources, joined at the current MANIFEST's first record:
@@ -28,7 +29,13 @@
 //!   applying steps `0..=i`;
 //! - the MANIFEST's first record is always a step, and every later
 //!   MANIFEST edit that changes the tree or queues an ingestion is one, in
-//!   order, so the steps from there on equal the MANIFEST's edits;
+//!   order, so the steps from there on, less the checkpoint steps, equal
+//!   the MANIFEST's edits;
+//! - a completed checkpoint (a `checkpoint` event) is a step that changes
+//!   nothing, after the steps of the tree-changing events logged before it
+//!   and before those logged after it, so its tree is the one it copied
+//!   (less the work of a compaction that ended while it linked its files:
+//!   the event logs the number of tables it holds, which the page shows);
 //! - a file *placement* is one file at one level from the step that added
 //!   it until the step that removed it (a move to the next level is a new
 //!   placement of the same file number);
@@ -66,6 +73,9 @@ pub enum StepKind {
     IngestQueued = 6,
     /// An edit no event explains.
     Edit = 7,
+    /// A completed checkpoint: a copy of the tree as it stood (changes
+    /// nothing; [`Step::checkpoint`] says where to and what it holds).
+    Checkpoint = 8,
 }
 
 impl StepKind {
@@ -90,8 +100,8 @@ pub struct Step {
     pub removed: Vec<usize>,
     /// The event's time (seconds since the epoch), 0 if unmatched.
     pub time: f64,
-    /// The flush or compaction job, the ingestion's sequence number, or
-    /// the session number of an open.
+    /// The flush or compaction job, the ingestion's or checkpoint's
+    /// sequence number, or the session number of an open.
     pub job: u64,
     /// The compaction's reason (`recovery` for an edit an open made).
     pub reason: String,
@@ -103,7 +113,7 @@ pub struct Step {
     pub bytes_read: u64,
     /// Bytes written (flushes, compactions, ingestions).
     pub bytes_written: u64,
-    /// How long the work took.
+    /// How long the work took (a checkpoint's, its flush included).
     pub micros: u64,
     /// Write stops that ended since the previous step: count, microseconds.
     pub stalls: (u64, u64),
@@ -127,6 +137,23 @@ pub struct Step {
     pub compacted: u64,
     /// Placements whose sublevel changed (or was first set) at this step.
     pub sublevel_changes: Vec<(usize, usize)>,
+    /// A checkpoint step's copy (`None` for every other kind).
+    pub checkpoint: Option<CheckpointCopy>,
+}
+
+/// Where a checkpoint went and what it holds (from its event).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointCopy {
+    /// The checkpoint's directory.
+    pub dir: String,
+    /// Table files in it.
+    pub tables: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Tables hard-linked to the database's files.
+    pub linked: usize,
+    /// Tables copied (another file system).
+    pub copied: usize,
 }
 
 impl Step {
@@ -152,6 +179,7 @@ impl Step {
             incoming: 0,
             compacted: 0,
             sublevel_changes: Vec::new(),
+            checkpoint: None,
         }
     }
 }
@@ -601,9 +629,16 @@ pub fn build(
             step_of_event.insert(i, b.steps.len());
             let removed: Vec<(usize, u64)> = removed.iter().map(|f| (f.level, f.number)).collect();
             b.push(added, &removed, step);
+        } else if matches!(r.event, Event::Checkpoint { .. }) {
+            push_checkpoint(&mut b, &mut step_of_event, i, r);
         }
     }
     let missing_in_log = b.missing;
+    // The current session's checkpoints, in log order: each goes in before
+    // the first step whose event the log holds after it.
+    let mut checkpoints: VecDeque<usize> = (join.boundary..events.len())
+        .filter(|&i| matches!(events[i].event, Event::Checkpoint { .. }))
+        .collect();
 
     // The current MANIFEST: its snapshot, then its edits.
     let manifest_start = b.steps.len();
@@ -644,6 +679,10 @@ pub fn build(
             StepKind::Edit
         });
         if let Some(i) = matched {
+            while let Some(&c) = checkpoints.front().filter(|&&c| c < i) {
+                checkpoints.pop_front();
+                push_checkpoint(&mut b, &mut step_of_event, c, &events[c]);
+            }
             step_of_event.insert(i, b.steps.len());
             describe(&mut step, &events[i]);
         } else if ei <= join.recovery_edits {
@@ -653,6 +692,9 @@ pub fn build(
             step.bytes_written = e.queued.iter().map(|f| f.size).sum();
         }
         b.push(&e.added, &e.removed, step);
+    }
+    for c in checkpoints {
+        push_checkpoint(&mut b, &mut step_of_event, c, &events[c]);
     }
     // Stops and import phases that ended between two steps go to the
     // later one.
@@ -766,6 +808,19 @@ pub fn build(
     })
 }
 
+/// A checkpoint step for event `i` (`r`), changing nothing.
+fn push_checkpoint(
+    b: &mut Builder,
+    step_of_event: &mut HashMap<usize, usize>,
+    i: usize,
+    r: &EventRecord,
+) {
+    let mut step = Step::new(StepKind::Checkpoint);
+    describe(&mut step, r);
+    step_of_event.insert(i, b.steps.len());
+    b.push(&[], &[], step);
+}
+
 fn describe(step: &mut Step, r: &EventRecord) {
     step.time = r.time;
     match &r.event {
@@ -818,6 +873,26 @@ fn describe(step: &mut Step, r: &EventRecord) {
             };
             step.job = *sequence;
             step.bytes_written = added.iter().map(|f| f.size).sum();
+        }
+        Event::Checkpoint {
+            dir,
+            sequence,
+            tables,
+            bytes,
+            linked,
+            copied,
+            micros,
+        } => {
+            step.kind = StepKind::Checkpoint;
+            step.job = *sequence;
+            step.micros = *micros;
+            step.checkpoint = Some(CheckpointCopy {
+                dir: dir.clone(),
+                tables: *tables,
+                bytes: *bytes,
+                linked: *linked,
+                copied: *copied,
+            });
         }
         _ => {}
     }
@@ -1045,6 +1120,81 @@ mod tests {
                 (Flush, vec!["read"]),
             ]
         );
+    }
+
+    fn checkpoint(dir: &str, sequence: u64, tables: usize) -> EventRecord {
+        rec(Event::Checkpoint {
+            dir: dir.into(),
+            sequence,
+            tables,
+            bytes: 100 * tables as u64,
+            linked: tables,
+            copied: 0,
+            micros: 7,
+        })
+    }
+
+    /// A checkpoint is a step that changes nothing, in an earlier session
+    /// (from the log) and in the current one (between the MANIFEST's
+    /// edits, after the step of the event logged before it), so the tree
+    /// at it is the tree it copied; it carries its directory and tables.
+    /// Checkpoints used to leave no trace on the timeline.
+    #[test]
+    fn a_checkpoint_is_a_step_between_the_events_around_it() {
+        let events = vec![
+            rec(Event::Open { files: vec![] }),
+            flush(1),
+            checkpoint("/cp/a", 5, 1),
+            flush(2),
+            rec(Event::Open {
+                files: vec![file(0, 1), file(0, 2)],
+            }),
+            flush(3),
+            checkpoint("/cp/b", 9, 3),
+            flush(4),
+            checkpoint("/cp/c", 12, 4),
+        ];
+        let m = ManifestHistory {
+            path: PathBuf::from("MANIFEST-000005"),
+            edits: vec![
+                edit(vec![file(0, 1), file(0, 2)], vec![]),
+                edit(vec![file(0, 3)], vec![]),
+                edit(vec![file(0, 4)], vec![]),
+            ],
+        };
+        let h = build(&m, &events, vec![]).unwrap();
+        use StepKind::*;
+        let kinds: Vec<StepKind> = h.steps.iter().map(|s| s.kind).collect();
+        assert_eq!(
+            kinds,
+            [Open, Flush, Checkpoint, Flush, Open, Flush, Checkpoint, Flush, Checkpoint]
+        );
+        assert_eq!(h.manifest_start, 4);
+        let t = trees(&h);
+        let l0 = |ns: &[u64]| ns.iter().map(|&n| (0, n)).collect::<Vec<_>>();
+        assert_eq!(t[2], l0(&[1]));
+        assert_eq!(t[6], l0(&[1, 2, 3]));
+        assert_eq!(t[8], l0(&[1, 2, 3, 4]));
+        for (step, dir, seq, tables) in
+            [(2, "/cp/a", 5, 1), (6, "/cp/b", 9, 3), (8, "/cp/c", 12, 4)]
+        {
+            let s = &h.steps[step];
+            assert!(s.added.is_empty() && s.removed.is_empty(), "step {step}");
+            assert_eq!((s.job, s.micros), (seq, 7), "step {step}");
+            let c = s.checkpoint.as_ref().unwrap();
+            assert_eq!((c.dir.as_str(), c.tables, c.linked), (dir, tables, tables));
+            assert_eq!(t[step].len(), tables, "the tree it copied");
+        }
+        assert!(h
+            .steps
+            .iter()
+            .filter(|s| s.kind != Checkpoint)
+            .all(|s| s.checkpoint.is_none()));
+        // The page carries each one's copy at its step.
+        let page = crate::html::render(&h, "/db");
+        assert!(page.contains(
+            r#""cp":[[2,"/cp/a",1,100,1,0],[6,"/cp/b",3,300,3,0],[8,"/cp/c",4,400,4,0]]"#
+        ));
     }
 
     /// A log whose oldest kept segment starts with `log_rolled` starts the

@@ -58,6 +58,9 @@ struct Steps {
     ra: Vec<u32>,
     /// Import phases that ended before a step: (step, text), sparse.
     imp: Vec<(u32, String)>,
+    /// Checkpoint steps' copies: (step, directory, tables, bytes, linked,
+    /// copied), sparse.
+    cp: Vec<(u32, String, usize, u64, usize, usize)>,
 }
 
 #[derive(Serialize)]
@@ -164,6 +167,7 @@ pub fn render_catalogued(
         l0s: Vec::with_capacity(m),
         ra: Vec::with_capacity(m),
         imp: Vec::new(),
+        cp: Vec::new(),
     };
     let t0 = h.steps.iter().map(|s| s.time).find(|&t| t > 0.0);
     let mut last_ms = 0i64;
@@ -201,6 +205,9 @@ pub fn render_catalogued(
         s.ra.push(st.read_amp as u32);
         let at = s.ra.len() as u32 - 1;
         s.imp.extend(st.imports.iter().map(|t| (at, t.clone())));
+        if let Some(c) = &st.checkpoint {
+            s.cp.push((at, c.dir.clone(), c.tables, c.bytes, c.linked, c.copied));
+        }
     }
     let data = Data {
         dir,

@@ -25,9 +25,9 @@
 //! # }
 //! ```
 //!
-//! - [`history`]: steps (changes to the tree) across every open the logs
-//!   remember, matched to the events that made them, with the figures
-//!   charted per step;
+//! - [`history`]: steps (changes to the tree, and checkpoints) across
+//!   every open the logs remember, matched to the events that made them,
+//!   with the figures charted per step;
 //! - [`catalog`]: table and index names for the key axis, from the import
 //!   catalog;
 //! - [`html`]: the page (canvas drawing, compact columnar data);

@@ -8,7 +8,9 @@
 //! each step (the listener's events for the earlier sessions, the MANIFEST
 //! for the last), that every open is a step, that the catalog's tables and
 //! indexes label the key axis, hovers files and checks their details, and
-//! saves a screenshot.
+//! saves a screenshot. `checkpoints_are_steps_of_the_timeline` checks the
+//! checkpoint steps: their text, and the files drawn there against each
+//! checkpoint's own MANIFEST.
 //!
 //! Without Chromium the test prints how to install it and passes, except
 //! under CI (`CI=true`), where it fails.
@@ -475,6 +477,101 @@ fn page_matches_the_manifest_step_by_step() {
     screenshot(&tab, &shot);
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
     eprintln!("screenshot: {}", shot.display());
+}
+
+/// Checkpoints on the page: each completed checkpoint is a step (badge
+/// `checkpoint`, its directory, sequence number and tables in the step's
+/// text), the files drawn there are the files the checkpoint holds (its
+/// own MANIFEST, read back), and the footer counts them. Two sessions, a
+/// checkpoint in each, no automatic compaction (so none ends while a
+/// checkpoint links its files).
+#[test]
+fn checkpoints_are_steps_of_the_timeline() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    let opts = Options {
+        compaction: CompactionOptions {
+            l0_compaction_threshold: 20,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    };
+    let mut copies = Vec::new();
+    for session in 0..2 {
+        let db = Db::open(&dir, opts.clone()).unwrap();
+        for round in 0..3 {
+            for k in 0..50 {
+                db.put(format!("s{session}r{round}k{k:03}"), "v").unwrap();
+            }
+            if round == 1 {
+                let cp = d.path().join(format!("cp<{session}>"));
+                let info = db.checkpoint(&cp).unwrap();
+                copies.push((cp, info));
+            } else {
+                db.flush().unwrap();
+            }
+        }
+        db.close().unwrap();
+    }
+    let page = d.path().join("lsm.html");
+    std::fs::write(&page, strata_viz::render_page(&dir).unwrap()).unwrap();
+
+    let profile = d.path().join("chrome-profile");
+    let Some(browser) = browser(&profile) else {
+        return;
+    };
+    let tab = open_page(&browser, &page);
+    let marked: Vec<(usize, String)> = serde_json::from_str(
+        eval(&tab, "JSON.stringify(strataViz.checkpoints())")
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marked.len(), 2, "{marked:?}");
+    for ((step, dir_shown), (cp, info)) in marked.iter().zip(&copies) {
+        assert_eq!(dir_shown, &cp.display().to_string());
+        let js = format!(
+            "JSON.stringify({{ shown: strataViz.show({step}), layout: strataViz.layout(), \
+             what: strataViz.what() }})"
+        );
+        let shown: serde_json::Value =
+            serde_json::from_str(eval(&tab, &js).as_str().unwrap()).unwrap();
+        let what = shown["what"].as_str().unwrap();
+        // The directory is escaped into the text, not taken for markup.
+        assert!(
+            what.starts_with(&format!("checkpointcheckpoint to {}: ", cp.display()))
+                && what.contains(&format!("up to seq {}, ", info.sequence))
+                && what.contains(&format!("{} tables", info.tables)),
+            "{what}"
+        );
+        let mut drawn: Vec<(u64, usize)> =
+            serde_json::from_value::<Vec<(u64, usize, usize)>>(shown["layout"].clone())
+                .unwrap()
+                .into_iter()
+                .map(|(n, l, _)| (n, l))
+                .collect();
+        drawn.sort_unstable();
+        let m = inspect::read_manifest(cp).unwrap();
+        let mut t = Tree::new();
+        for e in &m.edits {
+            t.apply(e).unwrap();
+        }
+        let mut held: Vec<(u64, usize)> = (0..inspect::LEVELS)
+            .flat_map(|l| t.files(l).iter().map(move |f| (f.number, l)))
+            .collect();
+        held.sort_unstable();
+        assert_eq!(
+            drawn,
+            held,
+            "files drawn at the checkpoint of {}",
+            cp.display()
+        );
+    }
+    let foot = eval(&tab, "document.getElementById('foot').textContent");
+    assert!(
+        foot.as_str().unwrap().contains(", 2 checkpoints ("),
+        "{foot}"
+    );
 }
 
 /// The wide-file scenario of `crates/strata/tests/wide_file.rs` (a

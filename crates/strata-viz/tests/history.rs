@@ -6,6 +6,7 @@
 //! the events the engine delivered to a listener, replayed strictly, for
 //! the earlier sessions, and the current MANIFEST's edits for the last one.
 //! Rendering reads the directory only: no name, byte or mtime changes.
+//! A checkpoint is a step whose tree is the one the checkpoint holds.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use rand::seq::SliceRandom;
@@ -261,4 +262,76 @@ fn short_sessions_sharing_a_segment_are_each_an_open() {
         "{:?}",
         h.notes
     );
+}
+
+/// Checkpoints are steps of the timeline, one per completed checkpoint, in
+/// an earlier session (from the log) and in the current one (between the
+/// MANIFEST's edits); each changes nothing, and the tree at it is the tree
+/// the checkpoint holds, read back from the checkpoint's own MANIFEST.
+#[test]
+fn a_checkpoint_is_a_step_holding_the_tree_it_copied() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("db");
+    // No automatic compaction, so none ends while a checkpoint links its
+    // files (which the step's tree would show and the copy not hold).
+    let opts = Options {
+        compaction: CompactionOptions {
+            l0_compaction_threshold: 20,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    };
+    let mut copies = Vec::new();
+    for session in 0..2 {
+        let db = Db::open(&dir, opts.clone()).unwrap();
+        for round in 0..4 {
+            for k in 0..50 {
+                db.put(format!("s{session}r{round}k{k:03}"), "v").unwrap();
+            }
+            if round == 2 {
+                let cp = d.path().join(format!("cp{session}"));
+                db.checkpoint(&cp).unwrap();
+                copies.push(cp);
+            } else {
+                db.flush().unwrap();
+            }
+        }
+        if session == 0 {
+            db.compact_range(None, None).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let h = history::load(&dir).unwrap();
+    let steps: Vec<usize> = (0..h.steps.len())
+        .filter(|&i| h.steps[i].kind == StepKind::Checkpoint)
+        .collect();
+    assert_eq!(
+        steps.len(),
+        2,
+        "{:?}",
+        h.steps.iter().map(|s| s.kind).collect::<Vec<_>>()
+    );
+    assert!(steps[0] < h.manifest_start && steps[1] >= h.manifest_start);
+    let tree_at = |i: usize| -> FileSet {
+        h.placements
+            .iter()
+            .filter(|p| p.born <= i && p.died.is_none_or(|d| d > i))
+            .map(|p| (p.file.level, p.file.number))
+            .collect()
+    };
+    for (&step, cp) in steps.iter().zip(&copies) {
+        let s = &h.steps[step];
+        assert!(s.added.is_empty() && s.removed.is_empty());
+        let c = s.checkpoint.as_ref().unwrap();
+        assert_eq!(c.dir, cp.display().to_string());
+        let m = inspect::read_manifest(cp).unwrap();
+        let mut t = Tree::new();
+        for e in &m.edits {
+            t.apply(e).unwrap();
+        }
+        let held = set_of(&t);
+        assert_eq!(tree_at(step), held, "step {step}: the tree {} holds", c.dir);
+        assert_eq!(tree_at(step - 1), held, "a checkpoint changes nothing");
+        assert_eq!(c.tables, held.len());
+    }
 }

@@ -15,7 +15,10 @@
 //! told apart by it, not by the kind alone) survive [`Error::context`] and
 //! `clone`. A note added to an I/O error is kept beside it
 //! ([`Error::Io::note`](Error::Io)), not folded into a new `io::Error`
-//! (which would have only the kind and a string).
+//! (which would have only the kind and a string). Converted into an
+//! `io::Error` (`?` in a function returning `io::Result`), an [`Error`]
+//! travels whole as that error's payload, so the kind, the message and the
+//! raw OS error all survive that too ([`Error::raw_os_error_of`]).
 
 use std::fmt;
 use std::io;
@@ -228,6 +231,33 @@ impl Error {
             _ => None,
         }
     }
+
+    /// The raw OS error (errno) behind `e`, whether the operating system
+    /// returned `e` itself or `e` is an [`Error`] converted into an
+    /// `io::Error` (`?` in a function returning `io::Result`; see the
+    /// `From<Error> for io::Error` impl for why `e.raw_os_error()` alone is
+    /// `None` then). `None` when neither holds one.
+    ///
+    /// ```
+    /// use std::io;
+    /// use strata::Error;
+    ///
+    /// // What a Strata call failing on a full disk gives an `io::Result` caller.
+    /// let e: io::Error = Error::io("/db/000007.log", io::Error::from_raw_os_error(28)).into();
+    /// assert_eq!(Error::raw_os_error_of(&e), Some(28));
+    /// // Plain OS errors work too, so one call serves every `io::Error`.
+    /// assert_eq!(Error::raw_os_error_of(&io::Error::from_raw_os_error(5)), Some(5));
+    /// ```
+    pub fn raw_os_error_of(e: &io::Error) -> Option<i32> {
+        if let Some(code) = e.raw_os_error() {
+            return Some(code);
+        }
+        // A Strata error converted into an `io::Error` is its payload; its
+        // own OS error may in turn be one (a `Vfs` written in `io::Result`
+        // that calls Strata), hence the recursion.
+        let inner = e.get_ref()?.downcast_ref::<Error>()?;
+        Error::raw_os_error_of(inner.io_error()?)
+    }
 }
 
 impl Clone for Error {
@@ -299,8 +329,48 @@ fn clone_io(e: &io::Error) -> io::Error {
 /// documentation).
 impl std::error::Error for Error {}
 
+/// For code that works in `io::Result`: `?` on a Strata call turns its
+/// [`Error`] into an `io::Error` whose kind follows the variant (an I/O
+/// error keeps the operating system's kind: `StorageFull` for ENOSPC),
+/// whose message is the Strata error's whole message (path, the operating
+/// system's error, and any note, such as "the database stopped accepting
+/// writes"), and whose payload is the [`Error`] itself.
+///
+/// The raw OS error is *not* the result's `raw_os_error()`, which is
+/// `None`: std's `io::Error` holds either an OS error code (then
+/// `raw_os_error()` gives it, and its message is only the operating
+/// system's text) or a kind with a payload, never both. A code alone
+/// (`io::Error::from_raw_os_error`) would print "No space left on device
+/// (os error 28)" and lose which file and what the database did about it,
+/// so the payload is kept, and the code is read from it:
+/// [`Error::raw_os_error_of`] does so for any `io::Error` (a plain OS error
+/// or a converted Strata error), and `get_ref()` / `into_inner()` /
+/// `downcast::<strata::Error>()` give the Strata error back whole.
+///
+/// ```
+/// use std::io;
+///
+/// fn load(db: &strata::Db) -> io::Result<()> {
+///     db.put("k", "v")?; // strata::Error -> io::Error
+///     Ok(())
+/// }
+/// # let dir = tempfile::tempdir()?;
+/// # let db = strata::Db::open_default(dir.path())?;
+/// # load(&db)?;
+///
+/// // What `load` returns when the put hits a full disk:
+/// let e: io::Error =
+///     strata::Error::io("/db/000007.log", io::Error::from_raw_os_error(28)).into();
+/// assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+/// assert!(e.to_string().starts_with("I/O error on /db/000007.log: "));
+/// assert_eq!(e.raw_os_error(), None); // a payload, not a bare code
+/// assert_eq!(strata::Error::raw_os_error_of(&e), Some(28));
+/// // The Strata error, whole:
+/// let inner = e.downcast::<strata::Error>().expect("a Strata error");
+/// assert_eq!(inner.io_error().and_then(|s| s.raw_os_error()), Some(28));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 impl From<Error> for io::Error {
-    /// For code that works in `io::Result`: the kind follows the variant.
     fn from(e: Error) -> io::Error {
         let kind = match &e {
             Error::Io { source, .. } => source.kind(),
@@ -336,6 +406,48 @@ mod tests {
             e.io_error().map(|s| s.kind()),
             Some(io::ErrorKind::NotFound)
         );
+    }
+
+    /// Converted into an `io::Error` (`?` in `io::Result` code), a Strata
+    /// I/O error keeps its kind, its whole message (path and note) and,
+    /// through `raw_os_error_of`, its raw OS error; so does a stopped
+    /// database's error, and a converted error nested inside another's
+    /// source. Non-I/O variants and message-only errors have no code.
+    #[test]
+    fn an_io_result_caller_still_gets_the_raw_os_error() {
+        fn in_io_result(e: Error) -> io::Result<()> {
+            Err(e)?;
+            Ok(())
+        }
+        let stopped = Error::io("/db/000012.log", io::Error::from_raw_os_error(28))
+            .context("the database stopped accepting writes");
+        let msg = stopped.to_string();
+        let e = in_io_result(stopped).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(e.to_string(), msg, "the whole message, path and note");
+        assert_eq!(Error::raw_os_error_of(&e), Some(28));
+        let back = e
+            .downcast::<Error>()
+            .expect("the payload is the Strata error");
+        assert_eq!(back.to_string(), msg);
+
+        // A converted error inside another Strata error's OS error (a
+        // `Vfs` written in `io::Result` that calls Strata).
+        let inner: io::Error = Error::io("/x", io::Error::from_raw_os_error(5)).into();
+        let outer: io::Error = Error::io("/y", inner).into();
+        assert_eq!(Error::raw_os_error_of(&outer), Some(5));
+
+        assert_eq!(
+            Error::raw_os_error_of(&io::Error::from_raw_os_error(28)),
+            Some(28)
+        );
+        let plain = io::Error::new(io::ErrorKind::NotFound, "gone");
+        assert_eq!(Error::raw_os_error_of(&plain), None);
+        let not_io: io::Error = Error::invalid("bad").into();
+        assert_eq!(not_io.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(Error::raw_os_error_of(&not_io), None);
+        let message_only: io::Error = Error::io("/z", plain).into();
+        assert_eq!(Error::raw_os_error_of(&message_only), None);
     }
 
     /// A note added to an I/O error (`context`, twice) is printed after

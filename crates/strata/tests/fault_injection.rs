@@ -323,6 +323,181 @@ fn a_stopped_database_says_why_and_keeps_the_os_error() {
 /// power is cut at a random call, and every write a thread saw acknowledged
 /// as synced must be in the image. A group whose fsync fails must fail for
 /// every member.
+/// Checks that `e`, the error of the call that hit an ENOSPC first
+/// (`what`), is already the stopped database's error: the failure's own
+/// message (on a file whose name holds `file`, with its kind and raw OS
+/// error), then what failed (`during`) and that the database stopped
+/// accepting writes; and that a later put gets exactly that error.
+fn assert_stopped_from_the_first_call(
+    db: &Db,
+    what: &str,
+    e: &strata::Error,
+    file: &str,
+    during: &str,
+) {
+    let msg = e.to_string();
+    let io = e
+        .io_error()
+        .unwrap_or_else(|| panic!("{what}: not an I/O error: {msg}"));
+    assert_eq!(io.raw_os_error(), Some(28), "{what}: {msg}");
+    assert_eq!(io.kind(), std::io::ErrorKind::StorageFull, "{what}: {msg}");
+    for part in [
+        file,
+        "(os error 28)",
+        &format!("{during} failed with this error"),
+        "the database stopped accepting writes",
+        "close it and reopen it once the cause is fixed",
+    ] {
+        assert!(msg.contains(part), "{what}: {part:?} missing from {msg:?}");
+    }
+    let later = db.put(b"later", b"x").unwrap_err();
+    assert_eq!(later.to_string(), msg, "{what}: the later put's error");
+    assert_eq!(
+        later.io_error().and_then(|s| s.raw_os_error()),
+        Some(28),
+        "{what}"
+    );
+}
+
+fn enospc(op: Op, file: &str) -> Fault {
+    Fault {
+        path_filter: Some(file.into()),
+        kind: FaultKind::NoSpace,
+        ..Fault::eio(op, 1)
+    }
+}
+
+// The caller whose own operation hit the failure that stopped the
+// database gets the stopped database's error, note included, as every
+// later caller does (it used to get the failure's bare error, which read
+// as an error of its own call, and only later calls said the database had
+// stopped). The last three tests below stopped nothing before: the
+// MANIFEST was poisoned (no later flush could record its table), or a
+// synced write went on into a WAL whose unsynced bytes a failed fsync had
+// dropped, while later puts were accepted.
+
+/// Options without the WAL thread, so a put's own write hits the fault.
+fn no_wal_thread(vfs: &FaultVfs) -> Options {
+    Options {
+        wal_flush_interval: std::time::Duration::ZERO,
+        ..opts(vfs)
+    }
+}
+
+/// A put whose WAL write fails.
+#[test]
+fn a_put_whose_wal_write_fails_says_the_database_stopped() {
+    let vfs = FaultVfs::new();
+    let db = Db::open("/db", no_wal_thread(&vfs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    vfs.inject(enospc(Op::Write, ".log"));
+    let e = db.put(b"b", b"2").unwrap_err();
+    vfs.clear_fault();
+    assert_stopped_from_the_first_call(
+        &db,
+        "put",
+        &e,
+        ".log (write, injected)",
+        "a write group's WAL write or memtable insert",
+    );
+    assert_eq!(db.close().unwrap_err().to_string(), e.to_string());
+}
+
+/// A flush whose memtable rotation cannot sync the WAL it seals.
+#[test]
+fn a_rotation_whose_wal_sync_fails_says_the_database_stopped() {
+    let vfs = FaultVfs::new();
+    let db = Db::open("/db", no_wal_thread(&vfs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    vfs.inject(enospc(Op::Sync, ".log"));
+    let e = db.flush().unwrap_err();
+    vfs.clear_fault();
+    assert_stopped_from_the_first_call(
+        &db,
+        "flush (rotation)",
+        &e,
+        ".log (fsync, injected)",
+        "a memtable rotation's WAL write",
+    );
+}
+
+/// An ingestion whose MANIFEST sync fails.
+#[test]
+fn an_ingestion_whose_manifest_sync_fails_says_the_database_stopped() {
+    let vfs = FaultVfs::new();
+    let db = Db::open("/db", opts(&vfs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    let sst = std::path::PathBuf::from("/in.sst");
+    let mut w =
+        strata::SstWriter::create_in(&vfs, &sst, strata::SstOptions::for_ingestion()).unwrap();
+    w.put(b"m", b"ingested").unwrap();
+    w.finish().unwrap();
+    vfs.inject(enospc(Op::Write, "MANIFEST"));
+    let ingest = strata::IngestOptions {
+        small_file_bytes: 0,
+        ..strata::IngestOptions::default()
+    };
+    let e = db.ingest(&[sst], &ingest).unwrap_err();
+    vfs.clear_fault();
+    assert_stopped_from_the_first_call(
+        &db,
+        "ingest",
+        &e,
+        "MANIFEST",
+        "an ingestion's MANIFEST sync",
+    );
+}
+
+/// A flush whose MANIFEST sync fails.
+#[test]
+fn a_flush_whose_manifest_sync_fails_says_the_database_stopped() {
+    let vfs = FaultVfs::new();
+    let db = Db::open("/db", opts(&vfs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    vfs.inject(enospc(Op::Write, "MANIFEST"));
+    let e = db.flush().unwrap_err();
+    vfs.clear_fault();
+    assert_stopped_from_the_first_call(
+        &db,
+        "flush (MANIFEST)",
+        &e,
+        "MANIFEST",
+        "a flush's MANIFEST sync",
+    );
+}
+
+/// A compaction whose MANIFEST write fails (no automatic compaction runs:
+/// two L0 files stay below the threshold).
+#[test]
+fn a_compaction_whose_manifest_write_fails_says_the_database_stopped() {
+    let vfs = FaultVfs::new();
+    let db = Db::open(
+        "/db",
+        Options {
+            compaction: CompactionOptions {
+                l0_compaction_threshold: 8,
+                ..opts(&vfs).compaction
+            },
+            ..opts(&vfs)
+        },
+    )
+    .unwrap();
+    for k in [b"a", b"b"] {
+        db.put(k, b"1").unwrap();
+        db.flush().unwrap();
+    }
+    vfs.inject(enospc(Op::Write, "MANIFEST"));
+    let e = db.compact_range(None, None).unwrap_err();
+    vfs.clear_fault();
+    assert_stopped_from_the_first_call(
+        &db,
+        "compact_range",
+        &e,
+        "MANIFEST",
+        "a compaction's MANIFEST write",
+    );
+}
+
 #[test]
 fn concurrent_synced_writers_survive_power_cuts() {
     let cuts = if long() { 5000 } else { 200 };

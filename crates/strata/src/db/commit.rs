@@ -932,7 +932,7 @@ impl CommitPipeline {
                 continue;
             };
             if let Err(e) = apply_concurrently(&group.mem, &b) {
-                db.set_bg_error("a write group's memtable insert", e.clone());
+                let e = db.set_bg_error("a write group's memtable insert", e);
                 group.error.lock().get_or_insert(e);
             }
             // Every batch's inserts happen before the decrement that
@@ -1108,7 +1108,7 @@ impl CommitPipeline {
             Err(e) => {
                 // The WAL or memtable may now hold part of this group: stop
                 // accepting writes rather than risk a gap or a duplicate.
-                db.set_bg_error("a write group's WAL write or memtable insert", e.clone());
+                let e = db.set_bg_error("a write group's WAL write or memtable insert", e);
                 // Its numbers are still published, in order: a pipelined
                 // group after it (or a quiescing job) waits for them.
                 self.publish_in_order(db, first_seq, last_seq);
@@ -1202,7 +1202,11 @@ impl CommitPipeline {
             // MANIFEST record yet; an acknowledged synced write must not
             // survive a crash that the ingestion before it does not. (No
             // state lock: the MANIFEST has its own, `version::manifest_log`.)
-            db.manifest.sync()?;
+            // A failure poisoned the MANIFEST: stopped under its own name
+            // (`lead` then returns this same error).
+            if let Err(e) = db.manifest.sync() {
+                return Err(db.set_bg_error("a synced write's MANIFEST sync", e));
+            }
             phase(WaitCause::Manifest, &mut t);
         }
         Ok(t)
@@ -1381,8 +1385,15 @@ impl CommitPipeline {
         let background =
             !db.opts.wal_flush_interval.is_zero() && !self.retired_pending.load(Ordering::Acquire);
         if !background {
-            // The leader slot is held: nothing is framed meanwhile.
-            self.write_out(db, true)?;
+            // The leader slot is held: nothing is framed meanwhile. A
+            // failed write or sync stops the database, as a write group's
+            // does: a failed fsync loses the unsynced bytes for good, and a
+            // synced write going on into this WAL would be acknowledged
+            // behind that hole (it used to be, the rotation's caller
+            // getting a bare error and later writes going on).
+            if let Err(e) = self.write_out(db, true) {
+                return Err(db.set_bg_error("a memtable rotation's WAL write", e));
+            }
         }
         {
             let mut wal = self.wal.lock();
@@ -1588,10 +1599,7 @@ impl CommitPipeline {
         }
         let outcome = match r {
             Ok(o) => o,
-            Err(e) => {
-                db.set_bg_error("an ingestion's commit", e.clone());
-                return Err(e);
-            }
+            Err(e) => return Err(db.set_bg_error("an ingestion's commit", e)),
         };
         if let IngestOutcome::Done(_) = outcome {
             db.stats.ingests.fetch_add(1, Ordering::Relaxed);
@@ -1615,8 +1623,7 @@ impl CommitPipeline {
                 }
             });
             if let Err(e) = written {
-                db.set_bg_error("the WAL write of an ingestion's marker", e.clone());
-                return Err(e);
+                return Err(db.set_bg_error("the WAL write of an ingestion's marker", e));
             }
         }
         *slot.lock() = Some(outcome);

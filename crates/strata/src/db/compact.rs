@@ -377,6 +377,17 @@ pub(crate) fn compact_range(db: &DbInner, lo: Option<&[u8]>, hi: Option<&[u8]>) 
         }
         Ok(())
     })();
+    // A compaction that failed before its MANIFEST record is the caller's
+    // error alone (nothing changed). One whose MANIFEST write or sync
+    // failed poisoned the log, so no later flush could record its table:
+    // the database stops, as after a background compaction's failure, and
+    // this caller gets the error saying so, as every later one will.
+    let r = match r {
+        Err(e) if db.manifest.check().is_err() => {
+            Err(db.set_bg_error("a compaction's MANIFEST write", e))
+        }
+        r => r,
+    };
     let mut st = db.state.lock();
     st.manual_compactions -= 1;
     db.bg_cv.notify_all();

@@ -518,11 +518,19 @@ impl DbInner {
     /// keeps its kind, path and raw OS error (`Error::context`): a later
     /// caller could not otherwise tell a write of its own that failed from
     /// a database that refuses writes since an earlier failure.
-    pub fn set_bg_error(&self, during: &str, e: Error) {
-        let mut g = self.bg_error.lock();
-        if g.is_none() {
-            *g = Some(e.context(stopped_note(during)));
-        }
+    ///
+    /// Returns the stored error, for a caller whose own operation failed
+    /// with `e` to return in its place: the caller that hit the failure
+    /// first then gets the same error, note included, as every caller
+    /// after it (it used to get `e` bare, and only later calls the note).
+    /// If an earlier failure had already stopped the database, that one
+    /// is returned: it is why the database refuses writes, and what
+    /// `close` will report.
+    pub fn set_bg_error(&self, during: &str, e: Error) -> Error {
+        self.bg_error
+            .lock()
+            .get_or_insert_with(|| e.context(stopped_note(during)))
+            .clone()
     }
 }
 
@@ -542,8 +550,10 @@ fn stopped_note(during: &str) -> String {
 /// the disk. The error keeps the failure's kind, path and raw OS error, and
 /// its message goes on to say what failed, that the database stopped
 /// accepting writes, and to close and reopen it once the cause is fixed.
-/// Reopening it goes on from what recovery finds (every synced write is
-/// there).
+/// The call whose own work failed (a put whose WAL write failed, a flush,
+/// compaction or ingestion whose MANIFEST write failed) gets that same
+/// error. Reopening it goes on from what recovery finds (every synced write
+/// is there).
 pub struct Db {
     inner: Arc<DbInner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -896,9 +906,7 @@ impl Db {
                 st.ingest_manifest_sync_micros
                     .fetch_add(syncing.elapsed().as_micros() as u64, Ordering::Relaxed);
                 if let Err(e) = synced {
-                    self.inner
-                        .set_bg_error("an ingestion's MANIFEST sync", e.clone());
-                    return Err(e);
+                    return Err(self.inner.set_bg_error("an ingestion's MANIFEST sync", e));
                 }
                 // Files placed in L0 may make a compaction due: the
                 // compaction threads are woken only then, and only now that
@@ -1173,8 +1181,14 @@ impl Db {
         self.check_writable()?;
         self.inner.commit.commit(&self.inner, Job::Rotate, false)?;
         flush::wait_for_flushes(&self.inner)?;
-        // The flush thread leaves its records unsynced (`db::flush`).
-        self.inner.manifest.sync()
+        // The flush thread leaves its records unsynced (`db::flush`). A
+        // failed sync poisons the MANIFEST, so no later flush could record
+        // its table: the database stops, and this caller already gets the
+        // error saying so.
+        self.inner
+            .manifest
+            .sync()
+            .map_err(|e| self.inner.set_bg_error("a flush's MANIFEST sync", e))
     }
 
     /// Makes a checkpoint of the database in `dir`, a new directory: a
