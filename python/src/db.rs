@@ -83,7 +83,9 @@ impl Db {
     /// `max_open_files`, `max_background_compactions`, `wal_flush_interval`
     /// (seconds), and the table-file options `compression`, `checksum`,
     /// `block_size`, `block_restart_interval`, `bloom_bits_per_key`,
-    /// `whole_key_filtering`.
+    /// `whole_key_filtering`, `prefix_extractor` (`"fixed:N"`,
+    /// `"capped:N"` or `None`: scans within one prefix skip the table
+    /// files whose prefix filter lacks it).
     #[new]
     #[pyo3(signature = (path, **options))]
     fn py_new(py: Python<'_>, path: PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Db> {

@@ -59,6 +59,8 @@ pub fn to_dict<'py>(py: Python<'py>, m: &strata::Metrics) -> PyResult<Bound<'py,
         block_cache_evictions,
         block_cache_usage,
         block_cache_capacity,
+        prefix_filter_checks,
+        prefix_filter_skips,
     } = m;
     let d = PyDict::new(py);
     let list = PyList::empty(py);
@@ -145,6 +147,8 @@ pub fn to_dict<'py>(py: Python<'py>, m: &strata::Metrics) -> PyResult<Bound<'py,
         ("block_cache_evictions", block_cache_evictions),
         ("block_cache_usage", block_cache_usage),
         ("block_cache_capacity", block_cache_capacity),
+        ("prefix_filter_checks", prefix_filter_checks),
+        ("prefix_filter_skips", prefix_filter_skips),
     ];
     for (k, v) in u {
         d.set_item(k, v)?;

@@ -9,7 +9,9 @@ use crate::errors::InvalidArgumentError;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::Arc;
 use std::time::Duration;
+use strata::sstable::{CappedPrefix, FixedPrefix, PrefixExtractor};
 use strata::{ChecksumType, CompressionType, Options, SstOptions};
 
 /// A compression name as RocksDB and the CLI spell it.
@@ -43,6 +45,31 @@ pub fn checksum(s: &str) -> PyResult<ChecksumType> {
     })
 }
 
+/// A prefix extractor: `"fixed:N"` (the first N bytes; shorter keys have
+/// no prefix) or `"capped:N"` (at most the first N bytes), or the name a
+/// table records for one (`"rocksdb.FixedPrefix.N"`,
+/// `"rocksdb.CappedPrefix.N"`); `None` for none.
+pub fn prefix_extractor(v: &Bound<'_, PyAny>) -> PyResult<Option<Arc<dyn PrefixExtractor>>> {
+    let Some(s) = v.extract::<Option<String>>()? else {
+        return Ok(None);
+    };
+    let bad = || {
+        InvalidArgumentError::new_err(format!(
+            "prefix_extractor {s:?}: use \"fixed:N\" or \"capped:N\" (N bytes), or None"
+        ))
+    };
+    let (kind, n) = s
+        .split_once(':')
+        .or_else(|| s.strip_prefix("rocksdb.").and_then(|r| r.rsplit_once('.')))
+        .ok_or_else(bad)?;
+    let n: usize = n.parse().map_err(|_| bad())?;
+    Ok(Some(match kind {
+        "fixed" | "FixedPrefix" => Arc::new(FixedPrefix(n)),
+        "capped" | "CappedPrefix" => Arc::new(CappedPrefix(n)),
+        _ => return Err(bad()),
+    }))
+}
+
 /// Applies one table-file option; false if `key` is not one.
 fn sst_option(o: &mut SstOptions, key: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
     match key {
@@ -52,6 +79,7 @@ fn sst_option(o: &mut SstOptions, key: &str, v: &Bound<'_, PyAny>) -> PyResult<b
         "block_restart_interval" => o.block_restart_interval = positive(v, key)?,
         "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract::<Option<f64>>()?,
         "whole_key_filtering" => o.whole_key_filtering = v.extract()?,
+        "prefix_extractor" => o.prefix_extractor = prefix_extractor(v)?,
         _ => return Ok(false),
     }
     Ok(true)

@@ -121,6 +121,7 @@ class SstWriter:
         block_restart_interval: int = 16,
         bloom_bits_per_key: Optional[float] = 10.0,
         whole_key_filtering: bool = True,
+        prefix_extractor: Optional[str] = None,
     ) -> None: ...
     @property
     def path(self) -> pathlib.Path: ...
@@ -195,6 +196,7 @@ class DB:
         block_restart_interval: int = 16,
         bloom_bits_per_key: Optional[float] = 10.0,
         whole_key_filtering: bool = True,
+        prefix_extractor: Optional[str] = None,
     ) -> None: ...
     @property
     def path(self) -> pathlib.Path: ...

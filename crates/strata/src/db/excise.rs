@@ -279,6 +279,7 @@ mod tests {
             10,
             Arc::new(BlockCache::new(1 << 20)),
             crate::db::table_cache::ChecksumRule::REQUIRED,
+            None,
         );
         (cache, f)
     }

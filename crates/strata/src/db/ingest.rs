@@ -1965,14 +1965,23 @@ mod tests {
     /// global sequence number (`TableCache::adopt`), reads exactly as the
     /// same file opened afresh at that sequence number: every entry with
     /// its stamped key, the range tombstones, point reads. (Planted: the
-    /// tombstones left at sequence 0 fail here.)
+    /// tombstones left at sequence 0 fail here.) Its prefix filter is used
+    /// with the database's extractor as a fresh open's is, though
+    /// `prepare` opened it without one (planted: an adopted table that kept
+    /// the ingestion's "no extractor" never skipped a prefix scan).
     #[test]
     fn an_adopted_table_reads_as_a_fresh_open_at_its_sequence_number() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("f.sst");
-        let mut w =
-            crate::sstable::SstWriter::create(&p, crate::sstable::SstOptions::for_ingestion())
-                .unwrap();
+        let px: Arc<dyn crate::sstable::PrefixExtractor> = Arc::new(crate::sstable::FixedPrefix(3));
+        let mut w = crate::sstable::SstWriter::create(
+            &p,
+            crate::sstable::SstOptions {
+                prefix_extractor: Some(Arc::clone(&px)),
+                ..crate::sstable::SstOptions::for_ingestion()
+            },
+        )
+        .unwrap();
         for i in 0..500u32 {
             w.put(format!("k{i:04}"), format!("v{i}")).unwrap();
         }
@@ -1986,8 +1995,14 @@ mod tests {
         };
         walk(&checked, &p, full).unwrap();
         let cache = Arc::new(crate::cache::BlockCache::new(1 << 20));
+        assert!(!checked.has_prefix_filter());
         let adopted = checked
-            .with_global_seqno("db/000007.sst".into(), Some(Arc::clone(&cache)), 42)
+            .with_global_seqno(
+                "db/000007.sst".into(),
+                Some(Arc::clone(&cache)),
+                42,
+                Some(&px),
+            )
             .unwrap();
         let fresh = Table::open_in(
             &vfs,
@@ -1995,10 +2010,17 @@ mod tests {
             TableOptions {
                 cache: Some(cache),
                 global_seqno: Some(42),
+                prefix_extractor: Some(Arc::clone(&px)),
                 ..TableOptions::default()
             },
         )
         .unwrap();
+        assert!(adopted.has_prefix_filter() && fresh.has_prefix_filter());
+        for q in ["k00", "k04", "k05", "k99", "zzz"] {
+            let q = q.as_bytes();
+            assert_eq!(adopted.may_contain_prefix(q), fresh.may_contain_prefix(q));
+        }
+        assert!(adopted.may_contain_prefix(b"k04"));
         assert_eq!(adopted.name(), "db/000007.sst");
         assert_eq!(adopted.global_seqno(), Some(42));
         assert_eq!(adopted.range_tombstones(), fresh.range_tombstones());

@@ -301,14 +301,7 @@ pub(crate) fn range_to_bounds<K: AsRef<[u8]>>(
 /// `next` is the prefix with its last non-`0xff` byte incremented and the
 /// bytes after it dropped (no upper bound if there is none).
 pub(crate) fn prefix_to_bounds(prefix: &[u8]) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-    let mut upper = prefix.to_vec();
-    while let Some(last) = upper.pop() {
-        if last != 0xff {
-            upper.push(last + 1);
-            return (Some(prefix.to_vec()), Some(upper));
-        }
-    }
-    (Some(prefix.to_vec()), None)
+    (Some(prefix.to_vec()), crate::sstable::prefix_end(prefix))
 }
 
 /// A snapshot handed to a database it does not belong to.

@@ -331,6 +331,15 @@ pub struct Metrics {
     pub block_cache_usage: u64,
     /// The block cache's budget (`Options::block_cache_bytes`).
     pub block_cache_capacity: u64,
+    /// Table files whose prefix filter an iterator consulted, since open:
+    /// files an iterator bounded to one prefix of
+    /// `Options::sst.prefix_extractor` reached (as [`Db::prefix`] is),
+    /// that were written with that extractor and a filter.
+    pub prefix_filter_checks: u64,
+    /// Of those, the files whose filter ruled the prefix out, so the
+    /// iterator read none of their data blocks (RocksDB's
+    /// `BLOOM_FILTER_PREFIX_USEFUL`).
+    pub prefix_filter_skips: u64,
 }
 
 pub(crate) struct DbInner {
@@ -1074,6 +1083,12 @@ impl Db {
 
     /// The keys starting with `prefix`, in key order.
     ///
+    /// With a prefix extractor (`Options::sst.prefix_extractor`) that
+    /// gives every key starting with `prefix` one prefix (`prefix` at
+    /// least as long as a [`FixedPrefix`](crate::sstable::FixedPrefix)'s
+    /// length), table files whose prefix bloom filter lacks it are not
+    /// read; the keys returned are the same either way.
+    ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// # let db = strata::Db::open_default(dir.path())?;
@@ -1342,6 +1357,7 @@ impl Db {
         let waits = st.write_waits.metrics();
         let longest = waits.iter().max_by_key(|w| w.max_micros);
         let (cache, cache_usage, cache_capacity) = inner.table_cache.block_cache_figures();
+        let (prefix_checks, prefix_skips) = inner.table_cache.prefix_filter_figures();
         Metrics {
             levels: (0..NUM_LEVELS)
                 .map(|l| LevelMetrics {
@@ -1406,6 +1422,8 @@ impl Db {
             block_cache_evictions: cache.evictions,
             block_cache_usage: cache_usage as u64,
             block_cache_capacity: cache_capacity as u64,
+            prefix_filter_checks: prefix_checks,
+            prefix_filter_skips: prefix_skips,
         }
     }
 

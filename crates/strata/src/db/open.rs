@@ -236,6 +236,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         opts.max_open_files,
         block_cache,
         ChecksumRule::of(&opts),
+        opts.sst.prefix_extractor.clone(),
     );
     table_cache.pin(pinned);
     let table_cache = Arc::new(table_cache);

@@ -10,6 +10,13 @@
 //! Files are read through the table cache, which keeps every reader of a
 //! virtual file (an excise's leftover, see `db::excise`) inside its bounds.
 //!
+//! An iterator whose bounds lie inside one extractor prefix
+//! (`sstable::bounds_prefix`, with `Options::sst.prefix_extractor`) does
+//! not read the point entries of a table file whose prefix filter rules
+//! that prefix out (see `iter`). It still takes the file's range
+//! tombstones: the filter holds point keys only, and a tombstone in a file
+//! with no key of the prefix can delete keys of it in older files.
+//!
 //! `multi_get` answers many keys exactly as `get` would answer each of
 //! them at one sequence number and one super version. It sorts the
 //! distinct keys and visits the sources in `get`'s order, each source once
@@ -247,10 +254,28 @@ fn overlaps_bounds(lo: &[u8], hi: &[u8], opts: &IterSpec) -> bool {
     opts.upper.as_deref().is_none_or(|u| lo < u) && opts.lower.as_deref().is_none_or(|l| hi >= l)
 }
 
+/// An iterator over what `opts` selects: the memtables, the immutable
+/// queue, each L0 file and one `LevelIter` per lower level, merged, with
+/// the range tombstones of every source that overlaps the bounds.
+///
+/// With a prefix extractor and bounds inside one of its prefixes
+/// (`sstable::bounds_prefix`), a table file whose prefix filter rules the
+/// prefix out contributes no point entries: an L0 file is left out of the
+/// merge, a lower level's file is passed over by its `LevelIter` when the
+/// scan reaches it (`TableCache::may_hold_prefix` counts both). Only its
+/// point entries: its tombstones are gathered here beforehand like every
+/// other file's, so a tombstone in such a file still deletes the keys it
+/// covers in older files. The answer is exactly that of the same iterator
+/// without the extractor: a file ruled out holds no point entry (value or
+/// deletion) of the prefix, and every key within the bounds has it.
 pub(crate) fn iter(db: &DbInner, opts: IterSpec) -> Result<RawIterator> {
     let opts = &opts;
     let (snapshot, sv) = read_seq(db, opts.snapshot);
     let version = Arc::clone(&sv.version);
+    let prefix: Option<Vec<u8>> = db.opts.sst.prefix_extractor.as_deref().and_then(|px| {
+        crate::sstable::bounds_prefix(px, opts.lower.as_deref(), opts.upper.as_deref())
+            .map(<[u8]>::to_vec)
+    });
     let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
     children.push(Box::new(sv.mem.iter()));
@@ -263,7 +288,13 @@ pub(crate) fn iter(db: &DbInner, opts: IterSpec) -> Result<RawIterator> {
         if !overlaps_bounds(f.smallest_user_key(), f.largest_user_key(), opts) {
             continue;
         }
+        // Tombstones first, whatever the filter says of the points.
         tombstones.extend(db.table_cache.range_tombstones(f)?);
+        if let Some(p) = &prefix {
+            if !db.table_cache.may_hold_prefix(f, p)? {
+                continue;
+            }
+        }
         children.push(Box::new(db.table_cache.iter(f)?));
     }
     for level in 1..crate::version::NUM_LEVELS {
@@ -279,7 +310,9 @@ pub(crate) fn iter(db: &DbInner, opts: IterSpec) -> Result<RawIterator> {
         for f in files.iter().filter(|f| f.num_range_deletions > 0) {
             tombstones.extend(db.table_cache.range_tombstones(f)?);
         }
-        children.push(Box::new(LevelIter::new(files, Arc::clone(&db.table_cache))));
+        children.push(Box::new(
+            LevelIter::new(files, Arc::clone(&db.table_cache)).with_prefix(prefix.clone()),
+        ));
     }
     let merged = MergingIterator::new(children);
     let rd = RangeDelAggregator::new(snapshot, tombstones);

@@ -22,6 +22,14 @@
 //! (eviction) never deletes anything; the obsolete-file pass deletes a
 //! physical file only when no live version references it directly or as a
 //! backing table (`VersionSet::live_files`).
+//!
+//! Every table is opened with the database's prefix extractor
+//! (`Options::sst.prefix_extractor`), which the table uses only if the
+//! file records one of the same name: a file written without one, or with
+//! another (before a reopen that changed it, or ingested), is never
+//! skipped by [`TableCache::may_hold_prefix`] and its point lookups use
+//! only its whole-key filter. A virtual file answers with its backing
+//! table's filter, which holds at least the virtual file's keys.
 
 use super::read::PointLookup;
 use crate::cache::{BlockCache, LruCache};
@@ -30,11 +38,12 @@ use crate::db::options::Options;
 use crate::error::Result;
 use crate::iter::{BoundedIter, KeyBounds};
 use crate::sstable::reader::PointCursor;
-use crate::sstable::{Found, RangeTombstone, Table, TableIter, TableOptions};
+use crate::sstable::{Found, PrefixExtractor, RangeTombstone, Table, TableIter, TableOptions};
 use crate::version::FileMeta;
 use crate::vfs::{RandomAccessFile, Vfs};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// An iterator over one file: its table's, clamped to the file's bounds
@@ -51,6 +60,12 @@ pub struct TableCache {
     pinned: HashMap<u64, Arc<dyn RandomAccessFile>>,
     /// Whether a table whose footer declares no block checksum is read.
     rule: ChecksumRule,
+    /// The database's prefix extractor, given to every table opened.
+    prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Files whose prefix filter an iterator asked (`may_hold_prefix` on a
+    /// table with a usable prefix filter), and those it ruled out.
+    prefix_checks: AtomicU64,
+    prefix_skips: AtomicU64,
 }
 
 /// Whether the database reads a table whose footer declares no block
@@ -146,6 +161,7 @@ impl TableCache {
         max_open: usize,
         block_cache: Arc<BlockCache>,
         rule: ChecksumRule,
+        prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     ) -> TableCache {
         TableCache {
             vfs,
@@ -155,6 +171,9 @@ impl TableCache {
             block_cache,
             pinned: HashMap::new(),
             rule,
+            prefix_extractor,
+            prefix_checks: AtomicU64::new(0),
+            prefix_skips: AtomicU64::new(0),
         }
     }
 
@@ -180,6 +199,7 @@ impl TableCache {
         let opts = TableOptions {
             cache: Some(Arc::clone(&self.block_cache)),
             global_seqno: f.global_seqno,
+            prefix_extractor: self.prefix_extractor.clone(),
             ..TableOptions::default()
         };
         let t = match self.pinned.get(&number) {
@@ -200,13 +220,50 @@ impl TableCache {
 
     /// Caches table `number`, which the caller has open already as `t` (a
     /// file to ingest, opened through a hard link to the same inode), read
-    /// at `global_seqno` (`Table::with_global_seqno`); returns what `get`
-    /// returns for it from now on.
+    /// at `global_seqno` with the database's prefix extractor
+    /// (`Table::with_global_seqno`), as `get` would have opened it; returns
+    /// what `get` returns for it from now on.
     pub fn adopt(&self, number: u64, t: &Table, global_seqno: u64) -> Result<Arc<Table>> {
         let name = filenames::table(&self.dir, number).display().to_string();
-        let t = t.with_global_seqno(name, Some(Arc::clone(&self.block_cache)), global_seqno)?;
+        let t = t.with_global_seqno(
+            name,
+            Some(Arc::clone(&self.block_cache)),
+            global_seqno,
+            self.prefix_extractor.as_ref(),
+        )?;
         self.tables.insert((0, number), Arc::clone(&t), 1);
         Ok(t)
+    }
+
+    /// Whether `f` may hold a point entry (a value or a deletion) whose
+    /// key has extractor prefix `prefix`: false only if its table's prefix
+    /// filter rules that out. Opens the table (its filter is read at open
+    /// and kept), never a data block. Only for a `prefix` that every key
+    /// the caller will read has (`sstable::bounds_prefix`).
+    ///
+    /// Point entries only: `f`'s range tombstones are not in the filter,
+    /// and may delete keys of this prefix held by other files, so a caller
+    /// that skips `f`'s point entries must still apply its tombstones.
+    pub fn may_hold_prefix(&self, f: &FileMeta, prefix: &[u8]) -> Result<bool> {
+        let t = self.get(f)?;
+        if !t.has_prefix_filter() {
+            return Ok(true);
+        }
+        self.prefix_checks.fetch_add(1, Ordering::Relaxed);
+        let may = t.may_contain_prefix(prefix);
+        if !may {
+            self.prefix_skips.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(may)
+    }
+
+    /// (checks, skips) of [`may_hold_prefix`](Self::may_hold_prefix) since
+    /// the cache was made (for `Db::metrics`).
+    pub fn prefix_filter_figures(&self) -> (u64, u64) {
+        (
+            self.prefix_checks.load(Ordering::Relaxed),
+            self.prefix_skips.load(Ordering::Relaxed),
+        )
     }
 
     /// The block cache's counters since it was made, its bytes in use and

@@ -43,6 +43,7 @@ mod table_file;
 mod writer;
 
 pub use compression::{CompressionType, PROBE_EVERY, SKIP_AFTER};
+pub(crate) use prefix::{bounds_prefix, prefix_end};
 pub use prefix::{CappedPrefix, FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
 pub use reader::{RangeTombstone, TableStats};

@@ -9,6 +9,12 @@
 //! a point lookup trusts the index. A damaged filter is dropped rather than
 //! trusted: the table then answers from its data blocks, which is slower
 //! but correct.
+//!
+//! The filter's prefixes are used only with a prefix extractor of the name
+//! the table records (`TableOptions::prefix_extractor`): another
+//! extractor's prefixes were never added, and asking for them could rule
+//! out keys the table holds. The filter holds point keys only; nothing it
+//! answers covers the range tombstones.
 
 use super::block::{Block, BlockIter, BlockIterMode, KeyOrder};
 use super::compression::CompressionType;
@@ -124,6 +130,17 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     cache_id: u64,
     verify: bool,
+}
+
+/// `px` if the table's filter holds its prefixes: the table was written
+/// with a prefix filter by an extractor of the same name. Any other
+/// extractor would ask about prefixes that were never added.
+fn matching_extractor(
+    px: Option<&Arc<dyn PrefixExtractor>>,
+    props: &TableProperties,
+) -> Option<Arc<dyn PrefixExtractor>> {
+    px.filter(|p| props.prefix_filtering && p.name() == props.prefix_extractor)
+        .map(Arc::clone)
 }
 
 impl Table {
@@ -269,10 +286,7 @@ impl Table {
                 }
             }
         }
-        let prefix = match (&opts.prefix_extractor, props.prefix_filtering) {
-            (Some(p), true) if p.name() == props.prefix_extractor => Some(Arc::clone(p)),
-            _ => None,
-        };
+        let prefix = matching_extractor(opts.prefix_extractor.as_ref(), &props);
 
         let mut tombstones = Vec::new();
         if let Some(h) = find(RANGE_DEL_BLOCK_NAME) {
@@ -329,17 +343,19 @@ impl Table {
     /// This table as a database reads it once ingested at `global_seqno`:
     /// the same open file, footer, index, filter and properties, named
     /// `name`, reading through `cache`, every key and range tombstone at
-    /// `global_seqno` (as [`Table::open`] with that `global_seqno` and
-    /// otherwise default options gives). For a table opened with default
-    /// options and sequence number 0 (a file to ingest): the ingestion's
-    /// second open of a file it has just opened and checked (a file open
-    /// and four block reads) is saved. The file must be the one the
-    /// database names (a hard link to it), not a copy.
+    /// `global_seqno`, its prefix filter used with `prefix_extractor` if
+    /// the file names that extractor (as [`Table::open`] with those three
+    /// options and otherwise default ones gives). For a table opened with
+    /// default options and sequence number 0 (a file to ingest): the
+    /// ingestion's second open of a file it has just opened and checked (a
+    /// file open and four block reads) is saved. The file must be the one
+    /// the database names (a hard link to it), not a copy.
     pub fn with_global_seqno(
         &self,
         name: String,
         cache: Option<Arc<BlockCache>>,
         global_seqno: u64,
+        prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
     ) -> Result<Arc<Table>> {
         if global_seqno > MAX_SEQUENCE {
             return Err(Error::corruption(
@@ -364,7 +380,7 @@ impl Table {
             filter: self.filter.clone(),
             filter_error: self.filter_error.clone(),
             filter_bytes: self.filter_bytes,
-            prefix: self.prefix.clone(),
+            prefix: matching_extractor(prefix_extractor, &self.props),
             tombstones: self
                 .tombstones
                 .iter()
@@ -463,13 +479,24 @@ impl Table {
         }
     }
 
-    /// False only if the prefix filter proves no key with `prefix` exists.
-    #[cfg(any(test, feature = "internals"))]
+    /// False only if the prefix filter proves that no point entry (a value
+    /// or a deletion) has a user key whose prefix, under the extractor the
+    /// table was opened with, is `prefix`. Always true without a filter or
+    /// without a matching extractor (the file recorded another one, or
+    /// none). Says nothing about range tombstones, which the filter never
+    /// holds.
     pub fn may_contain_prefix(&self, prefix: &[u8]) -> bool {
         match (&self.filter, &self.prefix) {
             (Some(f), Some(_)) => f.may_contain(prefix),
             _ => true,
         }
+    }
+
+    /// Whether [`may_contain_prefix`](Self::may_contain_prefix) can ever
+    /// say false: the table has a filter holding the prefixes of the
+    /// extractor it was opened with.
+    pub fn has_prefix_filter(&self) -> bool {
+        self.filter.is_some() && self.prefix.is_some()
     }
 
     /// The newest point entry for `user_key` with sequence <= `snapshot`.

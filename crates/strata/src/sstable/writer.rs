@@ -62,9 +62,23 @@ pub struct SstOptions {
     pub checksum: ChecksumType,
     /// Bloom filter bits per key; `None` for no filter.
     pub bloom_bits_per_key: Option<f64>,
-    /// Also add each key's prefix to the filter.
+    /// Also add each point key's prefix to the filter (range tombstones
+    /// are never in it), and record the extractor's name. As a database's
+    /// option (`Options::sst`), the tables it writes get prefix filters and
+    /// the tables it reads use theirs when they record the same name: a
+    /// scan bounded to one prefix ([`Db::prefix`](crate::Db::prefix), a
+    /// range inside one prefix) skips the files whose filter lacks that
+    /// prefix, and a point read of a table without whole keys in its
+    /// filter asks for the key's prefix (see [`PrefixExtractor`]). Changing
+    /// it between opens is safe: tables written with another extractor, or
+    /// none, are simply not skipped. Costs about one more filter entry per
+    /// distinct prefix per table.
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
-    /// Add whole user keys to the filter.
+    /// Add whole user keys to the filter (for point reads). Off with a
+    /// `prefix_extractor`, the filter holds prefixes only: smaller, and a
+    /// point read then asks it for the key's prefix (a read of a key whose
+    /// prefix the table has reads a data block). Off without one, the
+    /// table has no filter.
     pub whole_key_filtering: bool,
     /// Write a file for ingestion: sequence numbers 0, strictly increasing
     /// user keys, and the external-file properties.
