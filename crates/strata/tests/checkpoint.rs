@@ -668,3 +668,42 @@ fn a_checkpoint_is_an_event_in_the_listener_and_the_log() {
         assert!(*micros > 0, "{e:?}");
     }
 }
+
+/// A checkpoint right after an ingestion of files placed straight into the
+/// tree, with nothing written after it: the memtable is empty, so no flush
+/// advances the flushed sequence past the ingestion's number. The
+/// checkpoint still holds everything, the ingestion included (it was
+/// refused with "the tree holds sequence number N, past the flushed N-1"),
+/// and the copy opens at that sequence number and takes new writes.
+#[test]
+fn a_checkpoint_right_after_an_ingestion_of_files_holds_it() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open_default(d.path().join("db")).unwrap();
+    db.put("a", "1").unwrap();
+    db.flush().unwrap();
+    let sst = d.path().join("in.sst");
+    let mut w = SstWriter::create(&sst, SstOptions::for_ingestion()).unwrap();
+    for i in 0..100 {
+        w.put(format!("k{i:03}"), "v").unwrap();
+    }
+    w.finish().unwrap();
+    let r = db
+        .ingest(
+            &[&sst],
+            &IngestOptions {
+                small_file_bytes: 0,
+                ..IngestOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(!r.as_batch && !r.flushable, "{r:?}");
+    let want = dump(&db);
+    let info = db.checkpoint(d.path().join("cp")).unwrap();
+    assert_eq!(info.sequence, r.sequence);
+    db.close().unwrap();
+    let cp = Db::open_default(d.path().join("cp")).unwrap();
+    assert_eq!(dump(&cp), want);
+    assert_eq!(cp.latest_sequence(), r.sequence);
+    cp.put("b", "2").unwrap();
+    assert_eq!(cp.get("b").unwrap(), Some(b"2".to_vec()));
+}

@@ -20,9 +20,12 @@
 //! 2. The memtable is sealed and every queued memtable and ingestion is
 //!    flushed (`flush::wait_for_flushes`), so every operation acknowledged
 //!    before the call is in a table.
-//! 3. Under the state lock the current version is taken with the flushed
-//!    sequence number F: every operation numbered up to F is in its tables
-//!    and, with no ingestion since step 1, nothing numbered above F is
+//! 3. Under the state lock the current version is taken with F, the
+//!    larger of the flushed sequence number and the one step 2's rotation
+//!    sealed at (with an empty memtable nothing is flushed, so an
+//!    ingestion placed straight into the tree can lie past the flushed
+//!    sequence): every operation numbered up to F is in its tables and,
+//!    with no ingestion since step 1, nothing numbered above F is
 //!    (checked). Holding the version keeps its tables from being deleted
 //!    (`VersionSet::live_files`) while they are linked.
 //! 4. In the new directory: each table, an empty WAL (the MANIFEST names
@@ -73,6 +76,9 @@ pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
     refuse_target(db, target)?;
     let no_ingestions = db.checkpoint_gate.write();
     db.commit.commit(db, super::commit::Job::Rotate, false)?;
+    // Read before the flushes, so every operation up to it is in a table
+    // once they are done.
+    let sealed = db.commit.sealed_seq();
     flush::wait_for_flushes(db)?;
     let (version, flushed, ingested, next_file) = {
         let st = db.state.lock();
@@ -83,16 +89,28 @@ pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
             st.versions.next_file_number(),
         )
     };
+    // Every operation numbered up to `upto` is in the version's tables. A
+    // flush advances the flushed sequence; an ingestion placed straight into
+    // the tree does not. When the memtable was empty at the rotation above
+    // (nothing written since the last ingestion), nothing was flushed, so
+    // the flushed sequence can lie below that ingestion's number while
+    // every operation up to the rotation's `sealed` point is in tables all
+    // the same (the queue was flushed since), and ingestions are held off.
+    // (Taking the flushed sequence alone refused a checkpoint right after
+    // an ingestion of files: "the tree holds sequence number 36, past the
+    // flushed 35".)
+    let upto = flushed.max(sealed);
     let newest = version
         .all_files()
         .map(|(_, f)| f.largest_seq.max(f.global_seqno.unwrap_or(0)))
         .max()
         .unwrap_or(0);
-    if newest > flushed {
+    if newest > upto {
         // Step 3's claim broken: the tree holds an operation numbered past
         // the flushed sequence, so it would not be a prefix.
         return Err(Error::internal(format!(
-            "checkpoint: the tree holds sequence number {newest}, past the flushed {flushed}"
+            "checkpoint: the tree holds sequence number {newest}, past {upto} (flushed \
+             {flushed}, sealed at {sealed})"
         )));
     }
     // The version is taken and checked: an ingestion from here on makes a
@@ -111,7 +129,7 @@ pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
     };
     vfs.create_dir_all(target)?;
     let mut info = CheckpointInfo {
-        sequence: flushed,
+        sequence: upto,
         tables: backing.len(),
         bytes: 0,
         copied: 0,
@@ -146,9 +164,9 @@ pub(crate) fn create(db: &DbInner, target: &Path) -> Result<CheckpointInfo> {
     let mut edit = version.snapshot_edit();
     edit.log_number = Some(wal);
     edit.next_file_number = Some(manifest + 1);
-    edit.last_sequence = Some(flushed);
-    edit.flushed_seq = Some(flushed);
-    edit.ingested_seq = Some(ingested.min(flushed));
+    edit.last_sequence = Some(upto);
+    edit.flushed_seq = Some(upto);
+    edit.ingested_seq = Some(ingested.min(upto));
     made.files.push(filenames::manifest(target, manifest));
     write_snapshot_manifest(vfs, target, manifest, edit)?;
     // Every entry durable before CURRENT can be: a CURRENT that survived a

@@ -104,7 +104,7 @@ use crate::memtable::skiplist::InsertHint;
 use crate::memtable::MemTable;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -396,6 +396,13 @@ pub(crate) struct CommitPipeline {
     /// refusing a gap in the WAL's sequence numbers;
     /// `tests/wal_entry_durability.rs`).
     wal_entries_pending: Mutex<Vec<u64>>,
+    /// The highest `last_seq` a rotation (`rotate`) has sealed at, whether
+    /// or not the memtable held anything: every operation numbered up to
+    /// it is in a table or in a memtable on the immutable queue. A
+    /// checkpoint reads it after its own rotation (`sealed_seq`): with an
+    /// empty memtable no flush follows to advance the flushed sequence
+    /// past an ingestion placed straight into the tree.
+    sealed_seq: AtomicU64,
 }
 
 /// Counts a caller in `CommitPipeline::writers_in` for as long as it lives.
@@ -433,6 +440,7 @@ impl CommitPipeline {
             spare: Mutex::new(None),
             spare_mem: Mutex::new(None),
             bg_wake_pending: AtomicBool::new(false),
+            sealed_seq: AtomicU64::new(0),
             slot_ingesting: AtomicBool::new(false),
             publish_lock: Mutex::new(()),
             publish_cv: Condvar::new(),
@@ -1339,8 +1347,18 @@ impl CommitPipeline {
         self.quiesce(db, q);
         let last_seq = q.last_seq;
         let r = self.rotate_now(db, last_seq, reason);
+        if r.is_ok() {
+            self.sealed_seq.fetch_max(last_seq, Ordering::AcqRel);
+        }
         phases.add(db, WaitCause::Rotation, t.elapsed());
         r
+    }
+
+    /// The highest sequence number a rotation sealed at (see the field):
+    /// every operation numbered up to it is in a table or queued to be
+    /// flushed.
+    pub(crate) fn sealed_seq(&self) -> u64 {
+        self.sealed_seq.load(Ordering::Acquire)
     }
 
     /// The rotation itself; only the current leader may call it. `last_seq`
