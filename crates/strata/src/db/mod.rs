@@ -686,9 +686,7 @@ impl Db {
     /// see [`WriteBatch::put`]) is refused whole, `InvalidArgument`, and
     /// nothing of it is written.
     pub fn write(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        if let Some(why) = batch.refused() {
-            return Err(Error::invalid(why.to_string()));
-        }
+        batch.status()?;
         self.check_writable()?;
         if batch.is_empty() {
             return Ok(());

@@ -78,6 +78,14 @@ fn return_buffer(mut rep: Vec<u8>) {
 /// never see part of a batch. Updates apply in the order they were added
 /// (a later put of the same key wins).
 ///
+/// The builder methods cannot fail: an update the batch cannot hold (a key
+/// or value longer than the formats allow, a range whose begin is above
+/// its end) is left out and marks the whole batch *refused*.
+/// [`status`](Self::status) says so at once, and `Db::write` refuses such a
+/// batch whole, so no part of it is ever written; [`clear`](Self::clear)
+/// makes the batch usable again, and [`append`](Self::append) carries a
+/// refusal into the batch appended to.
+///
 /// ```
 /// use strata::{Db, WriteBatch, WriteOptions};
 /// # let dir = tempfile::tempdir()?;
@@ -241,10 +249,32 @@ impl WriteBatch {
         self
     }
 
-    /// Why [`Db::write`](crate::Db::write) refuses this batch, if an update
-    /// was refused as it was added.
-    pub(crate) fn refused(&self) -> Option<&str> {
-        self.refused.as_deref()
+    /// Whether the batch can be written: `Ok`, or the
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) that
+    /// [`Db::write`](crate::Db::write) would refuse it with, because an
+    /// update was refused as it was added (the first such update's reason;
+    /// see the [type's documentation](Self)). A refused update is not in
+    /// the batch, so [`len`](Self::len) and [`is_empty`](Self::is_empty)
+    /// do not count it: check here, not there.
+    ///
+    /// ```
+    /// use strata::WriteBatch;
+    /// let mut b = WriteBatch::new();
+    /// b.put("a", "1");
+    /// assert!(b.status().is_ok());
+    /// b.delete_range("z", "a"); // reversed: refused, left out
+    /// assert_eq!(b.len(), 1);
+    /// let e = b.status().unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// assert!(e.to_string().contains("is above end"), "{e}");
+    /// b.clear(); // a cleared batch can be written again
+    /// assert!(b.status().is_ok());
+    /// ```
+    pub fn status(&self) -> crate::error::Result<()> {
+        match &self.refused {
+            Some(why) => Err(crate::error::Error::invalid(why.clone())),
+            None => Ok(()),
+        }
     }
 
     /// Sets `key` to `value`. A key longer than [`MAX_KEY_BYTES`] or a
@@ -324,11 +354,29 @@ impl WriteBatch {
         Some(out)
     }
 
-    /// Appends every update of `other`.
+    /// Appends every update of `other`. If `other` is refused (see
+    /// [`status`](Self::status)), so is this batch from now on: the update
+    /// `other` left out would otherwise be missing from this batch
+    /// silently, and the rest of `other` written without it. This batch's
+    /// own refusal, if it has one, is the one kept.
+    ///
+    /// ```
+    /// use strata::WriteBatch;
+    /// let mut bad = WriteBatch::new();
+    /// bad.put("x", "1").delete_range("c", "a"); // reversed: refused
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("y", "2");
+    /// batch.append(&bad);
+    /// assert_eq!(batch.len(), 2);
+    /// assert!(batch.status().is_err(), "refused whole, as `bad` is");
+    /// ```
     pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         let n = self.count() + other.count();
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
+        if let Some(why) = &other.refused {
+            self.refused.get_or_insert_with(|| why.clone());
+        }
     }
 
     fn bump(&mut self) {
@@ -370,13 +418,17 @@ impl WriteBatch {
         self.rep[..8].copy_from_slice(&seq.to_le_bytes());
     }
 
-    /// Removes every update, keeping the allocation.
+    /// Removes every update, keeping the allocation, and forgets a refusal
+    /// (see [`status`](Self::status)): the batch is as new.
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(HEADER, 0);
+        self.refused = None;
     }
 
-    /// Bytes of the encoded batch (what goes into the WAL).
+    /// Bytes of the encoded batch (what goes into the WAL). A refused
+    /// batch's bytes hold only the updates it accepted, and say nothing of
+    /// the refusal: check [`status`](Self::status) before handing them on.
     pub fn data(&self) -> &[u8] {
         &self.rep
     }
