@@ -703,10 +703,11 @@ impl Db {
     /// passing through the WAL and memtable; files overlapping the memtable
     /// wait behind it. By default the files are moved in (hard-linked, then
     /// the caller's paths removed; `move_files: false` copies them and
-    /// leaves them), except that a set holding less than
-    /// `small_file_bytes` (32 KiB) is applied as one write batch instead,
-    /// through the WAL and memtable, and its files are left where they were
-    /// (see [`IngestOptions`](crate::IngestOptions)). A table, once in the
+    /// leaves them). A set holding less than `small_file_bytes` (32 KiB) is
+    /// applied as one synced write batch instead, through the WAL and
+    /// memtable (`IngestResult::as_batch`); `move_files` still decides
+    /// whether the caller's files are removed once it is durable (see
+    /// [`IngestOptions`](crate::IngestOptions)). A table, once in the
     /// database, is never modified.
     ///
     /// A path inside the database directory (however spelt: through `..`
@@ -759,16 +760,27 @@ impl Db {
         let r = self.ingest_prepared(paths, opts, start, &mut linked);
         // The database owns what it ingested: with `move_files` the
         // caller's links go once the ingestion is durable, so no outside
-        // path shares a live table's inode.
+        // path shares a live table's inode. A set applied as a batch is
+        // moved too (its files go once the batch is synced): `move_files`
+        // means the same whichever path the set took, so a caller need not
+        // look at `as_batch` to know what is left.
         let r = r.and_then(|res| {
             for p in &linked {
                 self.inner.vfs.remove(p).map_err(|e| {
-                    Error::invalid(format!(
-                        "ingested, but the caller's link {} could not be removed ({e}); \
-                         it shares its inode with a table of the database: remove it, \
-                         do not modify it",
-                        p.display()
-                    ))
+                    Error::invalid(if res.as_batch {
+                        format!(
+                            "ingested (as a write batch), but the caller's file {} could not \
+                             be removed ({e}); the database does not use it",
+                            p.display()
+                        )
+                    } else {
+                        format!(
+                            "ingested, but the caller's link {} could not be removed ({e}); \
+                             it shares its inode with a table of the database: remove it, \
+                             do not modify it",
+                            p.display()
+                        )
+                    })
                 })?;
             }
             Ok(res)
@@ -799,6 +811,10 @@ impl Db {
         match prepared {
             ingest::Prepare::Batch(b) => {
                 self.write(b, &WriteOptions { sync: true })?;
+                if opts.move_files {
+                    // Durable now: the caller's files go (`Db::ingest`).
+                    linked.extend(paths.iter().cloned());
+                }
                 st.ingests.fetch_add(1, Ordering::Relaxed);
                 st.ingests_as_batch.fetch_add(1, Ordering::Relaxed);
                 st.ingest_micros
