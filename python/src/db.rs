@@ -246,6 +246,13 @@ impl Db {
         Ok(py.detach(|| h.with(|db| Ok(db.flush()?)))?)
     }
 
+    /// Makes every write made so far durable (`Db::sync_wal`): writes made
+    /// without `sync=True` survive a power cut once it returns.
+    fn sync_wal(&self, py: Python<'_>) -> PyResult<()> {
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| Ok(db.sync_wal()?)))?)
+    }
+
     /// Makes a checkpoint in `path`, a new directory outside the
     /// database's: a database of its own (open it with `strata.DB`)
     /// holding every write and ingestion made before the call. Tables are

@@ -206,6 +206,7 @@ impl Default for IngestOptions {
 /// What an ingestion did: returned by [`Db::ingest`](crate::Db::ingest),
 /// whose example reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IngestResult {
     /// The sequence number the ingested keys are visible at.
     pub sequence: u64,

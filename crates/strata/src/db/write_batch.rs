@@ -278,9 +278,17 @@ impl WriteBatch {
     }
 
     /// Sets `key` to `value`. A key longer than [`MAX_KEY_BYTES`] or a
-    /// value longer than [`MAX_VALUE_BYTES`] makes
-    /// [`Db::write`](crate::Db::write) refuse the batch
-    /// (`InvalidArgument`).
+    /// value longer than [`MAX_VALUE_BYTES`] is left out and makes the
+    /// batch refused (see [`status`](Self::status)):
+    /// [`Db::write`](crate::Db::write) refuses it whole
+    /// (`InvalidArgument`). Returns the batch, so calls chain.
+    ///
+    /// ```
+    /// use strata::WriteBatch;
+    /// let mut b = WriteBatch::new();
+    /// b.put("user:1", "ada").put(b"raw\x00key", [1u8, 2, 3]);
+    /// assert_eq!(b.len(), 2);
+    /// ```
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         if let Some(why) = too_long(key.as_ref(), value.as_ref()) {
             return self.refuse(why);
@@ -305,10 +313,30 @@ impl WriteBatch {
     }
 
     /// Deletes every key in `[begin, end)`. An empty range is a no-op that
-    /// still takes a sequence number; a `begin` above `end` makes
-    /// [`Db::write`](crate::Db::write) refuse the batch (`InvalidArgument`,
+    /// still takes a sequence number; a `begin` above `end` is left out
+    /// and makes the batch refused ([`status`](Self::status);
+    /// [`Db::write`](crate::Db::write) refuses it whole, `InvalidArgument`,
     /// as [`Db::delete_range`](crate::Db::delete_range) refuses it), since
     /// swapped arguments would otherwise delete nothing, silently.
+    ///
+    /// ```
+    /// use strata::{Db, WriteBatch, WriteOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// for k in ["tmp:1", "tmp:2", "user:1"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// let mut b = WriteBatch::new();
+    /// b.delete_range("tmp:", "tmp;"); // every key starting with "tmp:"
+    /// db.write(b, &WriteOptions::default())?;
+    /// assert_eq!(db.iter().count(), 1);
+    ///
+    /// let mut swapped = WriteBatch::new();
+    /// swapped.put("x", "1").delete_range("tmp;", "tmp:");
+    /// assert!(db.write(swapped, &WriteOptions::default()).is_err()); // none of it written
+    /// assert_eq!(db.get("x")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
         let (b, e) = (begin.as_ref(), end.as_ref());
         if let Some(why) = too_long(b, b"").or_else(|| too_long(e, b"")) {
@@ -420,6 +448,19 @@ impl WriteBatch {
 
     /// Removes every update, keeping the allocation, and forgets a refusal
     /// (see [`status`](Self::status)): the batch is as new.
+    ///
+    /// ```
+    /// use strata::{Db, WriteBatch, WriteOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// let mut b = WriteBatch::new();
+    /// b.put("a", "1").delete_range("z", "a"); // reversed: refused
+    /// b.clear(); // start over: no updates, no refusal
+    /// b.put("a", "2");
+    /// db.write(b, &WriteOptions::default())?;
+    /// assert_eq!(db.get("a")?, Some(b"2".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(HEADER, 0);
@@ -460,6 +501,14 @@ impl WriteBatch {
 /// Iterator over a batch's updates (see [`WriteBatch::iter`]).
 pub struct BatchIter<'a> {
     r: Reader<'a>,
+}
+
+impl std::fmt::Debug for BatchIter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchIter")
+            .field("at", &(HEADER + self.r.pos()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Iterator for BatchIter<'a> {
