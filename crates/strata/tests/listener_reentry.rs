@@ -246,26 +246,33 @@ fn close_breaks_a_listener_cycle() {
         }
     }
     let dir = tempfile::tempdir().unwrap();
-    let holder = Arc::new(Holder(Mutex::new(None)));
-    let db = Arc::new(
-        Db::open(
-            dir.path(),
-            Options {
-                event_listener: Some(holder.clone()),
-                ..Options::default()
-            },
-        )
-        .unwrap(),
-    );
-    *holder.0.lock().unwrap() = Some(Arc::clone(&db));
-    drop(holder);
-    db.put("k", "v").unwrap();
-    db.flush().unwrap();
-    assert_eq!(Arc::strong_count(&db), 2, "ours and the listener's");
-    db.close().unwrap();
-    assert_eq!(
-        Arc::strong_count(&db),
-        1,
-        "the listener is gone with its thread"
+    let path = dir.path().to_path_buf();
+    within(
+        60,
+        "a flush heard by a listener holding the database",
+        move || {
+            let holder = Arc::new(Holder(Mutex::new(None)));
+            let db = Arc::new(
+                Db::open(
+                    &path,
+                    Options {
+                        event_listener: Some(holder.clone()),
+                        ..Options::default()
+                    },
+                )
+                .unwrap(),
+            );
+            *holder.0.lock().unwrap() = Some(Arc::clone(&db));
+            drop(holder);
+            db.put("k", "v").unwrap();
+            db.flush().unwrap();
+            assert_eq!(Arc::strong_count(&db), 2, "ours and the listener's");
+            db.close().unwrap();
+            assert_eq!(
+                Arc::strong_count(&db),
+                1,
+                "the listener is gone with its thread"
+            );
+        },
     );
 }
