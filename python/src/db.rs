@@ -222,21 +222,10 @@ impl Db {
             ..IngestOptions::default()
         };
         let h = &self.handle;
-        let r = py.detach(|| {
-            h.with(|db| {
-                let r = db.ingest(&paths, &opts)?;
-                if r#move && r.as_batch {
-                    // Small files are applied as a (synced) write batch and
-                    // the engine leaves them where they were; `move=True`
-                    // promises the caller's paths are gone either way.
-                    for p in &paths {
-                        std::fs::remove_file(p)
-                            .map_err(|e| strata::Error::io(p.display().to_string(), e))?;
-                    }
-                }
-                Ok(r)
-            })
-        })?;
+        // `move=True` removes the caller's paths whichever way the set
+        // went in: the engine removes a small set applied as a write batch
+        // too, once the batch is durable.
+        let r = py.detach(|| h.with(|db| Ok(db.ingest(&paths, &opts)?)))?;
         let d = PyDict::new(py);
         d.set_item("sequence", r.sequence)?;
         d.set_item("levels", r.levels)?;
@@ -257,6 +246,13 @@ impl Db {
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let h = &self.handle;
         Ok(py.detach(|| h.with(|db| Ok(db.flush()?)))?)
+    }
+
+    /// Makes every write made so far durable (`Db::sync_wal`): writes made
+    /// without `sync=True` survive a power cut once it returns.
+    fn sync_wal(&self, py: Python<'_>) -> PyResult<()> {
+        let h = &self.handle;
+        Ok(py.detach(|| h.with(|db| Ok(db.sync_wal()?)))?)
     }
 
     /// Makes a checkpoint in `path`, a new directory outside the

@@ -2,8 +2,10 @@
 //! key per field (levels, stalls and write waits as lists of dicts, L0
 //! first; a histogram as a list of `(below_micros, count)` tuples).
 //!
-//! Every struct is destructured without `..`: a field added to the
-//! engine's metrics fails to compile here until it has its key.
+//! Every struct is destructured field by field, so each field read is
+//! named here. The engine's metrics structs are `#[non_exhaustive]` (they
+//! grow), so the patterns end in `..`: a field added to the engine no
+//! longer fails to compile here, and needs its key added by hand.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -61,6 +63,7 @@ pub fn to_dict<'py>(py: Python<'py>, m: &strata::Metrics) -> PyResult<Bound<'py,
         block_cache_capacity,
         prefix_filter_checks,
         prefix_filter_skips,
+        ..
     } = m;
     let d = PyDict::new(py);
     let list = PyList::empty(py);
@@ -70,6 +73,7 @@ pub fn to_dict<'py>(py: Python<'py>, m: &strata::Metrics) -> PyResult<Bound<'py,
             bytes,
             target_bytes,
             score,
+            ..
         } = l;
         let ld = PyDict::new(py);
         ld.set_item("files", files)?;
@@ -85,6 +89,7 @@ pub fn to_dict<'py>(py: Python<'py>, m: &strata::Metrics) -> PyResult<Bound<'py,
             cause,
             count,
             micros,
+            ..
         } = s;
         let sd = PyDict::new(py);
         sd.set_item("cause", cause)?;
@@ -101,6 +106,7 @@ pub fn to_dict<'py>(py: Python<'py>, m: &strata::Metrics) -> PyResult<Bound<'py,
             total_micros,
             max_micros,
             histogram,
+            ..
         } = w;
         let wd = PyDict::new(py);
         wd.set_item("cause", cause)?;

@@ -421,6 +421,19 @@ def test_context_manager_and_reopen(db_path):
         assert db[b"k"] == b"v"
 
 
+def test_sync_wal_makes_unsynced_writes_durable(db_path):
+    db = strata.DB(db_path)
+    for i in range(100):
+        db.put(b"k%03d" % i, b"v")  # sync=False
+    waits = lambda m: sum(w["count"] for w in m["write_waits"] if w["cause"] == "wal sync")
+    before = waits(db.metrics())
+    db.sync_wal()
+    assert waits(db.metrics()) == before + 1
+    db.close()
+    with pytest.raises(strata.DatabaseClosedError):
+        db.sync_wal()
+
+
 def test_flush_compact_metrics(db):
     for i in range(1000):
         db[b"%04d" % i] = b"x" * 100

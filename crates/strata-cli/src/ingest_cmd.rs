@@ -63,20 +63,14 @@ pub fn ingest(a: IngestArgs) -> Result<()> {
         start.elapsed().as_secs_f64() * 1e3
     )?;
     if a.move_files {
+        // A set applied as a write batch is moved too (the engine removes
+        // its files once the batch is durable): only a copy stays.
         for f in a.files.iter().filter(|f| f.exists()) {
-            if r.as_batch {
-                outln!(
-                    "note: {} was applied as a write batch (under --small-file-bytes), so it \
-                     is left where it is",
-                    f.display()
-                )?;
-            } else {
-                outln!(
-                    "note: {} was copied, not moved (it is on another file system than the \
-                     database), and is left where it is",
-                    f.display()
-                )?;
-            }
+            outln!(
+                "note: {} was copied, not moved (it is on another file system than the \
+                 database), and is left where it is",
+                f.display()
+            )?;
         }
     }
     db.close()?;

@@ -335,9 +335,9 @@ fn ingest_of_a_file_named_twice_says_so() {
 }
 
 /// `strata ingest --move`: a file on the database's file system is moved
-/// (gone from where it was, no note); one on another file system (when
-/// /dev/shm is one) is copied and left, and the command says so, as it
-/// does for a small file applied as a write batch; a directory is refused
+/// (gone from where it was, no note), and so is a small file applied as a
+/// write batch; one on another file system (when /dev/shm is one) is
+/// copied and left, and the command says so; a directory is refused
 /// before anything is created.
 #[test]
 fn ingest_move_says_when_a_file_stays() {
@@ -363,7 +363,12 @@ fn ingest_move_says_when_a_file_stays() {
     write(&p("small.sst"), "10");
     let (ok, out, err) = common::strata(&["ingest", &p("db"), &p("small.sst"), "--move"]);
     assert!(ok, "{err}");
-    assert!(out.contains("was applied as a write batch"), "{out}");
+    assert!(out.contains("applied as a write batch"), "{out}");
+    assert!(!out.contains("note:"), "{out}");
+    assert!(
+        !d.path().join("small.sst").exists(),
+        "moved, yet still there"
+    );
 
     let shm = std::path::Path::new("/dev/shm");
     let same_fs = {

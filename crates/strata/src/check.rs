@@ -66,6 +66,7 @@ use std::sync::Arc;
 
 /// One thing found wrong (or, as a warning, worth knowing).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Finding {
     /// The file, as a path.
     pub file: String,
@@ -84,6 +85,7 @@ impl fmt::Display for Finding {
 
 /// What [`check`] found.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct CheckReport {
     /// Damage or broken invariants: the database is not sound.
     pub problems: Vec<Finding>,

@@ -1,8 +1,9 @@
 //! Engine events: what the database did, as one typed value per happening
 //! (flushes, compactions, ingestions, write stalls, memtable rotations,
 //! table files created and deleted, import phases, checkpoints), delivered
-//! to an optional [`EventListener`] in [`Options`](crate::Options) and
-//! appended to the database's `EVENTS` log as JSON lines.
+//! to an optional [`EventListener`] in [`Options`](crate::Options) (on a
+//! thread of its own, with no lock held, so it may call back into the
+//! database) and appended to the database's `EVENTS` log as JSON lines.
 //!
 //! The visualiser (`strata-viz`), the benchmarks and the tests all read
 //! events through this one type ([`EventRecord`], parsed with
@@ -20,18 +21,18 @@
 //! `EVENTS` (the one being written) and `EVENTS.NNNNNN` (earlier ones, read
 //! in number order before `EVENTS`). A read-write open continues the
 //! previous session's `EVENTS` when it ends with a whole line, holds a
-//! whole tree and has fewer than [`SEGMENT_BYTES`] after it; the open is
+//! whole tree and has fewer than 4 MiB (`SEGMENT_BYTES`) after it; the open is
 //! then written as a `reopen` line (below), not as the whole tree.
 //! Otherwise (a first open, a torn last line, a full segment, a file
 //! system that cannot append) the open renames the previous `EVENTS` to
 //! the next number and starts a new one whose first tree-changing event is
 //! [`Event::Open`] (only the `table_deleted` events of the files that open
-//! cleans up come before it). A segment that outgrows [`SEGMENT_BYTES`]
+//! cleans up come before it). A segment that outgrows `SEGMENT_BYTES`
 //! is renamed the same way and the log continues in a new `EVENTS` that
 //! starts with [`Event::LogRolled`] (the whole tree). So every segment's
 //! tree changes start from the whole tree and it can be replayed on its
 //! own, and the oldest segments are deleted while those kept exceed
-//! [`KEEP_BYTES`]. A crash can cut short only the last line of a segment;
+//! 32 MiB (`KEEP_BYTES`). A crash can cut short only the last line of a segment;
 //! a reader skips it and says so ([`ParsedEvents::torn`]).
 //!
 //! Why `reopen`: an `open` line carries the whole tree, so when every
@@ -80,24 +81,26 @@ use std::sync::Mutex;
 pub const FORMAT_VERSION: u32 = 2;
 
 /// The name of the event log in a database directory (the segment being
-/// written; earlier segments are `EVENTS.NNNNNN`, see [`segment_name`]).
+/// written; earlier segments are `EVENTS.NNNNNN`).
 pub const EVENTS_FILE: &str = "EVENTS";
 
 /// A segment of the log is closed (renamed to `EVENTS.NNNNNN`) once the
-/// events after its opening tree exceed this many bytes.
-pub const SEGMENT_BYTES: u64 = 4 << 20;
+/// events after its opening tree exceed this many bytes. (The writer's
+/// limits and segment names are the engine's business: readers take
+/// whatever segments they find, `inspect::read_events`.)
+pub(crate) const SEGMENT_BYTES: u64 = 4 << 20;
 
 /// Closed segments are deleted, oldest first, while together they exceed
 /// this many bytes (so the log takes at most about this plus one segment).
-pub const KEEP_BYTES: u64 = 32 << 20;
+pub(crate) const KEEP_BYTES: u64 = 32 << 20;
 
 /// The name of closed segment `n` (`EVENTS.000001`, ...).
-pub fn segment_name(n: u64) -> String {
+pub(crate) fn segment_name(n: u64) -> String {
     format!("{EVENTS_FILE}.{n:06}")
 }
 
 /// The number of a closed segment's file name, if `name` is one.
-pub fn parse_segment_name(name: &str) -> Option<u64> {
+pub(crate) fn parse_segment_name(name: &str) -> Option<u64> {
     let digits = name.strip_prefix(EVENTS_FILE)?.strip_prefix('.')?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -158,17 +161,6 @@ impl TableInfo {
     }
 }
 
-/// Files and bytes per level of a list of files (a compaction's inputs, say).
-pub fn per_level(files: &[TableInfo]) -> BTreeMap<usize, (usize, u64)> {
-    let mut m = BTreeMap::new();
-    for f in files {
-        let e = m.entry(f.level).or_insert((0, 0));
-        e.0 += 1;
-        e.1 += f.size;
-    }
-    m
-}
-
 /// A key range `[start, end)` (an ingestion's excise).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyRange {
@@ -227,8 +219,8 @@ pub enum Event {
     },
     /// A compaction finished. A move relinks its single input one level
     /// down (`moved`, no bytes written); a cancelled one (an excise removed
-    /// an input meanwhile) changed nothing. [`per_level`] sums the inputs
-    /// and outputs per level.
+    /// an input meanwhile) changed nothing. Each input and output carries
+    /// its level.
     CompactionEnd {
         /// The job's number, as in its `CompactionBegin`.
         job: u64,
@@ -319,7 +311,7 @@ pub enum Event {
         /// The deleted table's file number.
         number: u64,
     },
-    /// The previous segment of the `EVENTS` log reached [`SEGMENT_BYTES`]
+    /// The previous segment of the `EVENTS` log reached 4 MiB
     /// and the log continues in a new one, which starts with this: `files`
     /// is the whole tree, so a reader can replay from here when older
     /// segments have been deleted. Written to the log only; a listener
@@ -329,7 +321,7 @@ pub enum Event {
         files: Vec<TableInfo>,
     },
     /// One phase of an import finished (reported by the importer through
-    /// [`Db::log_import_phase`](crate::Db::log_import_phase)); it changes
+    /// `Db::log_import_phase`); it changes
     /// nothing in the tree by itself (the ingestion that ends an import is
     /// its own [`Event::Ingest`]).
     ImportPhase {
@@ -506,11 +498,64 @@ impl EventRecord {
 /// Receives every event as it happens. Pebble's `EventListener` is the
 /// model, with one method over the [`Event`] enum instead of one per kind.
 ///
-/// Called synchronously on the thread doing the work, sometimes while the
-/// database holds internal locks: an implementation must return quickly and
-/// must not call back into the [`Db`](crate::Db).
+/// **Where it runs.** On a thread of the database's own (`strata-events`),
+/// one event at a time, in the order of the `EVENTS` log, and with no lock
+/// of the database held: the events are queued where the work happens and
+/// handed over from there. So it may call back into the
+/// [`Db`](crate::Db), as RocksDB's listeners read a property in
+/// `OnFlushCompleted`: [`metrics`](crate::Db::metrics), reads, iterators,
+/// snapshots, writes, and even [`flush`](crate::Db::flush),
+/// [`compact_range`](crate::Db::compact_range),
+/// [`ingest`](crate::Db::ingest), [`sync_wal`](crate::Db::sync_wal),
+/// [`checkpoint`](crate::Db::checkpoint),
+/// [`wait_for_compactions`](crate::Db::wait_for_compactions) and
+/// [`close`](crate::Db::close). Those calls wait for the database's
+/// background work as they would elsewhere, but not for the listener to
+/// hear their own events, which queue behind the one being heard (from a
+/// listener, they return before it has). A listener that holds the `Db`
+/// (an `Arc`) is dropped when the database closes, which ends the cycle.
+///
+/// **Timing.** A call that changes the tree or waits for it (`Db::open`,
+/// `flush`, `compact_range`, `wait_for_compactions`, `ingest`,
+/// `checkpoint`, `close`) returns only once the listener has heard every
+/// event recorded before it returns; the events of plain writes (memtable
+/// rotations, write stops, slow waits) may be heard just after the write
+/// returns. Background work never waits for the listener, so a slow one
+/// delays only the events behind it (they queue in memory) and those
+/// calls: keep it quick. A panic in it is caught, and loses that event
+/// only.
+///
+/// ```
+/// use std::sync::{Arc, Mutex, OnceLock, Weak};
+/// use strata::events::{Event, EventListener, EventRecord};
+/// use strata::{Db, Options};
+///
+/// /// Reads the tree's shape after every flush.
+/// #[derive(Default)]
+/// struct L0Watch {
+///     db: OnceLock<Weak<Db>>,
+///     l0_files: Mutex<Vec<usize>>,
+/// }
+/// impl EventListener for L0Watch {
+///     fn on_event(&self, r: &EventRecord) {
+///         if let (Event::FlushEnd { .. }, Some(db)) = (&r.event, self.db.get().and_then(Weak::upgrade)) {
+///             self.l0_files.lock().unwrap().push(db.metrics().l0_files);
+///         }
+///     }
+/// }
+///
+/// # let dir = tempfile::tempdir()?;
+/// let watch = Arc::new(L0Watch::default());
+/// let opts = Options { event_listener: Some(watch.clone()), ..Options::default() };
+/// let db = Arc::new(Db::open(dir.path(), opts)?);
+/// watch.db.set(Arc::downgrade(&db)).expect("set once");
+/// db.put("k", "v")?;
+/// db.flush()?; // returns once the listener has heard the flush
+/// assert_eq!(*watch.l0_files.lock().unwrap(), [1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait EventListener: Send + Sync {
-    /// Called once per event, in the order the events happen.
+    /// Called once per event, in the order of the `EVENTS` log.
     fn on_event(&self, record: &EventRecord);
 }
 
@@ -550,6 +595,7 @@ impl EventListener for EventCollector {
 /// [`inspect::read_events`](crate::inspect::read_events) read (every
 /// segment, oldest first).
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ParsedEvents {
     /// The events, in log order.
     pub records: Vec<EventRecord>,
@@ -819,6 +865,17 @@ mod hex_bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Files and bytes per level of a list of files.
+    fn per_level(files: &[TableInfo]) -> BTreeMap<usize, (usize, u64)> {
+        let mut m = BTreeMap::new();
+        for f in files {
+            let e = m.entry(f.level).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += f.size;
+        }
+        m
+    }
 
     fn table(level: usize, number: u64) -> TableInfo {
         TableInfo {

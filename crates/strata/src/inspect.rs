@@ -134,7 +134,7 @@ fn current_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<PathBuf> {
 }
 
 /// Reads one MANIFEST file as version edits.
-pub fn read_manifest_file(vfs: &dyn Vfs, path: &Path) -> Result<ManifestHistory> {
+pub(crate) fn read_manifest_file(vfs: &dyn Vfs, path: &Path) -> Result<ManifestHistory> {
     let name = path.display().to_string();
     let mut reader = LogReader::new(
         vfs.open_sequential(path)?,
@@ -347,6 +347,7 @@ impl Tree {
 /// L0 arranged into sublevels, computed by the engine's own code (the one
 /// compaction picking and backpressure use).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct L0Shape {
     /// Sublevel of each file (0 = oldest), by file number.
     pub sublevel: HashMap<u64, usize>,

@@ -68,7 +68,14 @@
 //! is for unstable engine internals for Strata's own tools, tests and
 //! benchmarks; no compatibility promise: with it, those modules and the
 //! test-only items of [`sstable`] and [`Db`] are `#[doc(hidden)] pub`.
-//! Nothing outside this repository should turn it on.
+//! Nothing outside this repository should turn it on. Without it, a few
+//! `Db` methods only Strata's own import calls are public but
+//! `#[doc(hidden)]`: not part of the supported API either.
+//!
+//! Structs the engine returns that will grow (such as [`Metrics`] and
+//! [`IngestResult`]) are `#[non_exhaustive]`: read their fields, do not
+//! build or destructure them whole. The options structs are not: build
+//! them with `..Default::default()`.
 //! `docs/architecture.md` describes the internals.
 
 mod compaction;

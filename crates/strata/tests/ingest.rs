@@ -221,15 +221,62 @@ fn flushable_path_placed_by_the_flush() {
     assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
 }
 
+/// A small set becomes one write batch, and `move_files` means the same
+/// there as for files: moved (the default), the caller's files are gone
+/// once the call returns; copied (`move_files: false`), they stay. (The
+/// batch path used to leave them whatever `move_files` said, so a caller
+/// had to look at `as_batch` to know.) A refused ingestion leaves them.
 #[test]
-fn small_files_become_a_batch() {
+fn small_files_become_a_batch_and_move_files_still_holds() {
     let d = tempfile::tempdir().unwrap();
     let db = Db::open(d.path().join("db"), opts()).unwrap();
     let f = write_sst(&d.path().join("f.sst"), &[(b"x", b"1"), (b"y", b"2")]);
-    let r = db.ingest(&[f], &IngestOptions::default()).unwrap();
+    let g = write_sst(&d.path().join("g.sst"), &[(b"z", b"3")]);
+    let r = db.ingest(&[&f, &g], &IngestOptions::default()).unwrap();
     assert!(r.as_batch);
     assert_eq!(db.get(b"y").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(db.get(b"z").unwrap(), Some(b"3".to_vec()));
     assert_eq!(db.metrics().ingests_as_batch, 1);
+    assert!(
+        !f.exists() && !g.exists(),
+        "moved (as a batch), yet still there"
+    );
+
+    let copied = write_sst(&d.path().join("c.sst"), &[(b"c", b"4")]);
+    let keep = IngestOptions {
+        move_files: false,
+        ..IngestOptions::default()
+    };
+    let r = db.ingest(&[&copied], &keep).unwrap();
+    assert!(r.as_batch);
+    assert_eq!(db.get(b"c").unwrap(), Some(b"4".to_vec()));
+    assert!(copied.exists(), "copied, so left where it was");
+
+    // Overlapping files are refused: nothing is applied or removed.
+    let a = write_sst(&d.path().join("a.sst"), &[(b"m1", b"1"), (b"m3", b"3")]);
+    let b = write_sst(&d.path().join("b.sst"), &[(b"m2", b"2")]);
+    assert!(db.ingest(&[&a, &b], &IngestOptions::default()).is_err());
+    assert!(a.exists() && b.exists());
+    assert_eq!(db.get(b"m1").unwrap(), None);
+}
+
+/// An excise range is refused naming what is wrong with it: a reversed
+/// one as reversed (it was called "empty", which sent the caller looking
+/// for the wrong mistake), an empty one as empty.
+#[test]
+fn a_reversed_excise_range_says_it_is_reversed() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::open(d.path().join("db"), opts()).unwrap();
+    let excise = |a: &str, b: &str| IngestOptions {
+        excise: Some((a.as_bytes().to_vec(), b.as_bytes().to_vec())),
+        ..IngestOptions::default()
+    };
+    let none: [&Path; 0] = [];
+    let e = db.ingest(&none, &excise("z", "a")).unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    assert!(e.to_string().contains("reversed"), "{e}");
+    let e = db.ingest(&none, &excise("m", "m")).unwrap_err();
+    assert!(e.to_string().contains("empty"), "{e}");
 }
 
 /// An excise is never turned into a write batch, however small the files

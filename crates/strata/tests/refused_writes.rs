@@ -104,3 +104,51 @@ fn the_sst_writer_refuses_what_a_block_cannot_hold() {
     let e = w.delete(lazy_zeros(MAX_KEY_BYTES + 1)).unwrap_err();
     assert!(e.to_string().contains("a key of"), "{e}");
 }
+
+/// A refusal travels with the updates it concerns and goes with them: a
+/// refused batch appended into another refuses that one too (it used to
+/// be dropped, so the appended batch committed without its left-out
+/// update: part of a batch), `clear` forgets it (a cleared batch used to
+/// be refused forever), and `status` reports it before any write (a
+/// refused batch said `len() == 0` / `is_empty()` and nothing more).
+#[test]
+fn a_refusal_is_carried_by_append_reset_by_clear_and_seen_by_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+
+    let mut bad = WriteBatch::new();
+    bad.delete_range("c", "a");
+    assert!(bad.is_empty(), "the refused update is left out");
+    let e = bad.status().unwrap_err();
+    assert!(e.is_invalid_argument(), "{e}");
+    assert!(e.to_string().contains("is above end"), "{e}");
+
+    let mut good = WriteBatch::new();
+    good.put("y", "1");
+    assert!(good.status().is_ok());
+    good.append(&bad);
+    assert_eq!(good.len(), 1);
+    assert!(good.status().is_err(), "append carries the refusal");
+    let e = db.write(good, &WriteOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("is above end"), "{e}");
+    assert_eq!(
+        db.get("y").unwrap(),
+        None,
+        "nothing of the batch is written"
+    );
+
+    // The first reason is the one kept: the batch's own, then the
+    // appended one's.
+    let mut long = WriteBatch::new();
+    long.put(lazy_zeros(MAX_KEY_BYTES + 1), "v");
+    long.append(&bad);
+    assert!(long.status().unwrap_err().to_string().contains("a key of"));
+
+    let mut cleared = WriteBatch::new();
+    cleared.put("x", "1").delete_range("c", "a");
+    cleared.clear();
+    assert!(cleared.status().is_ok(), "clear forgets the refusal");
+    cleared.put("z", "1");
+    db.write(cleared, &WriteOptions::default()).unwrap();
+    assert_eq!(db.get("z").unwrap(), Some(b"1".to_vec()));
+}

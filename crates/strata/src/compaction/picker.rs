@@ -93,7 +93,7 @@ pub struct CompactionOptions {
     /// With `l0_sublevels`: an Lbase file of at least twice this size is
     /// given cut points about this many bytes apart (from its index block),
     /// besides its boundaries with its neighbours. Bulk loaders cut their
-    /// files there ([`Db::ingest_split_keys`](crate::Db::ingest_split_keys))
+    /// files there (`Db::ingest_split_keys`)
     /// and L0 -> Lbase compactions cut their outputs there, so Lbase is
     /// sliced about this fine and an L0 -> Lbase compaction of a narrow
     /// stack of L0 rewrites a slice of this size, not a whole

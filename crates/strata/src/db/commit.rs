@@ -81,6 +81,11 @@
 //! - Every wait of a foreground write is timed and counted by cause
 //!   (`write_wait`); followers count theirs under their leader's slowest
 //!   phase when it explains at least half of the wait.
+//! - A batch writer counts itself in (`writers_in`) before it reads
+//!   `DbInner::closed`, and is refused if set; `Db::close` sets it and
+//!   then waits for the count to drain (`wait_writers_out`), so no batch
+//!   commits after a close's last WAL sync. (Before the queue: the loom
+//!   model's protocol is unchanged.)
 //!
 //! The queue, the leader/follower hand-off, the parallel insert, the
 //! pipelined groups, the publication order and a rotation's quiescing are
@@ -410,15 +415,20 @@ struct WriterIn<'a>(&'a AtomicUsize);
 
 impl<'a> WriterIn<'a> {
     /// Counts the caller in; returns whether another caller was in.
+    /// `SeqCst`, against `Db::close`: a writer counts itself in and then
+    /// loads `DbInner::closed`, close stores `closed` and then loads the
+    /// count (`wait_writers_out`), so either the writer sees the close or
+    /// the close waits for the writer. (An RMW is a full barrier on x86
+    /// whatever its ordering: no cost there.)
     fn enter(n: &'a AtomicUsize) -> (WriterIn<'a>, bool) {
-        let others = n.fetch_add(1, Ordering::Relaxed) > 0;
+        let others = n.fetch_add(1, Ordering::SeqCst) > 0;
         (WriterIn(n), others)
     }
 }
 
 impl Drop for WriterIn<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -485,6 +495,17 @@ impl CommitPipeline {
             std::thread::park();
         }
         self.flusher_parked.store(false, Ordering::SeqCst);
+    }
+
+    /// Waits until no batch writer is in `commit` (at close, after
+    /// `DbInner::closed` is set: the writers counted in before it finish
+    /// their commits, every later one is refused). Close is rare and the
+    /// writers inside finish within microseconds, or when a stall ends
+    /// (the background threads still run), so it polls.
+    pub fn wait_writers_out(&self) {
+        while self.writers_in.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(Duration::from_micros(100));
+        }
     }
 
     /// Wakes a leader waiting for room in the immutable queue.
@@ -764,6 +785,11 @@ impl CommitPipeline {
         let (_in, hint, busy) = match &job {
             Job::Batch(b) => {
                 let (guard, others) = WriterIn::enter(&self.writers_in);
+                // Counted in first (see `WriterIn::enter`): a close that
+                // began is seen here, or waits for this write.
+                if db.closed.load(Ordering::SeqCst) {
+                    return Err(db.closed_error());
+                }
                 (Some(guard), self.hint_for(db, b, others), BUSY_SPINS)
             }
             _ => (None, None, 0),

@@ -1,6 +1,22 @@
 //! The database's side of [`crate::events`]: stamps each event with the time,
-//! hands it to the listener in `Options`, and appends it as a JSON line to
+//! queues it for the listener in `Options`, and appends it as a JSON line to
 //! the `EVENTS` log in the database directory (kept across reopens).
+//!
+//! The listener is called on a thread of its own (`strata-events`,
+//! `Dispatch`), never on the thread that records the event: events are
+//! recorded where the work happens, often under the state lock (a flush's
+//! end, a compaction's, the open's) or in the commit slot (a rotation, an
+//! ingestion), and a listener that called back into the database there (a
+//! `metrics()` in `FlushEnd`, the usual RocksDB pattern) deadlocked on that
+//! lock. The queue is filled under the log's lock, in the order the lines
+//! take in the log, and one thread empties it, so the listener hears the
+//! events one at a time, in log order, with no lock of the database held.
+//! A call that wants its events heard before it returns (`Db::flush`,
+//! `ingest`, ...) waits for the queue to pass them (`wait_heard`), after
+//! releasing every lock, and unless it runs on the dispatcher itself (a
+//! listener's own call, whose events queue behind the one being heard).
+//! Background threads never wait for it: a listener blocked on a write
+//! stall must not hold up the flush that ends the stall.
 //!
 //! The log is a sequence of segments (format in [`crate::events`]): `EVENTS`
 //! is written, `EVENTS.NNNNNN` are closed. No segment is ever rewritten or
@@ -44,6 +60,10 @@
 //!   docs/bench-history/w4-foreground-latency.md, session 24).
 //!   Staged events go to the file before any later line, and before the
 //!   call that staged them returns to its caller.
+//! - the listener's queue holds each event once, in log order; staged
+//!   events join it when staged (their place), and the dispatcher is woken
+//!   for them only by `write_staged`, outside the slot (a wake-up is a
+//!   system call the Puts queued behind the slot would wait for).
 
 use crate::events::{
     apply_to_tree, parse_segment, parse_segment_name, reopen_line, segment_name, Event,
@@ -52,20 +72,168 @@ use crate::events::{
 };
 use crate::version::{FileMeta, Version};
 use crate::vfs::{Vfs, WritableFile};
-use parking_lot::Mutex;
-use std::collections::BTreeMap;
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub struct EventLog {
     writer: Mutex<Option<Writer>>,
-    listener: Option<Arc<dyn EventListener>>,
+    /// The listener's thread and queue, if there is a listener.
+    dispatch: Option<Dispatch>,
     next_job: AtomicU64,
     /// Whether a staged line may be waiting in `Writer::pending` (set
     /// under the lock; read without it, to skip taking the lock).
     staged: AtomicBool,
+}
+
+/// The listener's thread (`strata-events`) and the queue it empties.
+struct Dispatch {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// The thread's id: a call made on it (by the listener) never waits
+    /// for the queue, which waits for that call.
+    id: ThreadId,
+}
+
+struct Shared {
+    q: Mutex<Queue>,
+    /// Wakes the dispatcher: events queued, or stop.
+    work: Condvar,
+    /// Signalled after each event heard (`wait_heard`).
+    heard: Condvar,
+    /// An event was staged (queued in the commit slot) without waking the
+    /// dispatcher; `write_staged` wakes it.
+    wake_pending: AtomicBool,
+}
+
+struct Queue {
+    events: VecDeque<EventRecord>,
+    /// Events queued and events the listener has returned from, since
+    /// open.
+    queued: u64,
+    heard: u64,
+    /// Set at close: nothing more is queued, and the dispatcher exits once
+    /// it has emptied the queue.
+    stop: bool,
+}
+
+impl Dispatch {
+    fn start(listener: Arc<dyn EventListener>) -> crate::Result<Dispatch> {
+        let shared = Arc::new(Shared {
+            q: Mutex::new(Queue {
+                events: VecDeque::new(),
+                queued: 0,
+                heard: 0,
+                stop: false,
+            }),
+            work: Condvar::new(),
+            heard: Condvar::new(),
+            wake_pending: AtomicBool::new(false),
+        });
+        let s = Arc::clone(&shared);
+        let t = std::thread::Builder::new()
+            .name("strata-events".into())
+            .spawn(move || dispatch_loop(&s, listener))
+            .map_err(|e| crate::Error::io("spawning the event listener's thread", e))?;
+        Ok(Dispatch {
+            shared,
+            id: t.thread().id(),
+            thread: Mutex::new(Some(t)),
+        })
+    }
+
+    fn on_dispatcher(&self) -> bool {
+        std::thread::current().id() == self.id
+    }
+
+    /// Queues `r` (the caller holds the log's lock, so the queue's order is
+    /// the log's); wakes the dispatcher unless `staged`.
+    fn push(&self, r: EventRecord, staged: bool) {
+        let mut q = self.shared.q.lock();
+        if q.stop {
+            return;
+        }
+        q.events.push_back(r);
+        q.queued += 1;
+        drop(q);
+        if staged {
+            self.shared.wake_pending.store(true, Ordering::Release);
+        } else {
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// Wakes the dispatcher for events staged without waking it.
+    fn wake_for_staged(&self) {
+        if self.shared.wake_pending.swap(false, Ordering::AcqRel) {
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// Waits until the listener has heard every event queued so far.
+    fn wait_heard(&self) {
+        if self.on_dispatcher() {
+            return;
+        }
+        let mut q = self.shared.q.lock();
+        let upto = q.queued;
+        if q.heard >= upto {
+            return;
+        }
+        self.shared.wake_pending.store(false, Ordering::Release);
+        self.shared.work.notify_one();
+        while q.heard < upto {
+            self.shared.heard.wait(&mut q);
+        }
+    }
+
+    /// Lets the dispatcher hand out what is queued and exit; waits for it
+    /// unless called on it (a listener closing the database: it goes on
+    /// with the queue once the listener returns).
+    fn stop(&self) {
+        self.shared.q.lock().stop = true;
+        self.shared.work.notify_one();
+        let t = self.thread.lock().take();
+        if let Some(t) = t {
+            if !self.on_dispatcher() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Drop for Dispatch {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The dispatcher: hands each queued event to the listener, oldest first,
+/// with the queue's lock released, until stopped and empty.
+fn dispatch_loop(shared: &Shared, listener: Arc<dyn EventListener>) {
+    let mut q = shared.q.lock();
+    loop {
+        if let Some(r) = q.events.pop_front() {
+            parking_lot::MutexGuard::unlocked(&mut q, || {
+                // A panicking listener loses its event, not the thread:
+                // the calls waiting for the queue would wait forever.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    listener.on_event(&r)
+                }));
+            });
+            q.heard += 1;
+            shared.heard.notify_all();
+            continue;
+        }
+        if q.stop {
+            return;
+        }
+        shared.work.wait(&mut q);
+    }
 }
 
 /// Size limits of the log (the constants, smaller in tests).
@@ -286,12 +454,13 @@ fn line_of(event: Event) -> String {
 impl EventLog {
     /// Continues the segment the last session wrote in `dir` when it can
     /// (`Writer::resume`), else starts a new segment, closing that one
-    /// (earlier sessions stay in the closed segments).
+    /// (earlier sessions stay in the closed segments). With a listener,
+    /// starts its thread (the only error).
     pub fn open(
         vfs: Arc<dyn Vfs>,
         dir: &Path,
         listener: Option<Arc<dyn EventListener>>,
-    ) -> EventLog {
+    ) -> crate::Result<EventLog> {
         EventLog::with_limits(vfs, dir, listener, Limits::default())
     }
 
@@ -301,27 +470,27 @@ impl EventLog {
         dir: &Path,
         listener: Option<Arc<dyn EventListener>>,
         limits: Limits,
-    ) -> EventLog {
-        EventLog {
+    ) -> crate::Result<EventLog> {
+        Ok(EventLog {
             writer: Mutex::new(
                 Writer::resume(Arc::clone(&vfs), dir, limits)
                     .or_else(|| Writer::start(vfs, dir, limits)),
             ),
-            listener,
+            dispatch: listener.map(Dispatch::start).transpose()?,
             next_job: AtomicU64::new(1),
             staged: AtomicBool::new(false),
-        }
+        })
     }
 
     /// A log that writes no file (a read-only database creates nothing);
     /// the listener still hears every event.
-    pub fn disabled(listener: Option<Arc<dyn EventListener>>) -> EventLog {
-        EventLog {
+    pub fn disabled(listener: Option<Arc<dyn EventListener>>) -> crate::Result<EventLog> {
+        Ok(EventLog {
             writer: Mutex::new(None),
-            listener,
+            dispatch: listener.map(Dispatch::start).transpose()?,
             next_job: AtomicU64::new(1),
             staged: AtomicBool::new(false),
-        }
+        })
     }
 
     /// A number for a new flush or compaction job.
@@ -329,29 +498,50 @@ impl EventLog {
         self.next_job.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Delivers an event to the listener and appends it to the log (after
-    /// any staged lines).
+    /// Queues an event for the listener and appends it to the log (after
+    /// any staged lines). Safe under any lock: the listener is not called
+    /// here.
     pub fn record(&self, event: Event) {
         self.add(event, false);
     }
 
-    /// Delivers an event to the listener and takes its place in the log,
+    /// Queues an event for the listener and takes its place in the log,
     /// but leaves its line in memory for `write_staged` (or the next
     /// `record`) to write: for events recorded inside the commit slot,
-    /// whose caller calls `write_staged` once it has left the slot.
+    /// whose caller calls `write_staged` once it has left the slot (which
+    /// also wakes the listener's thread for it).
     pub fn stage(&self, event: Event) {
         self.add(event, true);
     }
 
-    /// Writes what is pending and closes the log file: events recorded
-    /// later reach only the listener (at `Db::close`, which then releases
-    /// the LOCK, after which another open may write the log).
-    pub fn close(&self) {
-        drop(self.writer.lock().take());
+    /// Waits until the listener has heard every event recorded so far
+    /// (see the module documentation); at once without a listener, and on
+    /// the listener's own thread. The caller holds no lock.
+    pub fn wait_heard(&self) {
+        if let Some(d) = &self.dispatch {
+            d.wait_heard();
+        }
     }
 
-    /// Writes the staged lines, if any.
+    /// Writes what is pending and closes the log file, then lets the
+    /// listener hear what is queued and stops its thread (at `Db::close`,
+    /// which then releases the LOCK, after which another open may write
+    /// the log). Events recorded later are dropped. On the listener's own
+    /// thread (a listener closing the database) the thread is not waited
+    /// for: it hears the rest of the queue once the listener returns.
+    pub fn close(&self) {
+        drop(self.writer.lock().take());
+        if let Some(d) = &self.dispatch {
+            d.stop();
+        }
+    }
+
+    /// Writes the staged lines, if any, and wakes the listener's thread
+    /// for staged events.
     pub fn write_staged(&self) {
+        if let Some(d) = &self.dispatch {
+            d.wake_for_staged();
+        }
         if !self.staged.load(Ordering::Acquire) {
             return;
         }
@@ -374,14 +564,15 @@ impl EventLog {
             time: now(),
             event,
         };
-        // The listener hears each event under the log's lock, so it hears
-        // them in the order they are written (two threads recording at
+        // Queued for the listener under the log's lock, so it hears the
+        // events in the order they are written (two threads recording at
         // once used to reach the two in different orders:
         // `wide_file`'s comparison failed under load, when foreground
-        // `write_wait` events raced background ones).
+        // `write_wait` events raced background ones). Only queued: the
+        // caller may hold the state lock or the commit slot.
         let mut g = self.writer.lock();
-        if let Some(l) = &self.listener {
-            l.on_event(&r);
+        if let Some(d) = &self.dispatch {
+            d.push(r.clone(), staged);
         }
         let Some(mut w) = g.take() else {
             return;
@@ -493,7 +684,7 @@ mod tests {
                 segment_bytes: 700,
                 keep_bytes: u64::MAX,
             };
-            let log = EventLog::with_limits(Arc::new(vfs.clone()), dir, None, limits);
+            let log = EventLog::with_limits(Arc::new(vfs.clone()), dir, None, limits).unwrap();
             log.record(Event::Open { files: vec![] });
             let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
             let mut step = || {
@@ -564,7 +755,7 @@ mod tests {
         let mut next = 1u64;
         let mut tree: Vec<TableInfo> = Vec::new();
         for session in 0..4 {
-            let log = EventLog::with_limits(Arc::new(vfs.clone()), dir, None, limits);
+            let log = EventLog::with_limits(Arc::new(vfs.clone()), dir, None, limits).unwrap();
             log.record(Event::Open {
                 files: tree.clone(),
             });
@@ -635,7 +826,7 @@ mod tests {
         let vfs = MemVfs::new();
         let dir = Path::new("/db");
         vfs.create_dir_all(dir).unwrap();
-        let log = EventLog::open(Arc::new(vfs.clone()), dir, None);
+        let log = EventLog::open(Arc::new(vfs.clone()), dir, None).unwrap();
         log.record(Event::Open { files: vec![] });
         log.record(flush(1));
         drop(log);
@@ -645,7 +836,7 @@ mod tests {
         text.extend_from_slice(&cut.as_bytes()[..cut.len() / 2]);
         vfs::write_all(&vfs, &path, &text).unwrap();
 
-        let log = EventLog::open(Arc::new(vfs.clone()), dir, None);
+        let log = EventLog::open(Arc::new(vfs.clone()), dir, None).unwrap();
         log.record(Event::Open {
             files: vec![file(0, 1), file(0, 3)],
         });
@@ -667,12 +858,12 @@ mod tests {
         let vfs = FaultVfs::new();
         let dir = Path::new("/db");
         vfs.create_dir_all(dir).unwrap();
-        let log = EventLog::open(Arc::new(vfs.clone()), dir, None);
+        let log = EventLog::open(Arc::new(vfs.clone()), dir, None).unwrap();
         log.record(Event::Open { files: vec![] });
         drop(log);
         let before = vfs::read_all(&vfs, &dir.join(EVENTS_FILE)).unwrap();
         vfs.inject(Fault::eio(Op::Rename, 1));
-        let log = EventLog::open(Arc::new(vfs.clone()), dir, None);
+        let log = EventLog::open(Arc::new(vfs.clone()), dir, None).unwrap();
         log.record(flush(1));
         drop(log);
         vfs.clear_fault();

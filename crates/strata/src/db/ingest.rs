@@ -33,7 +33,8 @@
 //! MANIFEST, so a file changed behind the database's back is reported.
 //!    A set whose total size is under `small_file_bytes` is applied as a
 //!    write batch instead, unless the call excises (as a batch, the excise
-//!    would only be a range tombstone).
+//!    would only be a range tombstone); with `move_files` its files are
+//!    removed once the batch is synced, as moved files are.
 //! 2. **Commit**: the ingestion takes one sequence number through the commit
 //!    pipeline, like a batch, so a write that commits before it is older and
 //!    one after is newer, and foreground writes never wait on a flush.
@@ -139,7 +140,10 @@ pub struct IngestOptions {
     /// each one in, and once the ingestion succeeded remove the caller's
     /// path, so nothing outside the database shares the table's inode.
     /// False copies them and leaves the caller's files as they were. A link
-    /// that fails (another file system) falls back to a copy.
+    /// that fails (another file system) falls back to a copy. A set
+    /// applied as a write batch ([`small_file_bytes`](Self::small_file_bytes))
+    /// is moved too: its files are removed once the batch is durable, so
+    /// what is left of the caller's files never depends on the path taken.
     pub move_files: bool,
     /// A set of files holding less than this in total (uncompressed keys and
     /// values) is applied as a write batch instead of entering the tree as
@@ -202,6 +206,7 @@ impl Default for IngestOptions {
 /// What an ingestion did: returned by [`Db::ingest`](crate::Db::ingest),
 /// whose example reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IngestResult {
     /// The sequence number the ingested keys are visible at.
     pub sequence: u64,
@@ -1222,7 +1227,16 @@ pub(crate) fn prepare(db: &DbInner, paths: &[PathBuf], opts: &IngestOptions) -> 
         return Err(Error::invalid("nothing to ingest"));
     }
     if let Some((a, b)) = &opts.excise {
-        if a >= b {
+        // Said apart: swapped arguments are a mistake to point at, not
+        // an empty range.
+        if a > b {
+            return Err(Error::invalid(format!(
+                "excise range is reversed: start {:?} is above end {:?}",
+                String::from_utf8_lossy(&a[..a.len().min(64)]),
+                String::from_utf8_lossy(&b[..b.len().min(64)])
+            )));
+        }
+        if a == b {
             return Err(Error::invalid("excise range is empty"));
         }
     }

@@ -72,6 +72,25 @@ impl RawIterator {
     }
 
     /// Moves to the last key (below the upper bound, if any).
+    ///
+    /// ```
+    /// # use strata::{Db, ReadOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// for k in ["a", "b", "c"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// let mut it = db.raw_iter(&ReadOptions::default())?;
+    /// it.seek_to_last();
+    /// let mut keys = Vec::new();
+    /// while let Some(k) = it.key() {
+    ///     keys.push(k.to_vec());
+    ///     it.prev(); // backward, to the first key
+    /// }
+    /// it.status()?;
+    /// assert_eq!(keys, [b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn seek_to_last(&mut self) {
         self.cursor.inner.seek_to_last()
     }
@@ -81,7 +100,23 @@ impl RawIterator {
         self.cursor.inner.seek(key.as_ref())
     }
 
-    /// Moves to the last key `<= key`.
+    /// Moves to the last key `<= key` (where [`seek`](Self::seek) finds
+    /// the first key `>= key`).
+    ///
+    /// ```
+    /// # use strata::{Db, ReadOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// for k in ["day:01", "day:05", "day:09"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// let mut it = db.raw_iter(&ReadOptions::default())?;
+    /// it.seek_for_prev("day:07"); // the latest day up to the 7th
+    /// assert_eq!(it.key(), Some(&b"day:05"[..]));
+    /// it.seek("day:07"); // the first day from the 7th on
+    /// assert_eq!(it.key(), Some(&b"day:09"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
         self.cursor.inner.seek_for_prev(key.as_ref())
     }

@@ -191,6 +191,7 @@ impl Stats {
 
 /// Stalls of one cause.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StallMetrics {
     /// What stalled writes (`slowdown-...` or `stop-...`).
     pub cause: String,
@@ -202,6 +203,7 @@ pub struct StallMetrics {
 
 /// Per-level figures.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct LevelMetrics {
     /// Table files on the level.
     pub files: usize,
@@ -216,6 +218,7 @@ pub struct LevelMetrics {
 /// Everything [`Db::metrics`] reports (its example reads some fields).
 /// Counters are since this `Db` was opened; the shape of the tree is now.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Metrics {
     /// Figures per level, L0 first.
     pub levels: Vec<LevelMetrics>,
@@ -385,6 +388,16 @@ pub(crate) struct DbInner {
     /// then would put an operation in the tree ahead of writes numbered
     /// before it that are still in the memtable).
     pub checkpoint_gate: RwLock<()>,
+    /// Set as `Db::close` starts: every later call is refused with
+    /// [`DbInner::closed_error`]. A write checks it inside `commit`, after
+    /// counting itself in (`CommitPipeline::writers_in`), and close waits
+    /// for that count to drain, so no write commits past the close.
+    pub closed: AtomicBool,
+    /// Held for reading by every call that works on the directory other
+    /// than a write (flush, compact_range, ingest, checkpoint, sync_wal,
+    /// wait_for_compactions: `Db::enter`), for writing by close, which so
+    /// waits for those in progress and lets none start.
+    pub ops: RwLock<()>,
 }
 
 impl DbInner {
@@ -471,6 +484,15 @@ impl DbInner {
         }
     }
 
+    /// The error of every call on a closed database.
+    pub fn closed_error(&self) -> Error {
+        Error::invalid(format!(
+            "the database {} is closed (Db::close was called): it can no longer be used; \
+             open it again",
+            self.dir.display()
+        ))
+    }
+
     /// The error that stopped the database, as `set_bg_error` stored it
     /// (saying that it stopped), if one did.
     pub fn bg_error(&self) -> Option<Error> {
@@ -553,19 +575,55 @@ fn stopped_note(during: &str) -> String {
 
 /// An open database.
 ///
-/// After a WAL write, flush, compaction or MANIFEST write fails (a full
-/// disk, an I/O error), the database refuses every later write, flush and
-/// close with that error: it cannot know what of the failed work reached
-/// the disk. The error keeps the failure's kind, path and raw OS error, and
-/// its message goes on to say what failed, that the database stopped
-/// accepting writes, and to close and reopen it once the cause is fixed.
-/// The call whose own work failed (a put whose WAL write failed, a flush,
-/// compaction or ingestion whose MANIFEST write failed) gets that same
-/// error. Reopening it goes on from what recovery finds (every synced write
-/// is there).
+/// **Sharing.** A `Db` is `Send + Sync` and every method takes `&self`:
+/// share one between threads by reference (scoped threads) or in an
+/// [`Arc`], and call anything from any thread at once; writes from several
+/// threads are grouped into one WAL record and fsync (group commit).
+/// [`close`](Self::close) also takes `&self`, so a shared database can be
+/// closed, and its error seen, while other clones of the `Arc` live: their
+/// later calls fail with an error saying the database is closed.
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata::Db;
+/// # let dir = tempfile::tempdir()?;
+/// let db = Arc::new(Db::open_default(dir.path())?);
+/// let writers: Vec<_> = (0..4)
+///     .map(|t| {
+///         let db = Arc::clone(&db);
+///         std::thread::spawn(move || -> strata::Result<()> {
+///             for i in 0..100 {
+///                 db.put(format!("t{t}:{i:03}"), "v")?;
+///             }
+///             Ok(())
+///         })
+///     })
+///     .collect();
+/// for w in writers {
+///     w.join().expect("writer panicked")?;
+/// }
+/// assert_eq!(db.prefix("t2:").count(), 100);
+/// db.close()?; // through the Arc: syncs the WAL, releases the directory
+/// assert!(db.get("t0:000").is_err(), "closed");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// **Errors that stop it.** After a WAL write, flush, compaction or
+/// MANIFEST write fails (a full disk, an I/O error), the database refuses
+/// every later write, flush and close with that error: it cannot know what
+/// of the failed work reached the disk. The error keeps the failure's kind,
+/// path and raw OS error, and its message goes on to say what failed, that
+/// the database stopped accepting writes, and to close and reopen it once
+/// the cause is fixed. The call whose own work failed (a put whose WAL
+/// write failed, a flush, compaction or ingestion whose MANIFEST write
+/// failed) gets that same error. Reopening it goes on from what recovery
+/// finds (every synced write is there).
 pub struct Db {
     inner: Arc<DbInner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Held by the close that runs (`shutdown`): a second close waits for
+    /// it, then reports the database closed.
+    closing: Mutex<()>,
 }
 
 impl std::fmt::Debug for Db {
@@ -611,6 +669,20 @@ impl Db {
     /// Writes, ingestions, flushes and compactions return
     /// `Error::NotSupported`. A missing path or a directory that is not a
     /// Strata database is an error; nothing is created.
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = Db::open_default(dir.path())?;
+    /// db.put_opt("k", "v", &strata::WriteOptions { sync: true })?; // in the WAL file
+    /// // Beside the writer (no LOCK taken), as many as wanted:
+    /// let reader = Db::open_read_only(dir.path(), Options::default())?;
+    /// assert_eq!(reader.get("k")?, Some(b"v".to_vec())); // replayed from the WAL
+    /// assert!(reader.put("k", "x").unwrap_err().is_not_supported());
+    /// db.put("k2", "v")?;
+    /// assert_eq!(reader.get("k2")?, None, "it sees the database as it was at its open");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         open::open(path.as_ref(), opts, true)
     }
@@ -620,6 +692,22 @@ impl Db {
     /// damage, drops what is gone, puts back tables whose MANIFEST record
     /// was lost, and reports exactly what was lost (see `db::repair`).
     /// Then opens and closes the database once.
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?;
+    /// db.close()?;
+    /// std::fs::remove_file(dir.path().join("CURRENT"))?; // damage: open now refuses
+    /// assert!(Db::open_default(dir.path()).is_err());
+    /// let report = Db::repair(dir.path(), Options::default())?;
+    /// println!("{report:?}"); // what was kept, salvaged and lost
+    /// let db = Db::open_default(dir.path())?;
+    /// assert_eq!(db.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<repair::RepairReport> {
         repair::repair(path.as_ref(), opts)
     }
@@ -632,6 +720,28 @@ impl Db {
             )));
         }
         Ok(())
+    }
+
+    /// The closed error, if `close` has begun (reads and writes check it
+    /// first; a write checks again in the commit pipeline).
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(self.inner.closed_error());
+        }
+        Ok(())
+    }
+
+    /// Enters a call that works on the directory and is not a write (see
+    /// `DbInner::ops`): the guard keeps `close` waiting until it drops. A
+    /// close that has begun refuses it (`try_read` fails only then: close
+    /// is the lock's only writer, and a nested call must not queue behind
+    /// it).
+    fn enter(&self) -> Result<parking_lot::RwLockReadGuard<'_, ()>> {
+        self.check_open()?;
+        match self.inner.ops.try_read() {
+            Some(g) if !self.inner.closed.load(Ordering::Acquire) => Ok(g),
+            _ => Err(self.inner.closed_error()),
+        }
     }
 
     /// Opens (or creates) the database in `path` with default options.
@@ -656,9 +766,28 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// Sets `key` to `value` as `opts` says (`sync: true`: durable when it
+    /// returns, with every write before it).
+    ///
+    /// ```
+    /// # use strata::{Db, WriteOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// db.put_opt("config:version", "7", &WriteOptions { sync: true })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
-        self.write(b, &WriteOptions::default())
+        self.write(b, opts)
     }
 
     /// Removes `key` (a no-op if it is absent).
@@ -672,9 +801,24 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// Removes `key` as `opts` says (see [`put_opt`](Self::put_opt)).
+    ///
+    /// ```
+    /// # use strata::{Db, WriteOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// db.put("session:9", "x")?;
+    /// db.delete_opt("session:9", &WriteOptions { sync: true })?;
+    /// assert_eq!(db.get("session:9")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
-        self.write(b, &WriteOptions::default())
+        self.write(b, opts)
     }
 
     /// Deletes every key in `[begin, end)` with one range tombstone. A
@@ -694,27 +838,113 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_range_opt(begin, end, &WriteOptions::default())
+    }
+
+    /// Deletes every key in `[begin, end)` as `opts` says (see
+    /// [`delete_range`](Self::delete_range) and [`put_opt`](Self::put_opt)).
+    ///
+    /// ```
+    /// # use strata::{Db, WriteOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// db.put("log:1", "a")?;
+    /// db.put("log:2", "b")?;
+    /// db.delete_range_opt("log:", "log;", &WriteOptions { sync: true })?;
+    /// assert_eq!(db.prefix("log:").count(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_range_opt(
+        &self,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete_range(begin, end);
-        self.write(b, &WriteOptions::default())
+        self.write(b, opts)
     }
 
     /// Applies a batch atomically: after a crash either all of it is there
-    /// or none. See [`WriteBatch`] for an example. A batch with an update
+    /// or none, and readers never see part of it. A batch with an update
     /// refused as it was built (a key or value too long, a reversed range:
-    /// see [`WriteBatch::put`]) is refused whole, `InvalidArgument`, and
-    /// nothing of it is written.
+    /// see [`WriteBatch::status`]) is refused whole, `InvalidArgument`, and
+    /// nothing of it is written. With [`WriteOptions::sync`] the call
+    /// returns once the batch, and every write before it, is durable; an
+    /// *empty* batch with `sync` does just that: it makes every earlier
+    /// write durable, as [`sync_wal`](Self::sync_wal) does.
+    ///
+    /// ```
+    /// use strata::{Db, WriteBatch, WriteOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("order:17", "paid").delete("cart:17");
+    /// db.write(batch, &WriteOptions { sync: true })?; // durable on return
+    /// assert_eq!(db.get("order:17")?, Some(b"paid".to_vec()));
+    ///
+    /// db.put("a", "1")?; // not synced
+    /// db.write(WriteBatch::new(), &WriteOptions { sync: true })?; // now it is
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        if let Some(why) = batch.refused() {
-            return Err(Error::invalid(why.to_string()));
-        }
+        batch.status()?;
         self.check_writable()?;
+        self.check_open()?;
         if batch.is_empty() {
-            return Ok(());
+            // Nothing to commit; a synced empty batch is how RocksDB's
+            // callers make their earlier writes durable, so it syncs.
+            return if opts.sync { self.sync_wal() } else { Ok(()) };
         }
         self.inner
             .commit
             .commit(&self.inner, Job::Batch(batch), opts.sync)
+    }
+
+    /// Makes every write acknowledged so far durable: hands what Strata's
+    /// WAL buffer holds to the operating system and fsyncs the WAL (and a
+    /// WAL a memtable rotation left unsynced), as RocksDB's
+    /// `FlushWAL(true)` / `SyncWAL` and fjall's `persist` do. For writers
+    /// that write without [`WriteOptions::sync`] and choose their own
+    /// moment of durability: after it returns, a power cut loses none of
+    /// the writes that returned before the call. It runs beside writes (no
+    /// write waits for it), and an empty batch written with `sync` does the
+    /// same. A failed sync stops the database (see [`Db`]): what the WAL
+    /// holds on disk is then unknown.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// for i in 0..1000 {
+    ///     db.put(format!("k{i:04}"), "v")?; // unsynced: fast
+    /// }
+    /// db.sync_wal()?; // all 1,000 are durable now
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sync_wal(&self) -> Result<()> {
+        self.check_writable()?;
+        let _op = self.enter()?;
+        let t = std::time::Instant::now();
+        if let Err(e) = self.inner.commit.sync_wal(&self.inner) {
+            // The WAL's bytes may or may not be on disk: a later sync
+            // must not claim they are (nor may writes go on after them).
+            self.inner
+                .set_bg_error("a WAL sync (Db::sync_wal)", e.clone());
+            return Err(e);
+        }
+        // As for a synced write: an ingestion committed before this call
+        // may not have synced its MANIFEST record yet, and no write made
+        // durable here may outlive it in a crash.
+        if self.inner.manifest.owes() {
+            if let Err(e) = self.inner.manifest.sync() {
+                self.inner
+                    .set_bg_error("a MANIFEST sync (Db::sync_wal)", e.clone());
+                return Err(e);
+            }
+        }
+        self.inner
+            .record_wait(write_wait::WaitCause::WalSync, t.elapsed());
+        Ok(())
     }
 
     /// Ingests SST files written with
@@ -724,15 +954,16 @@ impl Db {
     /// passing through the WAL and memtable; files overlapping the memtable
     /// wait behind it. By default the files are moved in (hard-linked, then
     /// the caller's paths removed; `move_files: false` copies them and
-    /// leaves them), except that a set holding less than
-    /// `small_file_bytes` (32 KiB) is applied as one write batch instead,
-    /// through the WAL and memtable, and its files are left where they were
-    /// (see [`IngestOptions`](crate::IngestOptions)). A table, once in the
+    /// leaves them). A set holding less than `small_file_bytes` (32 KiB) is
+    /// applied as one synced write batch instead, through the WAL and
+    /// memtable (`IngestResult::as_batch`); `move_files` still decides
+    /// whether the caller's files are removed once it is durable (see
+    /// [`IngestOptions`](crate::IngestOptions)). A table, once in the
     /// database, is never modified.
     ///
     /// A path inside the database directory (however spelt: through `..`
     /// or a symbolic link) is refused before anything is changed: it may
-    /// be a live table. The scratch directory ([`Db::scratch_dir`]) is the
+    /// be a live table. The scratch directory (`Db::scratch_dir`) is the
     /// tools', not the database's, and is allowed.
     ///
     /// Every file is checked before the commit: a file whose
@@ -768,9 +999,25 @@ impl Db {
         opts: &ingest::IngestOptions,
     ) -> Result<ingest::IngestResult> {
         self.check_writable()?;
-        let _checkpoint = self.inner.checkpoint_gate.read();
         let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
-        let paths = paths.as_slice();
+        let r = {
+            let _op = self.enter()?;
+            let _checkpoint = self.inner.checkpoint_gate.read();
+            self.ingest_paths(&paths, opts)
+        };
+        // The listener has heard the ingestion when the call returns;
+        // waited for with no lock held (`events::EventLog::wait_heard`).
+        self.inner.events.wait_heard();
+        r
+    }
+
+    /// [`Db::ingest`] with the call entered and ingestions' checkpoint
+    /// gate held.
+    fn ingest_paths(
+        &self,
+        paths: &[PathBuf],
+        opts: &ingest::IngestOptions,
+    ) -> Result<ingest::IngestResult> {
         let start = std::time::Instant::now();
         // Files linked by `prepare` are in no version until the commit
         // places them; the floor keeps the obsolete-file pass off them.
@@ -780,16 +1027,27 @@ impl Db {
         let r = self.ingest_prepared(paths, opts, start, &mut linked);
         // The database owns what it ingested: with `move_files` the
         // caller's links go once the ingestion is durable, so no outside
-        // path shares a live table's inode.
+        // path shares a live table's inode. A set applied as a batch is
+        // moved too (its files go once the batch is synced): `move_files`
+        // means the same whichever path the set took, so a caller need not
+        // look at `as_batch` to know what is left.
         let r = r.and_then(|res| {
             for p in &linked {
                 self.inner.vfs.remove(p).map_err(|e| {
-                    Error::invalid(format!(
-                        "ingested, but the caller's link {} could not be removed ({e}); \
-                         it shares its inode with a table of the database: remove it, \
-                         do not modify it",
-                        p.display()
-                    ))
+                    Error::invalid(if res.as_batch {
+                        format!(
+                            "ingested (as a write batch), but the caller's file {} could not \
+                             be removed ({e}); the database does not use it",
+                            p.display()
+                        )
+                    } else {
+                        format!(
+                            "ingested, but the caller's link {} could not be removed ({e}); \
+                             it shares its inode with a table of the database: remove it, \
+                             do not modify it",
+                            p.display()
+                        )
+                    })
                 })?;
             }
             Ok(res)
@@ -820,6 +1078,10 @@ impl Db {
         match prepared {
             ingest::Prepare::Batch(b) => {
                 self.write(b, &WriteOptions { sync: true })?;
+                if opts.move_files {
+                    // Durable now: the caller's files go (`Db::ingest`).
+                    linked.extend(paths.iter().cloned());
+                }
                 st.ingests.fetch_add(1, Ordering::Relaxed);
                 st.ingests_as_batch.fetch_add(1, Ordering::Relaxed);
                 st.ingest_micros
@@ -946,17 +1208,31 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
         read::get(&self.inner, key.as_ref(), None)
     }
 
     /// The value of `key` as `opts` says (at its snapshot, if any; bounds
     /// do not apply to point reads). A snapshot of another database is
     /// [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// use strata::{Db, ReadOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// db.put("k", "old")?;
+    /// let snap = db.snapshot();
+    /// db.put("k", "new")?;
+    /// let at_snap = ReadOptions { snapshot: Some(&snap), ..ReadOptions::default() };
+    /// assert_eq!(db.get_opt("k", &at_snap)?, Some(b"old".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_opt(
         &self,
         key: impl AsRef<[u8]>,
         opts: &ReadOptions<'_>,
     ) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
         let seq = self.snapshot_seq(opts)?;
         read::get(&self.inner, key.as_ref(), seq)
     }
@@ -996,7 +1272,7 @@ impl Db {
         &self,
         keys: I,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        read::multi_get(&self.inner, keys, None)
+        self.multi_get_opt(keys, &ReadOptions::default())
     }
 
     /// [`multi_get`](Self::multi_get) as `opts` says: at its snapshot, if
@@ -1021,7 +1297,7 @@ impl Db {
         keys: I,
         opts: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        match self.snapshot_seq(opts) {
+        match self.check_open().and_then(|()| self.snapshot_seq(opts)) {
             Ok(seq) => read::multi_get(&self.inner, keys, seq),
             Err(e) => keys.into_iter().map(|_| Err(e.clone())).collect(),
         }
@@ -1053,7 +1329,26 @@ impl Db {
         self.iter_opt(&ReadOptions::default())
     }
 
-    /// The keys and values `opts` selects (its snapshot and bounds).
+    /// The keys and values `opts` selects (its snapshot and bounds), in key
+    /// order. An error choosing the view (a snapshot of another database,
+    /// a closed database) is the iterator's first and only item.
+    ///
+    /// ```
+    /// use strata::{Db, ReadOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// db.put("a", "1")?;
+    /// let snap = db.snapshot();
+    /// db.put("b", "2")?;
+    /// let opts = ReadOptions {
+    ///     snapshot: Some(&snap),
+    ///     lower: Some(b"a".to_vec()),
+    ///     ..ReadOptions::default()
+    /// };
+    /// let seen: Vec<_> = db.iter_opt(&opts).collect::<strata::Result<_>>()?;
+    /// assert_eq!(seen, [(b"a".to_vec(), b"1".to_vec())]); // "b" came after the snapshot
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn iter_opt(&self, opts: &ReadOptions<'_>) -> DbIterator {
         DbIterator::new(self.raw_iter(opts))
     }
@@ -1108,8 +1403,29 @@ impl Db {
     }
 
     /// A positional cursor (seek, next, prev) over what `opts` selects;
-    /// see [`RawIterator`].
+    /// see [`RawIterator`]. Cheaper than a [`DbIterator`] per entry: it
+    /// lends the key and value instead of copying them.
+    ///
+    /// ```
+    /// # use strata::{Db, ReadOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// for k in ["apple", "banana", "cherry"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// let mut it = db.raw_iter(&ReadOptions::default())?;
+    /// it.seek("b");
+    /// let mut keys = Vec::new();
+    /// while let Some(k) = it.key() {
+    ///     keys.push(k.to_vec());
+    ///     it.next();
+    /// }
+    /// it.status()?; // ran off the end, no error
+    /// assert_eq!(keys, [b"banana".to_vec(), b"cherry".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn raw_iter(&self, opts: &ReadOptions<'_>) -> Result<RawIterator> {
+        self.check_open()?;
         let snapshot = self.snapshot_seq(opts)?;
         read::iter(
             &self.inner,
@@ -1122,13 +1438,35 @@ impl Db {
     }
 
     /// A consistent view of the database as it is now; see [`Snapshot`].
+    /// On a closed database, a snapshot whose every read fails with the
+    /// closed error.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("balance", "100")?;
+    /// let snap = db.snapshot();
+    /// db.put("balance", "70")?;
+    /// assert_eq!(snap.get("balance")?, Some(b"100".to_vec())); // as of the snapshot
+    /// assert_eq!(db.get("balance")?, Some(b"70".to_vec()));
+    /// drop(snap); // lets compactions drop the old version
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn snapshot(&self) -> Snapshot {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Snapshot {
+                seq: self.inner.visible_seq.load(Ordering::Acquire),
+                db: Arc::clone(&self.inner),
+                closed: true,
+            };
+        }
         let mut s = self.inner.snapshots.lock();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
         *s.entry(seq).or_insert(0) += 1;
         Snapshot {
             seq,
             db: Arc::clone(&self.inner),
+            closed: false,
         }
     }
 
@@ -1168,6 +1506,10 @@ impl Db {
     /// assert!(log.records.iter().any(|r| r.event.kind() == "import_phase"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// For Strata's own import (`strata-import`), hence hidden from the
+    /// documentation: not part of the supported API.
+    #[doc(hidden)]
     pub fn log_import_phase(
         &self,
         import: &str,
@@ -1183,17 +1525,51 @@ impl Db {
             bytes,
             micros: events::micros(elapsed),
         });
+        self.inner.events.wait_heard();
     }
 
-    /// The newest visible sequence number.
+    /// The newest visible sequence number: each update of a write takes
+    /// one (a batch takes one per update), an ingestion one. It still
+    /// answers after [`close`](Self::close), with the last.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// let before = db.latest_sequence();
+    /// db.put("a", "1")?;
+    /// db.put("b", "2")?;
+    /// assert_eq!(db.latest_sequence(), before + 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn latest_sequence(&self) -> u64 {
         self.inner.visible_seq.load(Ordering::Acquire)
     }
 
     /// Moves the memtable onto the immutable queue and waits until every
-    /// queued memtable is in L0, recorded in a synced MANIFEST.
+    /// queued memtable is in L0, recorded in a synced MANIFEST. The event
+    /// listener has heard the flush when it returns.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// db.flush()?;
+    /// assert_eq!(db.metrics().l0_files, 1); // the memtable is now a table
+    /// assert_eq!(db.get("k")?, Some(b"v".to_vec())); // read from it
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn flush(&self) -> Result<()> {
         self.check_writable()?;
+        let r = {
+            let _op = self.enter()?;
+            self.flush_entered()
+        };
+        self.inner.events.wait_heard();
+        r
+    }
+
+    /// [`Db::flush`] once entered.
+    fn flush_entered(&self) -> Result<()> {
         self.inner.commit.commit(&self.inner, Job::Rotate, false)?;
         flush::wait_for_flushes(&self.inner)?;
         // The flush thread leaves its records unsynced (`db::flush`). A
@@ -1235,25 +1611,77 @@ impl Db {
     /// ```
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<checkpoint::CheckpointInfo> {
         self.check_writable()?;
-        checkpoint::create(&self.inner, dir.as_ref())
+        let r = {
+            let _op = self.enter()?;
+            checkpoint::create(&self.inner, dir.as_ref())
+        };
+        self.inner.events.wait_heard();
+        r
     }
 
     /// Compacts every file overlapping `[lo, hi]` (`None`: unbounded) down
-    /// the tree, after flushing the memtable.
+    /// the tree, after flushing the memtable, in the calling thread
+    /// (automatic compactions pause meanwhile). Reclaims the space of
+    /// deleted and overwritten keys in the range, and leaves it in as few
+    /// levels as it can.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open_default(dir.path())?;
+    /// for i in 0..100 {
+    ///     db.put(format!("k{i:03}"), "v")?;
+    ///     if i % 10 == 9 {
+    ///         db.flush()?; // ten L0 tables in the end
+    ///     }
+    /// }
+    /// db.delete_range("k000", "k050")?;
+    /// db.compact_range(None, None)?; // everything, to the bottom level
+    /// let m = db.metrics();
+    /// assert_eq!(m.l0_files, 0);
+    /// assert_eq!(db.iter().count(), 50);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
         self.check_writable()?;
-        self.flush()?;
-        compact::compact_range(&self.inner, lo, hi)
+        let r = {
+            let _op = self.enter()?;
+            self.flush_entered()
+                .and_then(|()| compact::compact_range(&self.inner, lo, hi))
+        };
+        self.inner.events.wait_heard();
+        r
     }
 
-    /// Waits until no flush or compaction is running or needed.
+    /// Waits until no flush or compaction is running or needed: the tree
+    /// has settled (a benchmark's or a test's "quiet" point). The event
+    /// listener has heard every flush and compaction when it returns. On a
+    /// read-only database nothing runs, and it returns at once.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let opts = strata::Options { memtable_size: 64 << 10, ..strata::Options::default() };
+    /// # let db = strata::Db::open(dir.path(), opts)?;
+    /// for i in 0..20_000 {
+    ///     db.put(format!("k{i:06}"), [0u8; 32])?; // rotates memtables as it goes
+    /// }
+    /// db.wait_for_compactions()?;
+    /// let m = db.metrics();
+    /// assert_eq!((m.immutable_memtables, m.running_compactions), (0, 0));
+    /// assert!(m.levels.iter().all(|l| l.score < 1.0), "nothing left to compact");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn wait_for_compactions(&self) -> Result<()> {
         if self.inner.read_only {
             // Nothing runs: the replayed memtables stay in memory.
-            return Ok(());
+            return self.check_open();
         }
-        flush::wait_for_flushes(&self.inner)?;
-        compact::wait_for_compactions(&self.inner)
+        let r = {
+            let _op = self.enter()?;
+            flush::wait_for_flushes(&self.inner)
+                .and_then(|()| compact::wait_for_compactions(&self.inner))
+        };
+        self.inner.events.wait_heard();
+        r
     }
 
     /// Keys at which a bulk loader should cut the SST files it is about to
@@ -1291,6 +1719,10 @@ impl Db {
     /// assert_eq!(file_of_key, [0, 0, 0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// For Strata's own import (`strata-import`), hence hidden from the
+    /// documentation: not part of the supported API.
+    #[doc(hidden)]
     pub fn ingest_split_keys(&self) -> Vec<Vec<u8>> {
         let v = self.inner.super_version().version.clone();
         ingest::split_keys(&self.inner, &v)
@@ -1315,6 +1747,10 @@ impl Db {
     /// assert!(!work.exists());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// For Strata's own tools (`strata-import`), hence hidden from the
+    /// documentation: not part of the supported API.
+    #[doc(hidden)]
     pub fn scratch_dir(&self) -> std::path::PathBuf {
         filenames::scratch(&self.inner.dir)
     }
@@ -1428,18 +1864,75 @@ impl Db {
     }
 
     /// Stops background work, syncs the WAL and releases the directory's
-    /// LOCK, so the database can be opened again at once. Dropping a `Db`
-    /// does the same; `close` reports errors. A [`Snapshot`] or iterator
-    /// still alive does not keep the next open out: it writes nothing, and
-    /// goes on reading what it saw from memory and from the tables it has
-    /// open; a table it had not opened yet that the next open's compactions
-    /// delete is an I/O error (table numbers are never reused, so never a
-    /// wrong answer).
-    pub fn close(self) -> Result<()> {
-        self.shutdown()
+    /// LOCK, so the database can be opened again at once, and reports any
+    /// error (a failed sync, or the background error that stopped the
+    /// database). Dropping a `Db` closes it too, but can only discard the
+    /// error: call `close` to see it.
+    ///
+    /// It takes `&self`, so a `Db` shared in an [`Arc`] can be closed
+    /// through any clone (see [`Db`]). Calls running in other threads
+    /// finish first (a write either commits before the close or fails);
+    /// every later call fails with [`Error::InvalidArgument`] saying the
+    /// database is closed, a second `close` too, and a call made while the
+    /// close runs waits for it and then fails so. The infallible
+    /// [`metrics`](Self::metrics) and
+    /// [`latest_sequence`](Self::latest_sequence) go on answering with the
+    /// figures at the close; [`snapshot`](Self::snapshot) gives a snapshot
+    /// whose reads fail. The event listener has heard every event when it
+    /// returns (unless the listener itself calls it: then it hears the
+    /// rest once it returns), and its thread is gone.
+    ///
+    /// A [`Snapshot`] or iterator made before the close goes on working
+    /// and does not keep the next open out: it writes nothing, and goes on
+    /// reading what it saw from memory and from the tables it has open; a
+    /// table it had not opened yet that the next open's compactions delete
+    /// is an I/O error (table numbers are never reused, so never a wrong
+    /// answer).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = strata::Db::open_default(dir.path())?;
+    /// db.put("k", "v")?;
+    /// let it = db.iter();
+    /// db.close()?; // the WAL is synced: "k" survives a power cut
+    /// assert!(db.put("k2", "v").unwrap_err().to_string().contains("is closed"));
+    /// assert!(db.close().is_err(), "closed already");
+    /// assert_eq!(it.count(), 1, "an iterator made before goes on");
+    /// let again = strata::Db::open_default(dir.path())?; // the LOCK is free
+    /// assert_eq!(again.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&self) -> Result<()> {
+        match self.shutdown() {
+            Some(r) => r,
+            None => Err(self.inner.closed_error()),
+        }
     }
 
-    fn shutdown(&self) -> Result<()> {
+    /// Closes the database unless a close already has (`None`; a close
+    /// running in another thread is waited for).
+    fn shutdown(&self) -> Option<Result<()>> {
+        let _one = self.closing.lock();
+        if self.inner.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        // Calls on the directory in progress (an ingestion, a flush) end
+        // first; none starts after this (`Db::enter`)...
+        let ops = self.inner.ops.write();
+        // ...then reads and writes are refused, and the writes already in
+        // the commit pipeline (counted in `writers_in` before they looked
+        // at `closed`) are waited for: none commits after the WAL's last
+        // sync below, or after the LOCK is released.
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.commit.wait_writers_out();
+        let r = self.stop_and_sync();
+        drop(ops);
+        Some(r)
+    }
+
+    /// Stops the background threads, syncs the WAL and the MANIFEST, lets
+    /// the listener hear the last events and releases the LOCK.
+    fn stop_and_sync(&self) -> Result<()> {
         if self.inner.shutting_down.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
@@ -1480,6 +1973,8 @@ impl Db {
 }
 
 impl Drop for Db {
+    /// Closes the database if `close` did not; its error, if any, is lost
+    /// (hence `close`).
     fn drop(&mut self) {
         let _ = self.shutdown();
     }

@@ -76,6 +76,14 @@ const READ_ONLY_ATTEMPTS: usize = 20;
 
 pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     opts.check()?;
+    let db = open_checked(dir, opts, read_only)?;
+    // The listener has heard the open (and whatever else the open logged)
+    // when it returns, as it hears a flush's events before `flush` returns.
+    db.inner.events.wait_heard();
+    Ok(db)
+}
+
+fn open_checked(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     if !read_only {
         return open_once(dir, opts, false);
     }
@@ -115,7 +123,7 @@ fn manifest_mark(vfs: &dyn Vfs, dir: &Path) -> Option<(Vec<u8>, Vec<String>)> {
     Some((current, names))
 }
 
-fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
+fn open_once(dir: &Path, mut opts: Options, read_only: bool) -> Result<Db> {
     let vfs: Arc<dyn Vfs> = opts.vfs.clone().unwrap_or_else(|| Arc::new(OsVfs));
     let kind = checks::classify_dir(vfs.as_ref(), dir)?;
     let shown = dir.display();
@@ -335,7 +343,11 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         excised_seq: 0,
     };
     let vfs_for_events = Arc::clone(&vfs);
-    let listener = opts.event_listener.clone();
+    // The listener lives in the event log (its thread) alone, not in the
+    // options the database keeps: a listener holding an `Arc<Db>` (to read
+    // metrics, say) makes a cycle, and `close` breaks it by stopping that
+    // thread.
+    let listener = opts.event_listener.take();
     let dir_names = super::ingest::resolved_names(vfs.as_ref(), dir);
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
@@ -356,15 +368,17 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         snapshots: Mutex::new(BTreeMap::new()),
         stats: Stats::default(),
         events: if read_only {
-            EventLog::disabled(listener)
+            EventLog::disabled(listener)?
         } else {
-            EventLog::open(vfs_for_events, dir, listener)
+            EventLog::open(vfs_for_events, dir, listener)?
         },
         read_only,
         l0_depth: AtomicU64::new(0),
         debt: AtomicU64::new(0),
         lock: Mutex::new(Some(lock)),
         checkpoint_gate: parking_lot::RwLock::new(()),
+        closed: AtomicBool::new(false),
+        ops: parking_lot::RwLock::new(()),
     });
     if !read_only {
         // Whatever a killed tool left in the scratch directory (the
@@ -388,6 +402,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
         return Ok(Db {
             inner,
             threads: Mutex::new(Vec::new()),
+            closing: Mutex::new(()),
         });
     }
     // The threads are handed to the `Db` one by one, so that if a spawn
@@ -396,6 +411,7 @@ fn open_once(dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
     let db = Db {
         inner,
         threads: Mutex::new(Vec::new()),
+        closing: Mutex::new(()),
     };
     let bg = Arc::clone(&db.inner);
     let t = std::thread::Builder::new()

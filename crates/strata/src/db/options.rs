@@ -173,8 +173,9 @@ pub struct Options {
     /// whose priority cannot be lowered (not permitted) keeps the
     /// opener's: opening never fails for it.
     pub background_nice: u8,
-    /// Receives every engine event as it happens (see [`crate::events`]);
-    /// the `EVENTS` log gets them either way.
+    /// Receives every engine event, on a thread of its own, in the order
+    /// of the `EVENTS` log (see [`EventListener`] for what it may call);
+    /// the log gets them either way.
     pub event_listener: Option<Arc<dyn EventListener>>,
 }
 

@@ -92,6 +92,7 @@ fn salvage_wal(vfs: &dyn Vfs, dir: &Path, w: u64, at: u64, why: &str) -> Result<
 
 /// What `Db::repair` found, kept and lost.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct RepairReport {
     /// The MANIFEST the repair started from.
     pub manifest: String,

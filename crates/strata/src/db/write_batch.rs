@@ -78,6 +78,14 @@ fn return_buffer(mut rep: Vec<u8>) {
 /// never see part of a batch. Updates apply in the order they were added
 /// (a later put of the same key wins).
 ///
+/// The builder methods cannot fail: an update the batch cannot hold (a key
+/// or value longer than the formats allow, a range whose begin is above
+/// its end) is left out and marks the whole batch *refused*.
+/// [`status`](Self::status) says so at once, and `Db::write` refuses such a
+/// batch whole, so no part of it is ever written; [`clear`](Self::clear)
+/// makes the batch usable again, and [`append`](Self::append) carries a
+/// refusal into the batch appended to.
+///
 /// ```
 /// use strata::{Db, WriteBatch, WriteOptions};
 /// # let dir = tempfile::tempdir()?;
@@ -241,16 +249,46 @@ impl WriteBatch {
         self
     }
 
-    /// Why [`Db::write`](crate::Db::write) refuses this batch, if an update
-    /// was refused as it was added.
-    pub(crate) fn refused(&self) -> Option<&str> {
-        self.refused.as_deref()
+    /// Whether the batch can be written: `Ok`, or the
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) that
+    /// [`Db::write`](crate::Db::write) would refuse it with, because an
+    /// update was refused as it was added (the first such update's reason;
+    /// see the [type's documentation](Self)). A refused update is not in
+    /// the batch, so [`len`](Self::len) and [`is_empty`](Self::is_empty)
+    /// do not count it: check here, not there.
+    ///
+    /// ```
+    /// use strata::WriteBatch;
+    /// let mut b = WriteBatch::new();
+    /// b.put("a", "1");
+    /// assert!(b.status().is_ok());
+    /// b.delete_range("z", "a"); // reversed: refused, left out
+    /// assert_eq!(b.len(), 1);
+    /// let e = b.status().unwrap_err();
+    /// assert!(e.is_invalid_argument());
+    /// assert!(e.to_string().contains("is above end"), "{e}");
+    /// b.clear(); // a cleared batch can be written again
+    /// assert!(b.status().is_ok());
+    /// ```
+    pub fn status(&self) -> crate::error::Result<()> {
+        match &self.refused {
+            Some(why) => Err(crate::error::Error::invalid(why.clone())),
+            None => Ok(()),
+        }
     }
 
     /// Sets `key` to `value`. A key longer than [`MAX_KEY_BYTES`] or a
-    /// value longer than [`MAX_VALUE_BYTES`] makes
-    /// [`Db::write`](crate::Db::write) refuse the batch
-    /// (`InvalidArgument`).
+    /// value longer than [`MAX_VALUE_BYTES`] is left out and makes the
+    /// batch refused (see [`status`](Self::status)):
+    /// [`Db::write`](crate::Db::write) refuses it whole
+    /// (`InvalidArgument`). Returns the batch, so calls chain.
+    ///
+    /// ```
+    /// use strata::WriteBatch;
+    /// let mut b = WriteBatch::new();
+    /// b.put("user:1", "ada").put(b"raw\x00key", [1u8, 2, 3]);
+    /// assert_eq!(b.len(), 2);
+    /// ```
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         if let Some(why) = too_long(key.as_ref(), value.as_ref()) {
             return self.refuse(why);
@@ -275,10 +313,30 @@ impl WriteBatch {
     }
 
     /// Deletes every key in `[begin, end)`. An empty range is a no-op that
-    /// still takes a sequence number; a `begin` above `end` makes
-    /// [`Db::write`](crate::Db::write) refuse the batch (`InvalidArgument`,
+    /// still takes a sequence number; a `begin` above `end` is left out
+    /// and makes the batch refused ([`status`](Self::status);
+    /// [`Db::write`](crate::Db::write) refuses it whole, `InvalidArgument`,
     /// as [`Db::delete_range`](crate::Db::delete_range) refuses it), since
     /// swapped arguments would otherwise delete nothing, silently.
+    ///
+    /// ```
+    /// use strata::{Db, WriteBatch, WriteOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// for k in ["tmp:1", "tmp:2", "user:1"] {
+    ///     db.put(k, "")?;
+    /// }
+    /// let mut b = WriteBatch::new();
+    /// b.delete_range("tmp:", "tmp;"); // every key starting with "tmp:"
+    /// db.write(b, &WriteOptions::default())?;
+    /// assert_eq!(db.iter().count(), 1);
+    ///
+    /// let mut swapped = WriteBatch::new();
+    /// swapped.put("x", "1").delete_range("tmp;", "tmp:");
+    /// assert!(db.write(swapped, &WriteOptions::default()).is_err()); // none of it written
+    /// assert_eq!(db.get("x")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete_range(&mut self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
         let (b, e) = (begin.as_ref(), end.as_ref());
         if let Some(why) = too_long(b, b"").or_else(|| too_long(e, b"")) {
@@ -324,11 +382,29 @@ impl WriteBatch {
         Some(out)
     }
 
-    /// Appends every update of `other`.
+    /// Appends every update of `other`. If `other` is refused (see
+    /// [`status`](Self::status)), so is this batch from now on: the update
+    /// `other` left out would otherwise be missing from this batch
+    /// silently, and the rest of `other` written without it. This batch's
+    /// own refusal, if it has one, is the one kept.
+    ///
+    /// ```
+    /// use strata::WriteBatch;
+    /// let mut bad = WriteBatch::new();
+    /// bad.put("x", "1").delete_range("c", "a"); // reversed: refused
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("y", "2");
+    /// batch.append(&bad);
+    /// assert_eq!(batch.len(), 2);
+    /// assert!(batch.status().is_err(), "refused whole, as `bad` is");
+    /// ```
     pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         let n = self.count() + other.count();
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
+        if let Some(why) = &other.refused {
+            self.refused.get_or_insert_with(|| why.clone());
+        }
     }
 
     fn bump(&mut self) {
@@ -370,13 +446,30 @@ impl WriteBatch {
         self.rep[..8].copy_from_slice(&seq.to_le_bytes());
     }
 
-    /// Removes every update, keeping the allocation.
+    /// Removes every update, keeping the allocation, and forgets a refusal
+    /// (see [`status`](Self::status)): the batch is as new.
+    ///
+    /// ```
+    /// use strata::{Db, WriteBatch, WriteOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open_default(dir.path())?;
+    /// let mut b = WriteBatch::new();
+    /// b.put("a", "1").delete_range("z", "a"); // reversed: refused
+    /// b.clear(); // start over: no updates, no refusal
+    /// b.put("a", "2");
+    /// db.write(b, &WriteOptions::default())?;
+    /// assert_eq!(db.get("a")?, Some(b"2".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(HEADER, 0);
+        self.refused = None;
     }
 
-    /// Bytes of the encoded batch (what goes into the WAL).
+    /// Bytes of the encoded batch (what goes into the WAL). A refused
+    /// batch's bytes hold only the updates it accepted, and say nothing of
+    /// the refusal: check [`status`](Self::status) before handing them on.
     pub fn data(&self) -> &[u8] {
         &self.rep
     }
@@ -408,6 +501,14 @@ impl WriteBatch {
 /// Iterator over a batch's updates (see [`WriteBatch::iter`]).
 pub struct BatchIter<'a> {
     r: Reader<'a>,
+}
+
+impl std::fmt::Debug for BatchIter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchIter")
+            .field("at", &(HEADER + self.r.pos()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Iterator for BatchIter<'a> {

@@ -171,6 +171,7 @@ impl WriteWaits {
 
 /// Foreground write waits of one cause, since open (see [`Metrics`](crate::Metrics)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WriteWaitMetrics {
     /// What writes waited on: `commit queue`, `memtable rotation`,
     /// `wal write`, `wal sync`, `manifest sync`, `memtable insert`, `slowdown`,

@@ -42,7 +42,11 @@ mod sst_reader;
 mod table_file;
 mod writer;
 
-pub use compression::{CompressionType, PROBE_EVERY, SKIP_AFTER};
+pub use compression::CompressionType;
+// The writer's adaptive-compression tuning: tests only.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use compression::{PROBE_EVERY, SKIP_AFTER};
 pub(crate) use prefix::{bounds_prefix, prefix_end};
 pub use prefix::{CappedPrefix, FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;

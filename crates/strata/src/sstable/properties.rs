@@ -62,6 +62,7 @@ pub mod names {
 /// [`all`](Self::all) keeps every property's raw bytes, the fields' too,
 /// and `TableFile::display_property` shows one as a person reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TableProperties {
     /// Bytes of the data blocks (`rocksdb.data.size`).
     pub data_size: u64,

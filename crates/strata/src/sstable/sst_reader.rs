@@ -2,8 +2,13 @@
 //! SST file written by [`SstWriter`](super::SstWriter) (RocksDB's
 //! `SstFileReader`). Bulk loaders need it to merge files they wrote earlier
 //! with later data; it yields user keys and values in key order and skips
-//! nothing silently: a file holding anything but puts (deletions, range
-//! tombstones) is reported, as is a corrupt block (file and offset).
+//! nothing silently. Its items are pairs, which cannot say "deleted", so a
+//! well-formed file holding anything but puts (deletions, range
+//! tombstones, merge operands) is `Error::NotSupported`, never corruption:
+//! refused at open when the file's properties count deletions or range
+//! tombstones, else at the first such entry. [`TableFile::entries`]
+//! (super::TableFile::entries) reads every entry with its kind. A corrupt
+//! block is `Error::Corruption` (file and offset).
 
 use super::reader::{Table, TableIter, TableOptions};
 use crate::error::{Error, Result};
@@ -12,7 +17,14 @@ use crate::key::{ParsedKey, ValueKind};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Reads the key-value pairs of one SST file in key order.
+/// Reads the key-value pairs of one SST file of puts, in key order.
+///
+/// A file that holds deletions or range tombstones (well-formed, but not
+/// representable as pairs) is [`Error::NotSupported`] at
+/// [`open`](Self::open); read it with
+/// [`TableFile::entries`](super::TableFile::entries) and
+/// [`TableFile::range_tombstones`](super::TableFile::range_tombstones)
+/// instead.
 ///
 /// ```
 /// use strata::{SstOptions, SstWriter};
@@ -36,13 +48,50 @@ pub struct SstReader {
 impl SstReader {
     /// Opens `path` (checksums verified on every block read). A table whose
     /// footer declares no checksum is read unverified (a database refuses
-    /// to ingest one unless it writes such tables itself).
+    /// to ingest one unless it writes such tables itself). A table whose
+    /// properties count deletions, range tombstones or merge operands is
+    /// [`Error::NotSupported`]: its pairs alone would not be its contents.
+    ///
+    /// ```
+    /// use strata::sstable::SstReader;
+    /// use strata::{SstOptions, SstWriter};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("d.sst");
+    /// let mut w = SstWriter::create(&path, SstOptions::for_ingestion())?;
+    /// w.put("a", "1")?;
+    /// w.delete("b")?;
+    /// w.finish()?;
+    /// let e = SstReader::open(&path).unwrap_err();
+    /// assert!(e.is_not_supported(), "{e}");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<SstReader> {
         let table: Arc<Table> = Table::open_path(path.as_ref(), TableOptions::default())?;
+        let p = table.properties();
+        if p.num_deletions > 0 || p.num_range_deletions > 0 || p.num_merge_operands > 0 {
+            return Err(Error::NotSupported(format!(
+                "{}: holds {} deletions, {} range tombstones and {} merge operands, which \
+                 SstReader cannot yield (it reads files of puts); read it with \
+                 TableFile::entries and TableFile::range_tombstones",
+                table.name(),
+                p.num_deletions,
+                p.num_range_deletions,
+                p.num_merge_operands
+            )));
+        }
         Ok(SstReader {
             entries: table.entries(),
             done: false,
         })
+    }
+}
+
+impl std::fmt::Debug for SstReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstReader")
+            .field("file", &self.entries.name)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
     }
 }
 
@@ -55,13 +104,19 @@ impl Iterator for SstReader {
         }
         match self.entries.next()? {
             Ok(e) if e.kind == ValueKind::Value as u8 => Some(Ok((e.user_key, e.value))),
-            Ok(_) => {
+            Ok(e) => {
+                // A well-formed entry of another kind (a deletion the
+                // properties did not count, a merge operand): not damage,
+                // just nothing a pair can say.
                 self.done = true;
-                Some(Err(Error::corruption(
-                    self.entries.name.clone(),
+                Some(Err(Error::NotSupported(format!(
+                    "{}: the entry of key {:?} in the block at offset {} is of kind {} (not a \
+                     put), which SstReader cannot yield; read the file with TableFile::entries",
+                    self.entries.name,
+                    String::from_utf8_lossy(&e.user_key[..e.user_key.len().min(64)]),
                     self.entries.iter.block_offset(),
-                    "entry is not a put (SstReader reads files of puts only)",
-                )))
+                    e.kind
+                ))))
             }
             Err(e) => {
                 self.done = true;
@@ -97,6 +152,15 @@ pub struct TableEntries {
     started: bool,
     done: bool,
     name: String,
+}
+
+impl std::fmt::Debug for TableEntries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableEntries")
+            .field("file", &self.name)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Table {

@@ -48,6 +48,16 @@ pub struct TableFile {
     table: Arc<Table>,
 }
 
+impl std::fmt::Debug for TableFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableFile")
+            .field("file", &self.table.name())
+            .field("size", &self.table.file_size())
+            .field("format_version", &self.table.footer().format_version)
+            .finish_non_exhaustive()
+    }
+}
+
 impl TableFile {
     /// Opens the SST file at `path` on the OS file system. A directory, a
     /// file too short for a footer, or a footer, index or properties block

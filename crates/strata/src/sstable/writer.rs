@@ -128,6 +128,7 @@ impl SstOptions {
 
 /// What a finished table holds.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SstInfo {
     /// Size of the finished file in bytes.
     pub file_size: u64,
@@ -246,6 +247,17 @@ pub struct SstWriter {
     num_data_blocks: u64,
     smallest_seq: u64,
     largest_seq: u64,
+}
+
+impl std::fmt::Debug for SstWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstWriter")
+            .field("file", &self.name)
+            .field("entries", &self.num_entries)
+            .field("range_tombstones", &self.tombstones.len())
+            .field("bytes_written", &self.offset)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SstWriter {

@@ -150,7 +150,7 @@ pub trait Vfs: Send + Sync {
     /// link followed, so `path` must exist). The default, for file systems
     /// without links or a current directory (in memory, fault injection,
     /// whose files are keyed by their path as given), is
-    /// [`lexically_normal`]: `.` dropped and `..` applied to the name.
+    /// the name made lexically normal: `.` dropped and `..` applied to it.
     fn canonicalize(&self, path: &Path) -> Result<PathBuf> {
         Ok(lexically_normal(path))
     }
@@ -211,7 +211,7 @@ impl LockState {
 /// component before it (kept at the start of a relative path, dropped
 /// after the root), without asking any file system: the name a path
 /// resolves to where no component is a symbolic link.
-pub fn lexically_normal(path: &Path) -> PathBuf {
+pub(crate) fn lexically_normal(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in path.components() {
@@ -233,19 +233,33 @@ pub fn lexically_normal(path: &Path) -> PathBuf {
     out
 }
 
-/// Reads a whole file through a [`Vfs`].
-pub fn read_all(vfs: &dyn Vfs, path: &Path) -> Result<Vec<u8>> {
-    let f = vfs.open_random(path)?;
-    let mut buf = vec![0u8; f.len() as usize];
-    f.read_exact_at(&mut buf, 0)?;
-    Ok(buf)
-}
+// Whole-file helpers: the engine's, and (with the `internals` feature,
+// hidden) its tests' and fuzz targets'; not part of the API.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use whole_file::{read_all, write_all};
+#[cfg(not(feature = "internals"))]
+pub(crate) use whole_file::{read_all, write_all};
 
-/// Writes a whole file through a [`Vfs`] and syncs it.
-pub fn write_all(vfs: &dyn Vfs, path: &Path, data: &[u8]) -> Result<()> {
-    let mut f = vfs.create(path)?;
-    f.append(data)?;
-    f.sync()
+mod whole_file {
+    use super::Vfs;
+    use crate::error::Result;
+    use std::path::Path;
+
+    /// Reads a whole file through a [`Vfs`].
+    pub fn read_all(vfs: &dyn Vfs, path: &Path) -> Result<Vec<u8>> {
+        let f = vfs.open_random(path)?;
+        let mut buf = vec![0u8; f.len() as usize];
+        f.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
+
+    /// Writes a whole file through a [`Vfs`] and syncs it.
+    pub fn write_all(vfs: &dyn Vfs, path: &Path, data: &[u8]) -> Result<()> {
+        let mut f = vfs.create(path)?;
+        f.append(data)?;
+        f.sync()
+    }
 }
 
 #[cfg(test)]
