@@ -225,7 +225,14 @@ pub fn dump(db: &Db) -> strata::Result<Model> {
 /// Whether `op` goes through the WAL (and not the MANIFEST).
 fn is_wal_op(op: &WOp) -> bool {
     matches!(op, WOp::Batch { .. } | WOp::DeleteRange { .. })
-        || matches!(op, WOp::Ingest { as_batch: true, .. })
+        || matches!(
+            op,
+            WOp::Ingest {
+                as_batch: true,
+                excise: None,
+                ..
+            }
+        )
 }
 
 /// Whether an acknowledged `op` makes every earlier WAL record durable (a
@@ -234,7 +241,12 @@ fn is_wal_op(op: &WOp) -> bool {
 fn is_wal_barrier(op: &WOp) -> bool {
     match op {
         WOp::Batch { sync, .. } | WOp::DeleteRange { sync, .. } => *sync,
-        WOp::Ingest { as_batch, .. } => *as_batch,
+        // An excising ingestion never takes the batch path (its excise
+        // would be only a tombstone there): it goes in as files, which do
+        // not sync the WAL, whatever `small_file_bytes` says.
+        WOp::Ingest {
+            as_batch, excise, ..
+        } => *as_batch && excise.is_none(),
         WOp::Flush | WOp::Compact => true,
     }
 }
