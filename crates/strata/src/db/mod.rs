@@ -1967,6 +1967,9 @@ impl Db {
         // tables, whose numbers the next open never reuses. So the LOCK
         // goes now, and the next open need not wait for those to drop.
         self.inner.events.close();
+        // The MANIFEST's file goes now, not when the last handle on the
+        // database's state does (`ManifestLog::close`).
+        self.inner.manifest.close();
         drop(self.inner.lock.lock().take());
         r
     }

@@ -288,6 +288,17 @@ impl ManifestLog {
         self.check()
     }
 
+    /// Closes the file, at `Db::close` once the last record is synced and
+    /// nothing can frame another: dropping it gives back the space reserved
+    /// past the records (`vfs::os`), so a closed database's MANIFEST ends
+    /// where its records do, as it did when closing dropped the whole
+    /// database (now a closed `Db` may live on, shared, and an iterator or
+    /// snapshot may keep its state alive). A sync after this fails.
+    pub fn close(&self) {
+        let file = self.io.lock().file.take();
+        drop(file);
+    }
+
     /// Replaces the file with `file`, whose content (a snapshot of the
     /// whole state, already synced, and named by CURRENT) makes every
     /// record framed so far redundant. Records still pending are written to
