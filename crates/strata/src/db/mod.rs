@@ -744,6 +744,19 @@ impl Db {
         }
     }
 
+    /// Runs `f` entered (see [`enter`](Self::enter)), then, with the guard
+    /// dropped and no lock held, waits until the listener has heard the
+    /// events `f` logged (`events::EventLog::wait_heard`), so a call
+    /// returns after its events were heard.
+    fn run_entered<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let r = {
+            let _op = self.enter()?;
+            f()
+        };
+        self.inner.events.wait_heard();
+        r
+    }
+
     /// Opens (or creates) the database in `path` with default options.
     ///
     /// ```
@@ -925,21 +938,19 @@ impl Db {
         self.check_writable()?;
         let _op = self.enter()?;
         let t = std::time::Instant::now();
+        // The WAL's bytes may or may not be on disk after a failure: a
+        // later sync must not claim they are (nor may writes go on after
+        // them), so it stops the database, and this caller gets the same
+        // error as every later one.
         if let Err(e) = self.inner.commit.sync_wal(&self.inner) {
-            // The WAL's bytes may or may not be on disk: a later sync
-            // must not claim they are (nor may writes go on after them).
-            self.inner
-                .set_bg_error("a WAL sync (Db::sync_wal)", e.clone());
-            return Err(e);
+            return Err(self.inner.set_bg_error("a WAL sync (Db::sync_wal)", e));
         }
         // As for a synced write: an ingestion committed before this call
         // may not have synced its MANIFEST record yet, and no write made
         // durable here may outlive it in a crash.
         if self.inner.manifest.owes() {
             if let Err(e) = self.inner.manifest.sync() {
-                self.inner
-                    .set_bg_error("a MANIFEST sync (Db::sync_wal)", e.clone());
-                return Err(e);
+                return Err(self.inner.set_bg_error("a MANIFEST sync (Db::sync_wal)", e));
             }
         }
         self.inner
@@ -1000,15 +1011,10 @@ impl Db {
     ) -> Result<ingest::IngestResult> {
         self.check_writable()?;
         let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
-        let r = {
-            let _op = self.enter()?;
+        self.run_entered(|| {
             let _checkpoint = self.inner.checkpoint_gate.read();
             self.ingest_paths(&paths, opts)
-        };
-        // The listener has heard the ingestion when the call returns;
-        // waited for with no lock held (`events::EventLog::wait_heard`).
-        self.inner.events.wait_heard();
-        r
+        })
     }
 
     /// [`Db::ingest`] with the call entered and ingestions' checkpoint
@@ -1560,12 +1566,7 @@ impl Db {
     /// ```
     pub fn flush(&self) -> Result<()> {
         self.check_writable()?;
-        let r = {
-            let _op = self.enter()?;
-            self.flush_entered()
-        };
-        self.inner.events.wait_heard();
-        r
+        self.run_entered(|| self.flush_entered())
     }
 
     /// [`Db::flush`] once entered.
@@ -1611,12 +1612,7 @@ impl Db {
     /// ```
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<checkpoint::CheckpointInfo> {
         self.check_writable()?;
-        let r = {
-            let _op = self.enter()?;
-            checkpoint::create(&self.inner, dir.as_ref())
-        };
-        self.inner.events.wait_heard();
-        r
+        self.run_entered(|| checkpoint::create(&self.inner, dir.as_ref()))
     }
 
     /// Compacts every file overlapping `[lo, hi]` (`None`: unbounded) down
@@ -1643,13 +1639,10 @@ impl Db {
     /// ```
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
         self.check_writable()?;
-        let r = {
-            let _op = self.enter()?;
+        self.run_entered(|| {
             self.flush_entered()
                 .and_then(|()| compact::compact_range(&self.inner, lo, hi))
-        };
-        self.inner.events.wait_heard();
-        r
+        })
     }
 
     /// Waits until no flush or compaction is running or needed: the tree
@@ -1675,13 +1668,10 @@ impl Db {
             // Nothing runs: the replayed memtables stay in memory.
             return self.check_open();
         }
-        let r = {
-            let _op = self.enter()?;
+        self.run_entered(|| {
             flush::wait_for_flushes(&self.inner)
                 .and_then(|()| compact::wait_for_compactions(&self.inner))
-        };
-        self.inner.events.wait_heard();
-        r
+        })
     }
 
     /// Keys at which a bulk loader should cut the SST files it is about to
